@@ -1,0 +1,311 @@
+"""Answer sources: presets (--answer/--answers/--decline/...), roots, and the person at the terminal.
+
+Each source implements ``flow.AnswerSource``. The flow asks every
+non-interactive source first (presets, roots, then its own replay of earlier
+answers), and the interactive ones (inline prompts, URL consent) only for what
+is left. Preset values are validated against the field's schema before
+anything is sent: a bad one is a usage error (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import mcp_types as t
+from rich.text import Text
+
+from mcpcli import forms
+from mcpcli.display import safe
+from mcpcli.errors import UsageError
+from mcpcli.flow import Question
+from mcpcli.inline import Terminal, ask_form
+
+Action = Literal["accept", "decline", "cancel"]
+
+
+# --- presets ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Presets:
+    """Answers given up front. Field values are kept as given (text or JSON) and coerced per field."""
+
+    fields: dict[tuple[str | None, str], tuple[Any, str]] = field(default_factory=dict)
+    """(request key or None for a bare FIELD, field) → (raw value, where it came from, for messages)."""
+    actions: dict[str, Action] = field(default_factory=dict)
+    """Request key → accept/decline/cancel."""
+    contents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Request key → content given with an action in an answers file."""
+    accept_defaults: bool = False
+
+    interactive = False
+
+    @classmethod
+    def parse(
+        cls,
+        answers: Sequence[str] = (),
+        answers_file: str | None = None,
+        *,
+        decline: Iterable[str] = (),
+        cancel: Iterable[str] = (),
+        accept: Iterable[str] = (),
+        accept_defaults: bool = False,
+        stdin: Callable[[], str] | None = None,
+    ) -> Presets:
+        presets = cls(accept_defaults=accept_defaults)
+        if answers_file is not None:
+            presets._load_file(answers_file, stdin or sys.stdin.read)
+        for item in answers:
+            name, sep, value = item.partition("=")
+            if not sep or not name:
+                raise UsageError(
+                    f"Bad --answer {item!r}.", hint="Write --answer FIELD=VALUE or --answer KEY.FIELD=VALUE."
+                )
+            presets._add_field(name, value, f"--answer {name}")
+        for action, keys in (("decline", decline), ("cancel", cancel), ("accept", accept)):
+            for key in keys:
+                presets.actions[key] = action  # type: ignore[assignment]
+        return presets
+
+    def _add_field(self, name: str, value: Any, origin: str) -> None:
+        key, dot, fname = name.rpartition(".")
+        self.fields[(key if dot else None, fname)] = (value, origin)
+
+    def _load_file(self, source: str, read_stdin: Callable[[], str]) -> None:
+        where = "stdin" if source == "-" else source
+        try:
+            text = read_stdin() if source == "-" else Path(source).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"Cannot read the answers file {source}: {exc.strerror}.") from None
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise UsageError(f"The answers in {where} are not valid JSON: {exc}.") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"The answers in {where} must be a JSON object.", hint='e.g. {"region": "eu-west-1"}')
+        for name, value in data.items():
+            if isinstance(value, dict) and "action" in value:
+                action = value["action"]
+                if action not in ("accept", "decline", "cancel"):
+                    raise UsageError(f"{where}: {name}: action must be accept, decline or cancel.")
+                self.actions[name] = action
+                if isinstance(value.get("content"), dict):
+                    self.contents[name] = value["content"]
+            else:
+                self._add_field(name, value, f"{where}: {name}")
+
+    # -- answering --
+
+    async def answer(self, question: Question) -> t.InputResponse | None:
+        request = question.request
+        if not isinstance(request, t.ElicitRequest):
+            return None
+        action = self.actions.get(question.key)
+        if action in ("decline", "cancel"):
+            return t.ElicitResult(action=action)
+        if isinstance(request.params, t.ElicitRequestURLParams):
+            # --accept on a URL request: the user has visited the page elsewhere.
+            return t.ElicitResult(action="accept") if action == "accept" else None
+        specs = self._specs(question)
+        content = self.partial(question, specs)
+        if action == "accept" or self.accept_defaults:
+            content = {**forms.defaults(specs), **content}
+        elif not content:
+            return None
+        missing = [s.name for s in specs if s.required and s.name not in content]
+        if missing:
+            if action == "accept" or self.accept_defaults:
+                raise UsageError(
+                    f"Cannot accept {question.key!r} with defaults: no value for {', '.join(missing)}.",
+                    hint=f"Add --answer {question.key}.{missing[0]}=VALUE",
+                )
+            return None  # partial: the person at the terminal fills in the rest, or the flow waits
+        return t.ElicitResult(action="accept", content=content)
+
+    def partial(self, question: Question, specs: Sequence[forms.FieldSpec] | None = None) -> dict[str, Any]:
+        """The preset values that apply to this form, coerced and validated (a bad one: exit 2)."""
+        request = question.request
+        if not isinstance(request, t.ElicitRequest) or not isinstance(request.params, t.ElicitRequestFormParams):
+            return {}
+        specs = self._specs(question) if specs is None else specs
+        content: dict[str, Any] = dict(self.contents.get(question.key, {}))
+        for spec in specs:
+            hit = self.fields.get((question.key, spec.name))
+            if hit is None and (bare := self.fields.get((None, spec.name))) is not None:
+                self._check_unambiguous(spec.name, question)
+                hit = bare
+            if hit is not None:
+                content[spec.name] = hit[0]
+        clean: dict[str, Any] = {}
+        by_name = {s.name: s for s in specs}
+        for name, raw in content.items():
+            field_spec = by_name.get(name)
+            if field_spec is None:
+                raise UsageError(f"{question.key!r} has no field {name!r}.", hint=f"Its fields: {', '.join(by_name)}")
+            try:
+                clean[name] = forms.coerce(field_spec, raw)
+            except forms.FieldError as exc:
+                origin = self.fields.get((question.key, name)) or self.fields.get((None, name))
+                raise UsageError(f"{origin[1] if origin else name}: {exc}", title="Invalid answer") from None
+        return clean
+
+    def _check_unambiguous(self, fname: str, question: Question) -> None:
+        owners = [key for key, wire in question.round_requests.items() if fname in _properties(wire)]
+        if len(owners) > 1:
+            raise UsageError(
+                f"--answer {fname} is ambiguous: it matches {', '.join(f'{k}.{fname}' for k in owners)}.",
+                hint=f"Name the request: --answer {owners[0]}.{fname}=VALUE",
+            )
+
+    @staticmethod
+    def _specs(question: Question) -> list[forms.FieldSpec]:
+        request = question.request
+        assert isinstance(request, t.ElicitRequest) and isinstance(request.params, t.ElicitRequestFormParams)
+        try:
+            return forms.parse_schema(request.params.requested_schema)
+        except forms.SchemaError as exc:
+            raise UsageError(f"The server's form {question.key!r} cannot be answered: {exc}.") from None
+
+
+def _properties(wire: Mapping[str, Any]) -> Mapping[str, Any]:
+    params = wire.get("params") or {}
+    schema = params.get("requestedSchema") or {}
+    props = schema.get("properties") or {}
+    return props if isinstance(props, Mapping) else {}
+
+
+def answers_template(pending: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """What the exit-3 JSON offers to fill in: the ``--answers`` format, defaults pre-filled, null where none."""
+    template: dict[str, Any] = {}
+    for key, wire in pending.items():
+        method = wire.get("method")
+        params = wire.get("params") or {}
+        if method == "elicitation/create" and params.get("mode", "form") == "form":
+            try:
+                specs = forms.parse_schema(params.get("requestedSchema") or {})
+            except forms.SchemaError:
+                specs = []
+            for spec in specs:
+                template[f"{key}.{spec.name}"] = spec.default
+        elif method == "elicitation/create":
+            template[key] = {"action": "accept"}
+        else:
+            template[key] = {"action": "decline"}
+    return template
+
+
+# --- roots -----------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Roots:
+    """Answers ``roots/list`` with ``--root`` paths (default: the current directory)."""
+
+    paths: Sequence[Path]
+    interactive = False
+
+    async def answer(self, question: Question) -> t.InputResponse | None:
+        if not isinstance(question.request, t.ListRootsRequest):
+            return None
+        roots = [
+            t.Root.model_validate({"uri": p.resolve().as_uri(), "name": p.resolve().name or str(p)}) for p in self.paths
+        ]
+        return t.ListRootsResult(roots=roots)
+
+
+# --- the person at the terminal --------------------------------------------------------------------------------------
+
+
+@dataclass
+class TerminalUser:
+    """Inline prompts on stderr: forms field by field, and consent before a URL is opened."""
+
+    term: Terminal
+    presets: Presets
+    open_url: Callable[[str], object]
+    interactive = True
+
+    async def answer(self, question: Question) -> t.InputResponse | None:
+        request = question.request
+        if not isinstance(request, t.ElicitRequest):
+            return None
+        if isinstance(request.params, t.ElicitRequestURLParams):
+            return self._url_consent(question, request.params)
+        preset = self.presets.partial(question)
+        specs = Presets._specs(question)
+        # Asked on the event loop's own thread, on purpose: Ctrl-C then lands in input() and unwinds cleanly,
+        # and nothing else needs the loop while a person thinks (every leg is a fresh request).
+        outcome = ask_form(self.term, request.params.message, specs, server_label=question.server, preset=preset)
+        if outcome.action == "accept":
+            return t.ElicitResult(action="accept", content=outcome.content or {})
+        return t.ElicitResult(action=outcome.action)
+
+    def _url_consent(self, question: Question, params: t.ElicitRequestURLParams) -> t.ElicitResult:
+        console = self.term.console
+        check = check_url(params.url)
+        console.print(Text.assemble(("? ", "bold cyan"), safe(params.message)))
+        console.print(Text.assemble("  ", url_text(params.url)))
+        for warning in check.warnings:
+            console.print(Text.assemble(("  ! ", "bold yellow"), warning))
+        if check.refused:
+            console.print(Text("  This link is not a web page; declining it.", style="red"))
+            return t.ElicitResult(action="decline")
+        while True:
+            reply = self.term.read_line(
+                "  Open it in your browser? [y]es / [a]lready done / [n]o (decline) / [c]ancel: "
+            )
+            reply = reply.strip().lower()
+            if reply in ("y", "yes"):
+                self.open_url(params.url)
+                self.term.read_line("  Press Enter when you have finished on that page. ")
+                return t.ElicitResult(action="accept")
+            if reply in ("a", "already"):
+                return t.ElicitResult(action="accept")
+            if reply in ("n", "no", "decline", "d"):
+                return t.ElicitResult(action="decline")
+            if reply in ("c", "cancel"):
+                return t.ElicitResult(action="cancel")
+
+
+@dataclass(frozen=True)
+class UrlCheck:
+    host: str
+    warnings: list[str]
+    refused: bool
+
+
+def check_url(url: str) -> UrlCheck:
+    """What to warn about before anyone opens ``url``: non-https, punycode or mixed-script hosts, other schemes."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    warnings: list[str] = []
+    if parts.scheme not in ("http", "https") or not host:
+        return UrlCheck(host, [f"Refused: {parts.scheme or 'no'} scheme — only http(s) links are opened."], True)
+    if parts.scheme == "http":
+        warnings.append("This link is not encrypted (http, not https).")
+    if any(label.startswith("xn--") for label in host.split(".")) or not host.isascii():
+        shown = host.encode("idna").decode("ascii") if not host.isascii() else host
+        warnings.append(f"The host uses international characters (punycode {shown}); check it is the site you expect.")
+    if parts.username or parts.password:
+        warnings.append("The link carries a user name before the host; the real host is the part after '@'.")
+    return UrlCheck(host, warnings, False)
+
+
+def url_text(url: str) -> Text:
+    """The full URL, sanitized, with its host emphasised."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    shown = safe(url).plain
+    at = shown.find(host, shown.find("//") + 2) if host else -1
+    if at < 0:
+        return Text(shown, style="underline")
+    text = Text(shown[:at], style="dim")
+    text.append(shown[at : at + len(host)], style="bold reverse")
+    text.append(shown[at + len(host) :], style="dim")
+    return text

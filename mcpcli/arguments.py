@@ -1,0 +1,157 @@
+"""Tool arguments from the command line, typed by the tool's ``inputSchema``.
+
+``--arg KEY=VALUE`` gives one argument: a string property keeps ``"012"``;
+integers, numbers, booleans, arrays and objects are parsed as the schema says;
+``KEY=@file`` reads the value from a file. ``--args`` gives them all as JSON
+(inline, ``@FILE`` or ``-`` for stdin). The result is checked against the
+schema before anything is sent: a bad argument is a usage error (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mcpcli.errors import UsageError
+
+_BOOLS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def build_arguments(
+    schema: Mapping[str, Any] | None,
+    pairs: Sequence[str],
+    args_json: str | None = None,
+    *,
+    read_stdin: Callable[[], str] | None = None,
+    what: str = "tool",
+) -> dict[str, Any]:
+    """The arguments object for a call; raises ``UsageError`` naming the bad argument."""
+    arguments: dict[str, Any] = {}
+    if args_json is not None:
+        arguments = _load_args(args_json, read_stdin or sys.stdin.read)
+    properties: Mapping[str, Any] = (schema or {}).get("properties") or {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"Bad --arg {pair!r}.", hint="Write --arg KEY=VALUE (or KEY=@file to read a file).")
+        if raw.startswith("@") and len(raw) > 1:
+            raw = _read(raw[1:], f"--arg {key}")
+        arguments[key] = typed_value(key, raw, properties.get(key))
+    if schema:
+        check(schema, arguments, what)
+    return arguments
+
+
+def typed_value(key: str, raw: str, prop: Any) -> Any:
+    """One ``--arg`` value, typed by its property schema (unknown property: JSON if it parses, else text)."""
+    kinds = _types(prop)
+    if not kinds or kinds == {"string"}:
+        if kinds == {"string"} or prop is not None:
+            return raw
+        return _json_or_text(raw)
+    if "string" in kinds and not raw.strip():
+        return raw
+    for kind in ("integer", "number", "boolean", "array", "object", "null"):
+        if kind not in kinds:
+            continue
+        value = _parse(kind, raw)
+        if value is not _FAIL:
+            return value
+    if "string" in kinds:
+        return raw
+    expected = " or ".join(sorted(kinds))
+    raise UsageError(f"--arg {key}: {raw!r} is not {'an' if expected[0] in 'aeiou' else 'a'} {expected}.")
+
+
+_FAIL = object()
+
+
+def _parse(kind: str, raw: str) -> Any:
+    text = raw.strip()
+    if kind == "boolean":
+        return _BOOLS.get(text.lower(), _FAIL)
+    if kind == "null":
+        return None if text == "null" else _FAIL
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return _FAIL
+    if kind == "integer":
+        return value if isinstance(value, int) and not isinstance(value, bool) else _FAIL
+    if kind == "number":
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else _FAIL
+    if kind == "array":
+        return value if isinstance(value, list) else _FAIL
+    return value if isinstance(value, dict) else _FAIL
+
+
+def _types(prop: Any) -> set[str]:
+    if not isinstance(prop, Mapping):
+        return set()
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return {k for k in kind if isinstance(k, str)}
+    found: set[str] = set()
+    for branch in (*prop.get("anyOf", ()), *prop.get("oneOf", ())):
+        found |= _types(branch)
+    if not found and "enum" in prop and all(isinstance(v, str) for v in prop["enum"]):
+        found.add("string")
+    return found
+
+
+def _json_or_text(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _read(path: str, origin: str) -> str:
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{origin}: cannot read {path}: {exc.strerror}.") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{origin}: {path} is not UTF-8 text.") from None
+
+
+def _load_args(source: str, read_stdin: Callable[[], str]) -> dict[str, Any]:
+    if source == "-":
+        text, where = read_stdin(), "--args - (stdin)"
+    elif source.startswith("@"):
+        text, where = _read(source[1:], "--args"), f"--args {source}"
+    else:
+        text, where = source, "--args"
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{where} is not valid JSON: {exc}.", hint='e.g. --args \'{"name": "orders"}\'') from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{where} must be a JSON object.", hint='e.g. --args \'{"name": "orders"}\'')
+    return value
+
+
+def check(schema: Mapping[str, Any], arguments: Mapping[str, Any], what: str) -> None:
+    """Validate against the whole input schema; the first problem becomes one line."""
+    import jsonschema  # the SDK's own dependency; imported only when there is something to check
+
+    try:
+        validator_cls = jsonschema.validators.validator_for(schema)
+        validator = validator_cls(schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
+    except jsonschema.exceptions.SchemaError:
+        return  # the server's schema is broken; let the server judge the arguments
+    if error is None:
+        return
+    where = ".".join(str(p) for p in error.absolute_path)
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        raise UsageError(f"Missing required argument {missing!r}.", hint=f"Add --arg {missing}=VALUE")
+    if error.validator == "additionalProperties":
+        raise UsageError(f"The {what} does not take that argument: {error.message}.")
+    raise UsageError(f"Argument {where or '(all)'}: {error.message}.")

@@ -1,0 +1,204 @@
+"""Settings, paths and server targets.
+
+Owns where mcpcli keeps things (platformdirs, relocated as a whole by
+``MCPCLI_HOME``), the ``config.toml`` model, and the rule that turns what the
+user typed after ``-s`` into a ``Target``. Pure: no network, no ``mcp`` import.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mcpcli.errors import ConfigError, UsageError
+
+APP = "mcpcli"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where mcpcli keeps its files. ``MCPCLI_HOME`` puts all of them in one directory."""
+
+    config_dir: Path
+    state_dir: Path
+
+    @property
+    def config_file(self) -> Path:
+        return self.config_dir / "config.toml"
+
+    @property
+    def store_file(self) -> Path:
+        return self.state_dir / "sessions.db"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def demo_key_file(self) -> Path:
+        return self.state_dir / "keys" / "demo-request-state.key"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Paths:
+        env = os.environ if environ is None else environ
+        if home := env.get("MCPCLI_HOME"):
+            root = Path(home).expanduser()
+            return cls(config_dir=root, state_dir=root)
+        import platformdirs  # deferred: only the commands that touch files need it
+
+        return cls(
+            config_dir=Path(platformdirs.user_config_dir(APP)),
+            state_dir=Path(platformdirs.user_state_dir(APP)),
+        )
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` and any missing parents as 0700 directories; leave existing ones' modes alone."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+class ServerEntry(BaseModel):
+    """One entry of the ``mcpServers`` table (the ``mcp.json`` shape of Claude Desktop, VS Code, Cursor)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | None = None
+    """Executable of a stdio server."""
+    args: list[str] = Field(default_factory=list)
+    """Arguments of the stdio command."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment for the stdio server, on top of the SDK's safe whitelist (PATH, HOME, ...)."""
+    cwd: str | None = None
+    """Working directory of the stdio server."""
+    url: str | None = None
+    """Endpoint of a streamable HTTP server."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers sent with every request to ``url``."""
+    type: str | None = None
+    """Accepted for compatibility with other clients' files (``stdio``/``http``); mcpcli infers it."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ServerEntry:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either 'command' (stdio) or 'url' (HTTP)")
+        return self
+
+
+class Settings(BaseModel):
+    """The contents of ``config.toml``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    default_server: str | None = None
+    """Server target used when neither ``-s`` nor ``MCPCLI_SERVER`` is given."""
+    store: str | None = None
+    """Session store URL: ``sqlite:`` (default, under the state dir), ``sqlite:/path.db``."""
+    mcp_servers: dict[str, ServerEntry] = Field(default_factory=dict, alias="mcpServers")
+    """Named servers, usable as ``-s NAME``."""
+    providers: dict[str, Any] = Field(default_factory=dict)
+    """LLM providers for sampling (read by the sampling feature)."""
+    sampling: dict[str, Any] = Field(default_factory=dict)
+    """Sampling policy (read by the sampling feature)."""
+
+
+def load_settings(paths: Paths) -> Settings:
+    """Read ``config.toml``; a missing file means defaults, a broken one a one-line error."""
+    path = paths.config_file
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Settings()
+    except OSError as exc:
+        raise ConfigError(f"Cannot read {path}: {exc.strerror}.") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}.", hint=f"Fix or move {path}.") from None
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ConfigError(f"{path}: {where}: {first['msg']}.", hint=f"Fix {where} in {path}.") from None
+
+
+TargetKind = Literal["http", "stdio", "demo"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved server target: what to connect to and how."""
+
+    label: str
+    """What the user gave (URL, config name, ``demo`` or the command line); stored with sessions."""
+    kind: TargetKind
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+def parse_headers(values: list[str]) -> dict[str, str]:
+    """``-H "Name: value"`` flags → a header dict; a malformed one is a usage error."""
+    headers: dict[str, str] = {}
+    for value in values:
+        name, sep, rest = value.partition(":")
+        if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
+            raise UsageError(f"Bad header {value!r}.", hint='Write headers as -H "Name: value".')
+        headers[name.strip()] = rest.strip()
+    return headers
+
+
+def resolve_target(
+    given: str | None,
+    settings: Settings,
+    *,
+    headers: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Target, str | None]:
+    """Pick the server: ``-s`` > ``MCPCLI_SERVER`` > config ``default_server`` > the demo.
+
+    Returns the target and, when falling back to the demo, a note for stderr.
+    """
+    env = os.environ if environ is None else environ
+    note = None
+    choice = given or env.get("MCPCLI_SERVER") or settings.default_server
+    if not choice:
+        choice = "demo"
+        note = "No server given (-s, MCPCLI_SERVER or default_server); using the built-in demo server."
+    extra = dict(headers or {})
+    if choice.startswith(("http://", "https://")):
+        return Target(label=choice, kind="http", url=choice, headers=extra), note
+    if entry := settings.mcp_servers.get(choice):
+        if entry.url is not None:
+            return Target(label=choice, kind="http", url=entry.url, headers={**entry.headers, **extra}), note
+        assert entry.command is not None
+        return Target(
+            label=choice,
+            kind="stdio",
+            command=entry.command,
+            args=tuple(entry.args),
+            env=dict(entry.env),
+            cwd=entry.cwd,
+        ), note
+    if choice == "demo":
+        return Target(label="demo", kind="demo"), note
+    try:
+        argv = shlex.split(choice)
+    except ValueError as exc:
+        raise UsageError(f"Cannot parse the server command {choice!r}: {exc}.") from None
+    if not argv:
+        raise UsageError("The server target is empty.", hint="Pass -s URL, -s NAME, -s demo or -s 'command args'.")
+    return Target(label=choice, kind="stdio", command=argv[0], args=tuple(argv[1:])), note

@@ -1,0 +1,194 @@
+"""Target → a connected ``mcp.Client`` (streamable HTTP, stdio, or the built-in demo in-process).
+
+Also the one place mcpcli reaches inside the SDK: ``_FlowLegs`` wraps the
+session's dispatcher so that every leg of a flow goes out under a fresh,
+globally unique JSON-RPC id (a retry sent by another process must never reuse
+an earlier leg's id), and so that a complete result without ``resultType`` —
+the spec's default — is accepted (mcp 2.3.0's models reject it).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import mcp_types as t
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcpcli import __version__
+from mcpcli.config import Paths, Target, private_dir
+from mcpcli.errors import ServerError, UsageError
+
+Protocol = Literal["auto", "legacy", "2026-07-28"]
+BackChannel = Callable[[t.InputRequest], Awaitable[t.InputResponse | t.ErrorData]]
+
+FLOW_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+STDERR_TAIL_LINES = 8
+
+
+class _FlowLegs:
+    """Dispatcher wrapper: fresh string ids for flow legs, and ``resultType`` defaulted to ``complete``."""
+
+    def __init__(self, inner: Any, client: Client) -> None:
+        self._inner = inner
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: dict[str, Any] | None = None, **kw: Any
+    ) -> dict[str, Any]:
+        if method in FLOW_METHODS:
+            # A string that does not parse as an integer never collides with the dispatcher's own counter,
+            # nor with any id an earlier process used for another leg of the same flow.
+            opts = {**(opts or {}), "request_id": f"mcpcli-{secrets.token_hex(8)}"}
+        raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
+        if method in FLOW_METHODS and "resultType" not in raw and self._modern():
+            raw = {**raw, "resultType": "complete"}
+        return raw
+
+    def _modern(self) -> bool:
+        return self._client.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _install_flow_legs(client: Client) -> None:
+    session = client.session
+    session._dispatcher = _FlowLegs(session._dispatcher, client)  # type: ignore[assignment]  # see module docstring
+
+
+class _ServerLog:
+    """A stdio server's stderr, appended to a private log file; its tail explains a failed start."""
+
+    def __init__(self, paths: Paths, target: Target) -> None:
+        private_dir(paths.log_dir)
+        self.path = paths.log_dir / "servers.log"
+        fd_path = self.path
+        self.file = open(fd_path, "a", encoding="utf-8", errors="replace", opener=_private_opener)  # noqa: SIM115
+        self.file.write(f"--- {datetime.now(UTC).isoformat()} {target.label}\n")
+        self.file.flush()
+        self.start = self.file.tell()
+
+    def tail(self) -> str:
+        self.file.flush()
+        with self.path.open(encoding="utf-8", errors="replace") as f:
+            f.seek(self.start)
+            lines = [line.rstrip() for line in f.read().splitlines() if line.strip()]
+        return "\n".join(lines[-STDERR_TAIL_LINES:])
+
+
+def _private_opener(path: str, flags: int) -> int:
+    import os
+
+    return os.open(path, flags, 0o600)
+
+
+@asynccontextmanager
+async def connect(
+    target: Target,
+    paths: Paths,
+    *,
+    protocol: Protocol = "auto",
+    elicitation: BackChannel | None = None,
+    roots: BackChannel | None = None,
+    sampling: BackChannel | None = None,
+) -> AsyncIterator[Client]:
+    """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
+
+    The back-channel callbacks serve pre-2026 servers; on 2026-07-28 nothing flows server → client.
+    """
+    if protocol not in ("auto", "legacy", "2026-07-28"):
+        raise UsageError(f"Unknown protocol {protocol!r}.", hint="Use --protocol auto, legacy or 2026-07-28.")
+    async with AsyncExitStack() as stack:
+        server, log = _server_for(target, paths, stack)
+        client = Client(
+            server,
+            mode=protocol,
+            client_info=t.Implementation(name="mcpcli", version=__version__),
+            elicitation_callback=_callback(elicitation) if elicitation else None,
+            list_roots_callback=_roots_callback(roots) if roots else None,
+            sampling_callback=_callback(sampling) if sampling else None,
+            cache=None,
+        )
+        try:
+            # No cancel scope around this: the client's task group must outlive it (anyio scopes nest strictly).
+            await stack.enter_async_context(client)
+        except MCPError as exc:
+            raise _start_failure(target, log, exc.message) from None
+        except OSError as exc:
+            raise _start_failure(target, log, exc.strerror or str(exc)) from None
+        except Exception as exc:  # boundary: transports raise many shapes (ExceptionGroup, httpx2 errors)
+            raise _start_failure(target, log, _describe(exc)) from None
+        _install_flow_legs(client)
+        yield client
+
+
+def _server_for(target: Target, paths: Paths, stack: AsyncExitStack) -> tuple[Any, _ServerLog | None]:
+    if target.kind == "demo":
+        from mcpcli.demo import build_server, load_or_create_key
+
+        return build_server(load_or_create_key(paths.demo_key_file)), None
+    if target.kind == "http":
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        assert target.url is not None
+        # The SDK's own defaults: a server may hold a response stream open for minutes.
+        http = httpx2.AsyncClient(headers=dict(target.headers), timeout=httpx2.Timeout(30.0, read=300.0))
+        stack.push_async_callback(http.aclose)
+        return streamable_http_client(target.url, http_client=http), None
+    assert target.command is not None
+    log = _ServerLog(paths, target)
+    stack.callback(log.file.close)
+    params = StdioServerParameters(
+        command=target.command, args=list(target.args), env=dict(target.env) or None, cwd=target.cwd
+    )
+    return stdio_client(params, errlog=log.file), log
+
+
+def _start_failure(target: Target, log: _ServerLog | None, why: str) -> ServerError:
+    where = f"server {target.label!r}"
+    hint = "Check the target with: mcpcli info -s TARGET"
+    if log is not None:
+        if tail := log.tail():
+            why = f"{why}\n{tail}"
+        hint = f"The server's output is in {log.path}"
+    return ServerError(f"Cannot connect to {where}: {why}", title="Connection failed", hint=hint)
+
+
+def _describe(exc: BaseException) -> str:
+    """The innermost meaningful message of a (possibly grouped) transport failure."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return exc.message
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def _callback(handler: BackChannel) -> Any:
+    async def callback(ctx: ClientRequestContext, params: Any) -> Any:
+        if isinstance(params, t.CreateMessageRequestParams):
+            return await handler(t.CreateMessageRequest(params=params))
+        return await handler(t.ElicitRequest(params=params))
+
+    return callback
+
+
+def _roots_callback(handler: BackChannel) -> Any:
+    async def callback(ctx: ClientRequestContext) -> Any:
+        return await handler(t.ListRootsRequest())
+
+    return callback
+
+
+def root_uri(path: Path) -> str:
+    return path.resolve().as_uri()

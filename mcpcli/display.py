@@ -1,0 +1,60 @@
+"""Display safety: the one sanitizer for text that came from a server or a model.
+
+Server names, messages, titles, enum labels, URLs, results and errors are
+untrusted. Printed raw, they could move the cursor, rewrite earlier lines,
+plant hyperlinks (OSC 8), reorder what the user reads (bidi overrides) or
+inject Rich markup. Everything shown to the user goes through ``sanitize`` (or
+``safe`` / ``safe_json``, which call it), so there is exactly one place that
+decides what may reach the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.text import Text
+
+_BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_CONTROLS = (
+    *(c for c in range(0x00, 0x20) if c not in (0x09, 0x0A)),  # C0, keeping tab and newline (\r is escaped)
+    0x7F,  # DEL
+    *range(0x80, 0xA0),  # C1, e.g. \x9b is a one-byte CSI on some terminals
+    *_BIDI_CONTROLS,
+)
+
+
+def _escape(code: int) -> str:
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+_TABLE = {code: _escape(code) for code in _CONTROLS}
+
+
+def sanitize(text: str) -> str:
+    """Return ``text`` with every control character the terminal would act on made visible.
+
+    ``"\\x1b[31m"`` becomes the six characters ``\\x1b[31m``; bidi controls
+    become ``\\u202e`` and the like. Newlines and tabs are kept because
+    multi-line messages are legitimate; everything else is unchanged.
+    """
+    return text.translate(_TABLE)
+
+
+def safe(text: object) -> Text:
+    """Sanitized untrusted text as a Rich ``Text``, which Rich never parses as markup.
+
+    Use this (never an f-string inside markup) whenever server text is printed:
+    ``[bold red]`` in a tool name must stay those eleven characters.
+    """
+    return Text(sanitize(str(text)))
+
+
+def safe_json(value: Any) -> str:
+    """Pretty JSON of an untrusted value, sanitized for display.
+
+    ``json.dumps`` already escapes C0 controls inside strings, but it passes C1
+    and bidi controls through (``ensure_ascii=False`` keeps non-ASCII readable),
+    so the result still goes through ``sanitize``.
+    """
+    return sanitize(json.dumps(value, indent=2, ensure_ascii=False))

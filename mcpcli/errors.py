@@ -1,0 +1,90 @@
+"""Errors and exit codes: the one place that maps a failure to what the user sees.
+
+Every failure mcpcli expects is an ``McpcliError`` carrying a one-line message,
+a short title and a hint (ideally the command that fixes it). ``cli.py`` prints
+it once, on stderr, and exits with its ``exit_code``.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The exit codes of DESIGN.md §Output and exit codes."""
+
+    OK = 0
+    TOOL_ERROR = 1
+    USAGE = 2
+    INPUT_REQUIRED = 3
+    SERVER = 4
+    STOPPED = 5
+    SESSION = 6
+    INTERRUPTED = 130
+
+
+class McpcliError(Exception):
+    """An expected failure: one line of what happened, one line of what to do."""
+
+    exit_code: ExitCode = ExitCode.SERVER
+    default_title = "Error"
+
+    def __init__(self, message: str, *, title: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.title = title or self.default_title
+        self.hint = hint
+
+
+class UsageError(McpcliError):
+    """Bad options, arguments or answers; nothing was sent."""
+
+    exit_code = ExitCode.USAGE
+    default_title = "Usage error"
+
+
+class ConfigError(UsageError):
+    """The config file or an environment variable is invalid."""
+
+    default_title = "Config error"
+
+
+class ServerError(McpcliError):
+    """Connection, protocol or server failure."""
+
+    exit_code = ExitCode.SERVER
+    default_title = "Server error"
+
+
+class SessionError(McpcliError):
+    """A session is busy, missing or ambiguous."""
+
+    exit_code = ExitCode.SESSION
+    default_title = "Session error"
+
+
+class StoreError(McpcliError):
+    """The session store cannot be opened or used safely."""
+
+    exit_code = ExitCode.SERVER
+    default_title = "Store error"
+
+
+class UserStopped(McpcliError):
+    """The user quit at one of mcpcli's own prompts (Ctrl-D / quit)."""
+
+    exit_code = ExitCode.STOPPED
+    default_title = "Stopped"
+
+
+def print_error(exc: McpcliError) -> None:
+    """The one error printer: ``Title: message`` and a dim hint line, on stderr, server text sanitized."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from mcpcli.display import sanitize
+
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    console.print(Text.assemble((f"{exc.title}: ", "bold red"), sanitize(exc.message)))
+    if exc.hint:
+        console.print(Text(f"hint: {sanitize(exc.hint)}", style="dim"))

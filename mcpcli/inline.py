@@ -1,0 +1,223 @@
+"""Inline terminal prompts: answering one elicitation form line by line on stderr.
+
+This is the "the user" answer source of DESIGN.md §Answering when ``--tui`` is
+not given. It owns the conversation only: what a field means and which values
+fit comes from ``forms``, and every server string is shown through
+``display`` — the message, titles, descriptions and labels are untrusted, so
+prompts are built from ``rich.text.Text`` pieces and never from markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, NamedTuple
+
+from rich.console import Console
+from rich.text import Text
+
+from mcpcli.display import safe, sanitize
+from mcpcli.errors import UserStopped
+from mcpcli.forms import FieldError, FieldSpec, coerce, constraint_hint, defaults, display_value
+
+HELP = "(:decline, :cancel, :quit at any prompt; Enter keeps the default)"
+CONFIRM = "Send? [Y/n/decline/cancel] "
+
+
+class FormOutcome(NamedTuple):
+    """What the user decided about one form; ``content`` is set only when accepted."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None
+
+
+class Terminal:
+    """The console and line readers the prompts use, injectable so tests need no pseudo-terminal.
+
+    A reader raising ``EOFError`` means the user pressed Ctrl-D.
+    """
+
+    def __init__(
+        self,
+        console: Console,
+        read_line: Callable[[str], str] | None = None,
+        read_secret: Callable[[str], str] | None = None,
+    ) -> None:
+        self.console = console
+        """Where every prompt, hint and error goes (the caller passes a stderr console)."""
+        self.read_line = read_line or self._input
+        """Reads one answer; gets a plain, already sanitized prompt string."""
+        self.read_secret = read_secret or self._input_secret
+        """Reads one answer without echoing it."""
+
+    def _input(self, prompt: str) -> str:
+        # As Text, because a str prompt would be parsed as Rich markup.
+        return self.console.input(Text(prompt))
+
+    def _input_secret(self, prompt: str) -> str:
+        return self.console.input(Text(prompt), password=True)
+
+
+class _Answered(Exception):
+    """The user typed ``:decline`` or ``:cancel``: the form ends with that action."""
+
+    def __init__(self, action: Literal["decline", "cancel"]) -> None:
+        super().__init__(action)
+        self.action: Literal["decline", "cancel"] = action
+
+
+_OMITTED = object()
+"""An optional field the user left empty: it is not sent at all."""
+
+
+def ask_form(
+    term: Terminal,
+    message: str,
+    fields: Sequence[FieldSpec],
+    *,
+    server_label: str | None = None,
+    preset: Mapping[str, Any] | None = None,
+) -> FormOutcome:
+    """Ask the user every field not in ``preset``, confirm, and return their decision.
+
+    ``preset`` values (from ``--answer`` flags, already validated) are sent as
+    given and not asked again, not even after "n" at the confirmation. Raises
+    ``UserStopped`` on ``:quit`` or Ctrl-D.
+    """
+    fixed = {field.name: preset[field.name] for field in fields if preset and field.name in preset}
+    to_ask = [field for field in fields if field.name not in fixed]
+    _print_header(term.console, message, server_label)
+    answers = defaults(to_ask)  # after "n", what was entered becomes the default
+    try:
+        while True:
+            for field in to_ask:
+                value = _ask_field(term, field, answers.get(field.name))
+                if value is _OMITTED:
+                    answers.pop(field.name, None)
+                else:
+                    answers[field.name] = value
+            given = {**answers, **fixed}
+            content = {field.name: given[field.name] for field in fields if field.name in given}
+            if _confirm(term, fields, content):
+                return FormOutcome("accept", content)
+    except _Answered as answered:
+        return FormOutcome(answered.action, None)
+
+
+def _print_header(console: Console, message: str, server_label: str | None) -> None:
+    if server_label:
+        console.print(Text.assemble(safe(server_label), " asks:", style="bold"))
+    console.print(safe(message))
+    console.print(Text(HELP, style="dim"))
+
+
+def _ask_field(term: Terminal, field: FieldSpec, current: Any) -> Any:
+    """The field's value, ``current`` on an empty answer, or ``_OMITTED``; re-asks until the answer fits."""
+    _print_field(term.console, field)
+    while True:
+        text = _read(term, _prompt(field, current), secret=field.secret)
+        if not text.strip():
+            if current is not None:
+                return current
+            if not field.required:
+                return _OMITTED
+            error = f"{field.name}: is required"
+        else:
+            try:
+                return coerce(field, _from_numbers(field, text))
+            except FieldError as exc:
+                error = str(exc)
+        term.console.print(Text(sanitize(error), style="red"))
+
+
+def _print_field(console: Console, field: FieldSpec) -> None:
+    line = Text()
+    line.append(sanitize(field.title), style="bold")
+    if not field.required:
+        line.append(" (optional)", style="dim")
+    if field.description:
+        line.append("  " + sanitize(field.description), style="dim")
+    hint = constraint_hint(field)
+    if hint:
+        line.append(f"  [{hint}]", style="cyan")
+    console.print(line)
+    for number, choice in enumerate(field.choices, 1):
+        label = choice.label if choice.label == choice.value else f"{choice.label} ({choice.value})"
+        bullet = f"{number})" if _numbered(field) else "-"
+        console.print(Text(f"  {bullet} {sanitize(label)}"))
+
+
+def _prompt(field: FieldSpec, current: Any) -> str:
+    if current is None:
+        return "› "
+    if field.kind == "boolean":
+        shown = "y" if current else "n"
+    elif field.kind == "string" and not field.secret:
+        shown = current  # what Enter keeps, without the JSON quotes of the summary
+    else:
+        shown = display_value(field, current)
+    return f"[{sanitize(str(shown))}] › "
+
+
+def _numbered(field: FieldSpec) -> bool:
+    """Whether choices can be picked by number: not when a value is itself a number, which would be ambiguous."""
+    return not any(choice.value.isascii() and choice.value.isdigit() for choice in field.choices)
+
+
+def _from_numbers(field: FieldSpec, text: str) -> Any:
+    """Turn choice numbers (``2`` or ``1, 3``) into choice values; anything else goes to ``coerce`` as typed."""
+    if field.kind not in ("select", "multiselect") or not _numbered(field):
+        return text
+
+    def pick(token: str) -> str:
+        token = token.strip()
+        if token.isascii() and token.isdigit() and 1 <= int(token) <= len(field.choices):
+            return field.choices[int(token) - 1].value
+        return token
+
+    if field.kind == "select":
+        return pick(text)
+    if text.strip().startswith("["):
+        return text  # a JSON array, parsed by coerce
+    return [pick(token) for token in text.split(",") if token.strip()]
+
+
+def _read(term: Terminal, prompt: str, *, secret: bool = False) -> str:
+    """One line from the user, with the commands that work at every prompt handled here."""
+    try:
+        text = (term.read_secret if secret else term.read_line)(prompt)
+    except EOFError:
+        raise _stopped() from None
+    command = text.strip().lower()
+    if command == ":quit":
+        raise _stopped()
+    if command in (":decline", ":cancel"):
+        raise _Answered("decline" if command == ":decline" else "cancel")
+    return text
+
+
+def _stopped() -> UserStopped:
+    # No hint here: the caller knows the session id and adds "Resume it with: mcpcli resume <id>".
+    return UserStopped("Stopped at the prompt; the session is kept.", hint=None)
+
+
+def _confirm(term: Terminal, fields: Sequence[FieldSpec], content: Mapping[str, Any]) -> bool:
+    """Show what will be sent and ask; True to send, False to go through the fields again."""
+    summary = Text("Send: ", style="bold")
+    shown = [field for field in fields if field.name in content]
+    for index, field in enumerate(shown):
+        summary.append(("" if index == 0 else " · ") + sanitize(field.title) + "=")
+        summary.append(sanitize(display_value(field, content[field.name])), style="cyan")
+    if not shown:
+        summary.append("(no fields)", style="dim")
+    term.console.print(summary)
+    while True:
+        answer = _read(term, CONFIRM).strip().lower()  # :decline, :cancel and :quit are handled by _read
+        if answer in ("", "y", "yes"):
+            return True
+        if answer in ("n", "no"):
+            return False
+        if answer in ("decline", "cancel"):
+            raise _Answered("decline" if answer == "decline" else "cancel")
+        if answer == "quit":
+            raise _stopped()
+        term.console.print(Text("Answer y, n, decline or cancel.", style="red"))

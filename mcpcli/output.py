@@ -1,0 +1,162 @@
+"""Rendering: the only writer of stdout (results), plus the stderr pieces every command shares.
+
+Every server-provided string passes ``display.safe`` and is printed with
+markup off. ``--json`` prints the MCP result object as JSON, nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn
+from rich.table import Table
+from rich.text import Text
+
+from mcpcli.display import safe, safe_json, sanitize
+
+
+@dataclass
+class Output:
+    """Two consoles: stdout for results, stderr for everything else. Injectable for tests."""
+
+    out: Console = field(default_factory=lambda: Console(file=sys.stdout, highlight=False, soft_wrap=True))
+    err: Console = field(default_factory=lambda: Console(file=sys.stderr, highlight=False, soft_wrap=True))
+    _progress: Progress | None = None
+    _task: TaskID | None = None
+
+    # -- results (stdout) --
+
+    def json(self, value: Any) -> None:
+        """Machine output: plain JSON on stdout (no colour, no wrapping)."""
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+        write(self.out.file, text + "\n")
+
+    def result(self, method: str, result: Mapping[str, Any]) -> None:
+        """A flow's result for people: its text content, each block once."""
+        lines = list(_result_lines(method, result))
+        write(self.out.file, "".join(sanitize(line) + "\n" for line in lines))
+
+    def table(self, title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], empty: str) -> None:
+        rows = list(rows)
+        if not rows:
+            self.err.print(Text(empty, style="dim"))
+            return
+        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, header_style="bold")
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*(cell if isinstance(cell, Text) else safe("" if cell is None else cell) for cell in row))
+        self.out.print(table)
+
+    # -- diagnostics (stderr) --
+
+    def note(self, text: str) -> None:
+        self.stop_progress()
+        self.err.print(Text(text, style="dim"))
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """A server progress notification, as a bar on stderr."""
+        if self._progress is None:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed:g}/{task.total:g}"),
+                console=self.err,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("", total=total or None)
+        assert self._task is not None
+        self._progress.update(self._task, completed=progress, total=total or None, description=sanitize(message or ""))
+
+    def stop_progress(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+            self._task = None
+
+
+def write(stream: IO[str], text: str) -> None:
+    stream.write(text)
+    stream.flush()
+
+
+def _result_lines(method: str, result: Mapping[str, Any]) -> Iterable[str]:
+    if method == "prompts/get":
+        if result.get("description"):
+            yield str(result["description"])
+        for message in result.get("messages") or []:
+            yield f"{message.get('role', '?')}: {_block_text(message.get('content') or {})}"
+        return
+    if method == "resources/read":
+        for item in result.get("contents") or []:
+            if "text" in item:
+                yield str(item["text"])
+            else:
+                size = len(item.get("blob", ""))
+                yield f"[binary {item.get('mimeType') or 'data'} at {item.get('uri')}, {size} base64 chars]"
+        return
+    blocks = result.get("content") or []
+    for block in blocks:
+        yield _block_text(block)
+    if not blocks and result.get("structuredContent") is not None:
+        yield json.dumps(result["structuredContent"], indent=2, ensure_ascii=False)
+
+
+def _block_text(block: Mapping[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind in ("image", "audio"):
+        return f"[{kind} {block.get('mimeType', '')}, {len(block.get('data', ''))} base64 chars]"
+    if kind == "resource_link":
+        return f"[link {block.get('name', '')}: {block.get('uri', '')}]"
+    if kind == "resource":
+        res = block.get("resource") or {}
+        return str(res.get("text", f"[resource {res.get('uri', '')}]"))
+    return json.dumps(block, ensure_ascii=False)
+
+
+def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mapping[str, Any]]) -> None:
+    """The human form of exit 3: what is needed, and the command that answers it (stderr)."""
+    err.print(Text.assemble(("Input required", "bold yellow"), f" — session {session_id} saved."))
+    example = None
+    for key, wire in pending.items():
+        params = wire.get("params") or {}
+        method = wire.get("method")
+        if method == "elicitation/create" and params.get("mode", "form") == "form":
+            err.print(Text.assemble(f"  {key}: ", safe(params.get("message", ""))))
+            schema = params.get("requestedSchema") or {}
+            required = set(schema.get("required") or [])
+            for name, prop in (schema.get("properties") or {}).items():
+                kind = prop.get("type", "?") if isinstance(prop, Mapping) else "?"
+                flag = "required" if name in required else "optional"
+                err.print(Text(f"    {sanitize(str(name))}  {sanitize(str(kind))}, {flag}", style="dim"))
+                example = example or f"--answer {sanitize(str(name))}=VALUE"
+        elif method == "elicitation/create":
+            err.print(
+                Text.assemble(f"  {key}: ", safe(params.get("message", "")), " — visit ", safe(params.get("url")))
+            )
+            example = example or f"--accept {key}"
+        elif method == "sampling/createMessage":
+            err.print(Text(f"  {key}: an LLM completion (sampling)"))
+        else:
+            err.print(Text(f"  {key}: {sanitize(str(method))}"))
+    err.print(Text(f"Answer with: mcpcli resume {session_id} {example or ''}".rstrip(), style="bold"))
+
+
+def pending_document(session_id: str, pending: Mapping[str, Any], template: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "status": "input_required",
+        "session_id": session_id,
+        "pending": dict(pending),
+        "answers_template": dict(template),
+    }
+
+
+__all__ = ["Output", "describe_pending", "pending_document", "safe_json"]

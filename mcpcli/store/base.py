@@ -1,0 +1,175 @@
+"""What a session store keeps, and the interface every store engine implements.
+
+The records here are the whole contract between the flow and a store: the
+SQLite engine (default) and the PostgreSQL engine (shared) store exactly these
+fields and pass the same test suite. Nothing here imports an engine, ``mcp`` or
+``textual``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import secrets
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Status = Literal["waiting", "running", "done", "failed", "expired"]
+"""Where a session stands: waiting for answers, running, or finished one way or another."""
+
+Method = Literal["tools/call", "prompts/get", "resources/read"]
+"""The MCP request a session drives."""
+
+STATUSES: tuple[str, ...] = get_args(Status)
+METHODS: tuple[str, ...] = get_args(Method)
+
+MIN_PREFIX = 4
+"""The shortest id prefix ``Store.get`` accepts; shorter ones would match too much."""
+
+MAX_CANDIDATES = 5
+"""How many candidates an ambiguous-prefix error names."""
+
+
+def new_session_id() -> str:
+    """A fresh session id: 12 lowercase hex characters (48 random bits)."""
+    return secrets.token_hex(6)
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware, in UTC — the only kind of time a store keeps."""
+    return datetime.now(UTC)
+
+
+def _to_utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(UTC)
+
+
+class SessionRecord(BaseModel):
+    """One flow that met an input request: what was asked of which server, and how it ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default_factory=new_session_id, pattern=r"^[0-9a-f]{12}$")
+    """12 lowercase hex characters from ``new_session_id()``; users may type any unique prefix of 4 or more."""
+    server: str
+    """The server target as the user gave it: URL, config name, ``demo``, or command line."""
+    method: Method
+    """The MCP request being driven."""
+    name: str
+    """The tool name, prompt name, or resource URI."""
+    arguments: dict[str, Any]
+    """The arguments exactly as first sent; every retry and restart sends these again."""
+    protocol_version: str | None
+    """The protocol version negotiated with the server, once known."""
+    status: Status
+    """Where the session stands; ``waiting`` sessions are the ones ``resume`` is for."""
+    round: int = 0
+    """The number of input-required rounds recorded so far (the index of the last one)."""
+    created: AwareDatetime = Field(default_factory=utcnow)
+    """When the session was first saved, in UTC."""
+    updated: AwareDatetime = Field(default_factory=utcnow)
+    """When anything about the session last changed, in UTC; listings are ordered by it, newest first."""
+    result: dict[str, Any] | None = None
+    """The final MCP result as JSON, once the flow finished; ``resume`` prints it again."""
+    exit_code: int | None = None
+    """What the flow exited with when it finished; ``resume`` of a finished session exits with it."""
+    error: str | None = None
+    """The last error message, for ``failed`` and ``expired`` sessions."""
+
+    _utc = field_validator("created", "updated")(_to_utc)
+
+    @model_validator(mode="after")
+    def _updated_defaults_to_created(self) -> SessionRecord:
+        # Two default factories would give two slightly different instants.
+        if "updated" not in self.model_fields_set:
+            self.updated = self.created
+        return self
+
+
+class RoundRecord(BaseModel):
+    """One input-required round of a session: what the server asked, and what was answered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    """The session this round belongs to."""
+    index: int
+    """1-based, and increasing across restarts of the flow, so rounds never collide."""
+    attempt: int
+    """1 for the first run of the flow, +1 each time the flow restarted after a stale ``request_state``."""
+    requests: dict[str, Any]
+    """The input requests as received (JSON, key → request); ``{}`` for a state-only round."""
+    request_state: str | None
+    """The opaque state as received; never parsed, sent back byte for byte."""
+    answers: dict[str, Any] | None = None
+    """The input responses as sent (JSON, key → response); ``None`` until answered."""
+    received: AwareDatetime
+    """When the requests arrived, in UTC."""
+    answered: AwareDatetime | None = None
+    """When the answers were committed (always before the retry is sent), in UTC."""
+
+    _utc = field_validator("received", "answered")(_to_utc)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A session store. Methods are synchronous and fast; async callers run them in a thread.
+
+    Every write is one transaction, committed before the method returns.
+    Unknown sessions raise ``SessionError``; an unusable store raises ``StoreError``.
+    """
+
+    def create(self, session: SessionRecord) -> None:
+        """Save a new session."""
+        ...
+
+    def get(self, id_or_prefix: str) -> SessionRecord:
+        """The session with this exact id or unique prefix (at least 4 characters)."""
+        ...
+
+    def list(
+        self, *, status: str | None = None, server: str | None = None, limit: int | None = None
+    ) -> builtins.list[SessionRecord]:
+        """Sessions, most recently updated first, without their rounds."""
+        ...
+
+    def add_round(
+        self, session_id: str, *, attempt: int, requests: dict[str, Any], request_state: str | None
+    ) -> RoundRecord:
+        """Append a round (index = last + 1), bump the session's round count, and mark it ``waiting``."""
+        ...
+
+    def record_answers(self, session_id: str, index: int, answers: dict[str, Any]) -> None:
+        """Save the answers to a round and mark the session ``running``; durable when this returns."""
+        ...
+
+    def rounds(self, session_id: str) -> builtins.list[RoundRecord]:
+        """All rounds of a session, by index."""
+        ...
+
+    def last_round(self, session_id: str) -> RoundRecord | None:
+        """The round with the highest index, or ``None`` before the first one."""
+        ...
+
+    def update(
+        self,
+        session_id: str,
+        *,
+        status: Status | None = None,
+        protocol_version: str | None = None,
+        result: dict[str, Any] | None = None,
+        exit_code: int | None = None,
+        error: str | None = None,
+    ) -> SessionRecord:
+        """Change the given fields (``None`` leaves a field as it is), bump ``updated``, return the session."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Delete sessions (exact ids) with their rounds; return how many existed."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection; closing twice is harmless."""
+        ...
