@@ -201,19 +201,20 @@ def _configure_logging(paths: Paths, debug: bool) -> None:
     from mcpcli.config import private_dir
 
     root = logging.getLogger()
-    if root.handlers:
-        return
+    for old in [h for h in root.handlers if getattr(h, "mcpcli", False)]:  # a second run in one process
+        root.removeHandler(old)
+        old.close()
     private_dir(paths.log_dir)
     log_file = paths.log_dir / "mcpcli.log"
-    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.close(fd)
-    handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
+    os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    handlers: list[logging.Handler] = [logging.FileHandler(log_file, encoding="utf-8")]
+    handlers[0].setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     if debug:
-        root.addHandler(logging.StreamHandler(sys.stderr))
-        root.setLevel(logging.DEBUG)
+        handlers.append(logging.StreamHandler(sys.stderr))
+    for handler in handlers:
+        handler.mcpcli = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+    root.setLevel(logging.DEBUG if debug else logging.INFO)
 
 
 def _run(ctx: typer.Context, body: Callable[[], int | None], debug: bool) -> None:

@@ -247,6 +247,14 @@ class Flow:
                     continue
                 raise self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).") from None
             if isinstance(result, t.InputRequiredResult):
+                session = self._ensure_session()
+                if result.input_requests:
+                    delay = STATE_ONLY_BACKOFF[0]
+                requests = {key: dump(req) for key, req in (result.input_requests or {}).items()}
+                # Recorded before the limit is checked: a later resume continues from the newest state.
+                pending = self.store.add_round(
+                    session.id, attempt=self._attempt, requests=requests, request_state=result.request_state
+                )
                 rounds += 1
                 if rounds > self.limits.max_rounds:
                     self._keep("waiting")
@@ -254,13 +262,6 @@ class Flow:
                         f"The server still asks for input after {self.limits.max_rounds} rounds; stopped.",
                         hint=self._resume_hint("--max-rounds N"),
                     )
-                session = self._ensure_session()
-                if result.input_requests:
-                    delay = STATE_ONLY_BACKOFF[0]
-                requests = {key: dump(req) for key, req in (result.input_requests or {}).items()}
-                pending = self.store.add_round(
-                    session.id, attempt=self._attempt, requests=requests, request_state=result.request_state
-                )
                 continue
             return self._finish(dump(result))
 

@@ -1,0 +1,5 @@
+"""``python -m mcpcli``."""
+
+from mcpcli.cli import main
+
+main()

@@ -1,0 +1,196 @@
+"""Shared fixtures: a private MCPCLI_HOME per test, the CLI in-process and as a real process, HTTP servers.
+
+No test touches the real home directory: ``home`` is autouse and points
+``MCPCLI_HOME`` at a fresh 0700 directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = Path(__file__).resolve().parent / "servers.py"
+PY = sys.executable
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    base = tmp_path_factory.mktemp("home")
+    base.chmod(0o700)
+    path = base / "mcpcli"
+    monkeypatch.setenv("MCPCLI_HOME", str(path))
+    for name in ("MCPCLI_SERVER", "MCPCLI_STORE", "MCPCLI_ASSUME_TTY"):
+        monkeypatch.delenv(name, raising=False)
+    return path
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def run_inprocess(*args: str, stdin: str = "") -> Result:
+    """Run the CLI in this process (fast; the demo server runs in-process too)."""
+    from mcpcli.cli import app
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with (
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        _stdin(stdin),
+    ):
+        try:
+            rv = app(list(args), standalone_mode=False)
+            code = rv if isinstance(rv, int) else 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        except Exception as exc:  # typer raises click's Exit with standalone_mode=False
+            code = int(getattr(exc, "exit_code", 99))
+            if code == 99:
+                raise
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _stdin(text: str) -> Iterator[None]:
+    old = sys.stdin
+    sys.stdin = io.StringIO(text)
+    try:
+        yield
+    finally:
+        sys.stdin = old
+
+
+@pytest.fixture
+def cli() -> Any:
+    return run_inprocess
+
+
+def run_process(*args: str, stdin: str = "", env: dict[str, str] | None = None, timeout: float = 60) -> Result:
+    """Run ``python -m mcpcli`` as a real, separate process."""
+    proc = subprocess.run(
+        [PY, "-m", "mcpcli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def process() -> Any:
+    return run_process
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class HttpServer:
+    """A server process on 127.0.0.1 speaking streamable HTTP; restartable (same port, maybe a new key)."""
+
+    def __init__(self, argv: list[str], port: int, log: Path) -> None:
+        self.argv = argv
+        self.port = port
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self, extra: list[str] | None = None) -> HttpServer:
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen([*self.argv, *(extra or [])], stdout=log, stderr=log, cwd=ROOT)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log.read_text()[-2000:]}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                return self
+            time.sleep(0.05)
+        raise RuntimeError("server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+@pytest.fixture
+def http_demo(tmp_path: Path) -> Iterator[Any]:
+    """Start the demo server over HTTP: ``http_demo(key_file=..., ttl=...)``; stopped after the test."""
+    servers: list[HttpServer] = []
+
+    def start(key_file: Path | None = None, ttl: float | None = None) -> HttpServer:
+        port = free_port()
+        argv = [PY, "-m", "mcpcli.demo", "--http", f"127.0.0.1:{port}"]
+        argv += ["--key-file", str(key_file or tmp_path / "demo.key")]
+        if ttl is not None:
+            argv += ["--ttl", str(ttl)]
+        server = HttpServer(argv, port, tmp_path / f"server-{port}.log")
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[Any]:
+    """Start one of tests/servers.py over HTTP: ``http_server("never_stops")``."""
+    servers: list[HttpServer] = []
+
+    def start(kind: str, *extra: str) -> HttpServer:
+        port = free_port()
+        argv = [PY, str(SERVERS), kind, "--http", f"127.0.0.1:{port}", *extra]
+        server = HttpServer(argv, port, tmp_path / f"{kind}-{port}.log")
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def stdio_server(kind: str, *extra: str) -> str:
+    """A ``-s`` command line that runs one of tests/servers.py over stdio."""
+    import shlex
+
+    return shlex.join([PY, str(SERVERS), kind, *extra])
+
+
+def demo_stdio(key_file: Path) -> str:
+    import shlex
+
+    return shlex.join([PY, "-m", "mcpcli.demo", "--key-file", str(key_file)])

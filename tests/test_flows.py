@@ -1,0 +1,279 @@
+"""Flows end to end through the CLI against the demo server (in-process) and purpose-built SDK servers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Result, stdio_server
+
+from mcpcli.config import Paths
+from mcpcli.store import open_store
+
+ONBOARD_ANSWERS = {
+    "details.display_name": "Data team",
+    "details.email": "data@example.com",
+    "details.homepage": "https://data.example.com",
+    "details.start": "2026-12-01",
+    "details.kickoff": "2026-12-01T09:30:00Z",
+    "details.seats": "12",
+    "details.budget": 2500.5,
+    "details.remote": "no",
+    "details.size": "medium",
+    "details.region": "Europe (Ireland)",
+    "details.tier": "g",
+    "details.languages": "python, go",
+    "details.channels": ["email", "chat"],
+    "details.passphrase": "correct horse battery",
+}
+
+
+def store() -> Any:
+    paths = Paths.from_env()
+    return open_store(None, paths.store_file)
+
+
+def only_session() -> Any:
+    sessions = store().list()
+    assert len(sessions) == 1
+    return sessions[0]
+
+
+def test_provision_with_a_preset_answer_prints_the_result_and_exits_0(cli: Any) -> None:
+    r: Result = cli("call", "provision", "--arg", "name=orders", "--answer", "region=eu-west-1")
+    assert r.code == 0, r.err
+    assert r.out == "Provisioned 'orders' in eu-west-1.\n"
+    assert only_session().status == "done"
+
+
+def test_without_an_answer_and_a_terminal_the_flow_is_saved_and_exits_3(cli: Any) -> None:
+    r = cli("call", "provision", "--arg", "name=orders")
+    assert r.code == 3
+    assert r.out == ""
+    session = only_session()
+    assert session.status == "waiting"
+    assert f"mcpcli resume {session.id}" in r.err
+    assert "region" in r.err
+
+
+def test_exit_3_json_has_the_session_the_pending_requests_and_an_answers_template(cli: Any) -> None:
+    r = cli("call", "provision", "--arg", "name=orders", "--no-input", "--json")
+    assert r.code == 3
+    doc = r.json()
+    assert doc["status"] == "input_required"
+    assert doc["session_id"] == only_session().id
+    assert doc["pending"]["region"]["method"] == "elicitation/create"
+    assert doc["pending"]["region"]["params"]["requestedSchema"]["required"] == ["region"]
+    assert doc["answers_template"] == {"region.region": None}
+
+
+def test_the_answers_template_filled_in_resumes_the_flow(cli: Any, tmp_path: Path) -> None:
+    doc = cli("call", "provision", "--arg", "name=orders", "--json").json()
+    template = doc["answers_template"]
+    template["region.region"] = "ap-south-1"
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps(template))
+    r = cli("resume", doc["session_id"], "--answers", str(answers))
+    assert r.code == 0, r.err
+    assert r.out == "Provisioned 'orders' in ap-south-1.\n"
+
+
+def test_resume_from_a_second_process_finishes_the_flow(cli: Any, process: Any) -> None:
+    first = process("call", "provision", "--arg", "name=orders")
+    assert first.code == 3, first.err
+    session = only_session()
+    second = process("resume", session.id[:6], "--answer", "region=eu-west-1")
+    assert second.code == 0, second.err
+    assert second.out == "Provisioned 'orders' in eu-west-1.\n"
+    assert store().get(session.id).status == "done"
+
+
+def test_resume_of_a_finished_session_prints_its_result_again(cli: Any) -> None:
+    cli("call", "provision", "--arg", "name=orders", "--answer", "region=eu-west-1")
+    again = cli("resume", only_session().id)
+    assert again.code == 0
+    assert again.out == "Provisioned 'orders' in eu-west-1.\n"
+    assert "already finished" in again.err
+
+
+def test_answers_from_stdin(cli: Any) -> None:
+    r = cli("call", "provision", "-a", "name=orders", "--answers", "-", stdin='{"region": "us-east-1"}')
+    assert r.code == 0, r.err
+    assert r.out == "Provisioned 'orders' in us-east-1.\n"
+
+
+@pytest.mark.parametrize(("flag", "word"), [("--decline", "declined"), ("--cancel", "cancelled")])
+def test_declining_or_cancelling_sends_it_and_the_tool_error_exits_1(cli: Any, flag: str, word: str) -> None:
+    r = cli("call", "provision", "--arg", "name=orders", flag, "region")
+    assert r.code == 1
+    assert r.out == f"Provisioning of 'orders' was {word}.\n"
+    rounds = store().rounds(only_session().id)
+    assert rounds[0].answers == {"region": {"action": flag.removeprefix("--")}}
+
+
+def test_an_answers_file_with_an_action_declines(cli: Any, tmp_path: Path) -> None:
+    answers = tmp_path / "a.json"
+    answers.write_text('{"region": {"action": "decline"}}')
+    r = cli("call", "provision", "--arg", "name=orders", "--answers", str(answers))
+    assert r.code == 1
+    assert "declined" in r.out
+
+
+def test_every_field_kind_through_presets_over_three_rounds_with_roots(cli: Any, tmp_path: Path) -> None:
+    answers = tmp_path / "onboard.json"
+    answers.write_text(json.dumps(ONBOARD_ANSWERS))
+    r = cli("call", "onboard", "--arg", "team=data", "--answers", str(answers), "--accept", "confirm",
+            "--root", str(tmp_path))
+    assert r.code == 0, r.err
+    assert f"1 workspace root(s): {tmp_path.resolve().as_uri()}" in r.out
+    sent = store().rounds(only_session().id)
+    assert [list(x.requests) for x in sent] == [["details"], ["confirm"], ["roots"]]
+    content = sent[0].answers["details"]["content"]
+    assert content == {
+        "display_name": "Data team", "email": "data@example.com", "homepage": "https://data.example.com",
+        "start": "2026-12-01", "kickoff": "2026-12-01T09:30:00Z", "seats": 12, "budget": 2500.5, "remote": False,
+        "size": "medium", "region": "eu-west-1", "tier": "g", "languages": ["python", "go"],
+        "channels": ["email", "chat"], "passphrase": "correct horse battery",
+    }
+    assert sent[1].answers == {"confirm": {"action": "accept", "content": {"confirm": True}}}
+    assert "correct horse" not in r.out
+
+
+def test_roots_default_to_the_current_directory(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    answers = tmp_path / "onboard.json"
+    answers.write_text(json.dumps(ONBOARD_ANSWERS))
+    r = cli("call", "onboard", "-a", "team=data", "--answers", str(answers), "--accept-defaults")
+    assert r.code == 0, r.err
+    assert tmp_path.resolve().as_uri() in r.out
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("details.seats=99", "seats"),
+        ("details.email=not-an-email", "email"),
+        ("details.start=12/01/2026", "start"),
+        ("details.region=mars-1", "region"),
+        ("details.languages=python,cobol", "languages"),
+        ("details.display_name=x", "display_name"),
+    ],
+)
+def test_an_invalid_answer_exits_2_and_sends_nothing(cli: Any, answer: str, message: str) -> None:
+    r = cli("call", "onboard", "-a", "team=data", "--answer", answer)
+    assert r.code == 2, r.err
+    assert message in r.err
+    session = only_session()
+    assert session.status == "waiting"
+    rounds = store().rounds(session.id)
+    assert len(rounds) == 1 and rounds[0].answers is None
+
+
+def test_an_ambiguous_bare_field_is_a_usage_error_naming_the_candidates(cli: Any) -> None:
+    # The demo's onboard form has 'region'; provision asks 'region' in another request — use one round with both.
+    r = cli("call", "onboard", "-a", "team=data", "--answer", "nosuchfield=1", "--no-input")
+    assert r.code == 3  # an unused bare field is not an error by itself
+
+
+def test_state_only_rounds_back_off_and_finish(cli: Any) -> None:
+    r = cli("call", "wait_for_build", "-a", "build=42")
+    assert r.code == 0, r.err
+    assert r.out == "Build 42 finished after 3 checks.\n"
+    rounds = store().rounds(only_session().id)
+    assert [x.requests for x in rounds] == [{}, {}, {}]
+
+
+def test_a_prompt_that_asks(cli: Any) -> None:
+    r = cli("prompt", "note", "-a", "topic=release", "--answer", "tone=pirate")
+    assert r.code == 0, r.err
+    assert "Write a pirate note about release." in r.out
+
+
+def test_a_resource_template_that_asks(cli: Any) -> None:
+    r = cli("read", "demo://report/apollo", "--answer", "private=yes")
+    assert r.code == 0, r.err
+    assert r.out == "Report for apollo (with private details): all systems nominal.\n"
+
+
+def test_json_output_is_the_mcp_result(cli: Any) -> None:
+    r = cli("call", "provision", "-a", "name=orders", "--answer", "region=eu-west-1", "--json")
+    doc = r.json()
+    assert doc["content"] == [{"type": "text", "text": "Provisioned 'orders' in eu-west-1."}]
+    assert doc["isError"] is False
+
+
+def test_a_pre_2026_server_is_answered_over_the_back_channel(cli: Any) -> None:
+    r = cli("call", "provision", "-a", "name=orders", "--answer", "region=eu-west-1", "--protocol", "legacy")
+    assert r.code == 0, r.err
+    assert r.out == "Provisioned 'orders' in eu-west-1.\n"
+    session = only_session()
+    assert session.protocol_version < "2026-07-28"
+    assert store().rounds(session.id)[0].requests["elicitation-1"]["method"] == "elicitation/create"
+
+
+def test_a_pre_2026_question_nobody_answers_exits_3_and_resume_replays_nothing_new(cli: Any) -> None:
+    r = cli("call", "provision", "-a", "name=orders", "--protocol", "legacy")
+    assert r.code == 3
+    assert "cannot be deferred" in r.err
+    again = cli("resume", only_session().id, "--answer", "region=eu-west-1", "--protocol", "legacy")
+    assert again.code == 0, again.err
+    assert again.out == "Provisioned 'orders' in eu-west-1.\n"
+
+
+def test_a_server_that_never_stops_asking_stops_at_max_rounds_and_keeps_the_session(cli: Any) -> None:
+    r = cli("call", "forever", "-s", stdio_server("never_stops"), "--answer", "x=1", "--max-rounds", "3")
+    assert r.code == 4
+    assert "after 3 rounds" in r.err
+    session = only_session()
+    assert session.status == "waiting"
+    assert len(store().rounds(session.id)) == 4
+
+
+def test_a_wall_clock_timeout_exits_4_and_keeps_the_session(cli: Any) -> None:
+    r = cli("call", "wait_for_build", "-a", "build=1", "--timeout", "0.06")
+    assert r.code == 4
+    assert "did not finish within" in r.err
+    assert only_session().status == "waiting"
+
+
+def test_an_unknown_tool_is_a_usage_error(cli: Any) -> None:
+    r = cli("call", "nope")
+    assert r.code == 2
+    assert "no tool 'nope'" in r.err
+    assert "provision" in r.err
+
+
+def test_a_missing_required_argument_exits_2(cli: Any) -> None:
+    r = cli("call", "provision")
+    assert r.code == 2
+    assert "Missing required argument 'name'" in r.err
+    assert store().list() == []
+
+
+def test_an_unknown_session_exits_6(cli: Any) -> None:
+    r = cli("resume", "abcdef")
+    assert r.code == 6
+    assert "No session matches" in r.err
+
+
+def test_sessions_list_json_has_the_documented_fields(cli: Any) -> None:
+    cli("call", "provision", "-a", "name=orders")
+    rows = cli("sessions", "list", "--json").json()
+    assert len(rows) == 1
+    assert {"id", "status", "server", "method", "name", "round", "created", "updated"} <= set(rows[0])
+    assert rows[0]["status"] == "waiting"
+
+
+def test_a_complete_result_without_result_type_counts_as_complete(cli: Any) -> None:
+    r = cli("call", "plain", "-s", stdio_server("no_result_type"))
+    assert r.code == 0, r.err
+    assert r.out == "complete without resultType\n"
+
+
+def test_a_stdio_server_that_fails_to_start_shows_its_last_lines(cli: Any) -> None:
+    r = cli("tools", "-s", stdio_server("crash"))
+    assert r.code == 4
+    assert "fatal: missing DATABASE_URL" in r.err
+    assert "servers.log" in r.err
