@@ -11,6 +11,7 @@ decides what may reach the terminal.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from rich.text import Text
@@ -58,3 +59,16 @@ def safe_json(value: Any) -> str:
     so the result still goes through ``sanitize``.
     """
     return sanitize(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def json_text(value: Any) -> str:
+    """JSON that is safe on a terminal: readable Unicode, but DEL, C1 and bidi controls as ``\\uXXXX`` escapes.
+
+    ``json.dumps`` already escapes C0 controls; these can only occur inside strings, so escaping them keeps
+    the document valid and equal.
+    """
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

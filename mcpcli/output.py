@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from mcpcli.display import safe, safe_json, sanitize
+from mcpcli.display import json_text, safe, safe_json, sanitize
 
 
 @dataclass
@@ -33,8 +33,7 @@ class Output:
 
     def json(self, value: Any) -> None:
         """Machine output: plain JSON on stdout (no colour, no wrapping)."""
-        text = json.dumps(value, indent=2, ensure_ascii=False)
-        write(self.out.file, text + "\n")
+        write(self.out.file, json_text(value) + "\n")
 
     def result(self, method: str, result: Mapping[str, Any]) -> None:
         """A flow's result for people: its text content, each block once."""

@@ -21,7 +21,10 @@ import anyio
 import mcp_types as t
 from mcp.server.mcpserver import Context, MCPServer
 
-EVIL = "\x1b[31mRED\x1b[0m \x1b]8;;http://evil.example\x07link\x1b]8;;\x07 \u202eevil\u202c [bold red]markup[/bold red] \x9b2J"
+EVIL = (
+    "\x1b[31mRED\x1b[0m \x1b]8;;http://evil.example\x07link\x1b]8;;\x07 \u202eevil\u202c"
+    " [bold red]markup[/bold red] \x9b2J"
+)
 
 
 def _form(message: str, name: str, schema: dict[str, Any] | None = None) -> t.ElicitRequest:

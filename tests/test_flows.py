@@ -124,18 +124,38 @@ def test_an_answers_file_with_an_action_declines(cli: Any, tmp_path: Path) -> No
 def test_every_field_kind_through_presets_over_three_rounds_with_roots(cli: Any, tmp_path: Path) -> None:
     answers = tmp_path / "onboard.json"
     answers.write_text(json.dumps(ONBOARD_ANSWERS))
-    r = cli("call", "onboard", "--arg", "team=data", "--answers", str(answers), "--accept", "confirm",
-            "--root", str(tmp_path))
+    r = cli(
+        "call",
+        "onboard",
+        "--arg",
+        "team=data",
+        "--answers",
+        str(answers),
+        "--accept",
+        "confirm",
+        "--root",
+        str(tmp_path),
+    )
     assert r.code == 0, r.err
     assert f"1 workspace root(s): {tmp_path.resolve().as_uri()}" in r.out
     sent = store().rounds(only_session().id)
     assert [list(x.requests) for x in sent] == [["details"], ["confirm"], ["roots"]]
     content = sent[0].answers["details"]["content"]
     assert content == {
-        "display_name": "Data team", "email": "data@example.com", "homepage": "https://data.example.com",
-        "start": "2026-12-01", "kickoff": "2026-12-01T09:30:00Z", "seats": 12, "budget": 2500.5, "remote": False,
-        "size": "medium", "region": "eu-west-1", "tier": "g", "languages": ["python", "go"],
-        "channels": ["email", "chat"], "passphrase": "correct horse battery",
+        "display_name": "Data team",
+        "email": "data@example.com",
+        "homepage": "https://data.example.com",
+        "start": "2026-12-01",
+        "kickoff": "2026-12-01T09:30:00Z",
+        "seats": 12,
+        "budget": 2500.5,
+        "remote": False,
+        "size": "medium",
+        "region": "eu-west-1",
+        "tier": "g",
+        "languages": ["python", "go"],
+        "channels": ["email", "chat"],
+        "passphrase": "correct horse battery",
     }
     assert sent[1].answers == {"confirm": {"action": "accept", "content": {"confirm": True}}}
     assert "correct horse" not in r.out

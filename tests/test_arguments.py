@@ -1,0 +1,259 @@
+"""Tool arguments from ``--arg``/``--args``, typed and checked by the tool's ``inputSchema`` before anything is sent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import stdio_server
+
+from mcpcli.arguments import build_arguments, typed_value
+from mcpcli.errors import ExitCode, UsageError
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "count": {"type": "integer"},
+        "ratio": {"type": "number"},
+        "force": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "meta": {"type": "object"},
+    },
+    "required": ["name"],
+}
+
+
+def build(*pairs: str, args: str | None = None, stdin: str = "", schema: Any = SCHEMA) -> dict[str, Any]:
+    return build_arguments(schema, list(pairs), args, read_stdin=lambda: stdin)
+
+
+# --- typing by the schema --------------------------------------------------------------------------------------------
+
+
+def test_a_string_property_keeps_leading_zeros_and_json_looking_text() -> None:
+    assert build("name=012") == {"name": "012"}
+    assert build("name=true") == {"name": "true"}
+    assert build('name={"a": 1}') == {"name": '{"a": 1}'}
+    assert build("name=") == {"name": ""}
+
+
+def test_a_value_may_contain_equals_signs() -> None:
+    assert build("name=a=b=c") == {"name": "a=b=c"}
+
+
+@pytest.mark.parametrize(
+    ("pair", "expected"),
+    [
+        ("count=3", 3),
+        ("count=-7", -7),
+        ("ratio=1.5", 1.5),
+        ("ratio=2", 2),
+        ("ratio=1e3", 1000.0),
+        ("tags=[]", []),
+        ('tags=["a", "b"]', ["a", "b"]),
+        ('meta={"k": [1, 2]}', {"k": [1, 2]}),
+    ],
+)
+def test_numbers_arrays_and_objects_are_parsed_as_the_schema_says(pair: str, expected: Any) -> None:
+    key = pair.partition("=")[0]
+    value = build("name=x", pair)[key]
+    assert value == expected
+    assert type(value) is type(expected)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("true", True), ("false", False), ("yes", True), ("no", False), ("1", True), ("0", False), ("TRUE", True)],
+)
+def test_booleans_accept_true_false_yes_no_1_0(raw: str, expected: bool) -> None:
+    assert build("name=x", f"force={raw}")["force"] is expected
+
+
+@pytest.mark.parametrize(
+    ("pair", "kind"),
+    [
+        ("count=two", "integer"),
+        ("count=1.5", "integer"),
+        ("count=true", "integer"),
+        ("ratio=lots", "number"),
+        ("force=maybe", "boolean"),
+        ("tags=a,b", "array"),
+        ('tags={"a": 1}', "array"),
+        ("meta=[1]", "object"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_a_usage_error_naming_the_argument(pair: str, kind: str) -> None:
+    key, _, raw = pair.partition("=")
+    with pytest.raises(UsageError) as info:
+        build("name=x", pair)
+    assert f"--arg {key}" in info.value.message
+    assert repr(raw) in info.value.message
+    assert kind in info.value.message
+    assert info.value.exit_code == ExitCode.USAGE
+
+
+def test_key_at_file_reads_the_value_from_the_file_then_types_it(tmp_path: Path) -> None:
+    (tmp_path / "name.txt").write_text("line one\nline two\n", encoding="utf-8")
+    (tmp_path / "tags.json").write_text('["x", "y"]', encoding="utf-8")
+    arguments = build(f"name=@{tmp_path / 'name.txt'}", f"tags=@{tmp_path / 'tags.json'}")
+    assert arguments == {"name": "line one\nline two\n", "tags": ["x", "y"]}
+
+
+def test_a_lone_at_sign_is_a_literal_value() -> None:
+    assert build("name=@") == {"name": "@"}
+
+
+def test_key_at_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"--arg name: cannot read .*missing"):
+        build(f"name=@{tmp_path / 'missing'}")
+
+
+@pytest.mark.parametrize("pair", ["name", "=x", ""])
+def test_an_arg_without_key_or_equals_is_a_usage_error(pair: str) -> None:
+    with pytest.raises(UsageError, match="KEY=VALUE"):
+        build(pair)
+
+
+# --- --args ----------------------------------------------------------------------------------------------------------
+
+
+def test_args_inline_json() -> None:
+    assert build(args='{"name": "012", "count": 2}') == {"name": "012", "count": 2}
+
+
+def test_args_from_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "args.json"
+    path.write_text(json.dumps({"name": "orders", "tags": ["a"]}), encoding="utf-8")
+    assert build(args=f"@{path}") == {"name": "orders", "tags": ["a"]}
+
+
+def test_args_dash_reads_stdin() -> None:
+    assert build(args="-", stdin='{"name": "from stdin"}') == {"name": "from stdin"}
+
+
+def test_arg_overrides_the_same_key_from_args() -> None:
+    assert build("count=5", args='{"name": "n", "count": 1}') == {"name": "n", "count": 5}
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        ("{not json", "", "--args is not valid JSON"),
+        ("[1, 2]", "", "--args must be a JSON object"),
+        ('"text"', "", "--args must be a JSON object"),
+        ("-", "nope", "--args - (stdin) is not valid JSON"),
+        ("-", "null", "--args - (stdin) must be a JSON object"),
+    ],
+)
+def test_bad_or_non_object_args_json_is_a_usage_error(args: str, stdin: str, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        build(args=args, stdin=stdin)
+    assert info.value.message.startswith(message)
+
+
+def test_args_from_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="cannot read"):
+        build(args=f"@{tmp_path / 'nope.json'}")
+
+
+# --- checked against the whole schema --------------------------------------------------------------------------------
+
+
+def test_a_missing_required_argument_is_a_usage_error_naming_it() -> None:
+    with pytest.raises(UsageError) as info:
+        build("count=1")
+    assert "'name'" in info.value.message
+    assert info.value.hint == "Add --arg name=VALUE"
+
+
+def test_a_wrong_type_given_through_args_json_names_the_argument() -> None:
+    with pytest.raises(UsageError) as info:
+        build(args='{"name": "x", "count": "two"}')
+    assert info.value.message.startswith("Argument count:")
+
+
+def test_an_argument_the_tool_forbids_is_a_usage_error() -> None:
+    schema = {**SCHEMA, "additionalProperties": False}
+    with pytest.raises(UsageError, match="does not take that argument.*surprise"):
+        build("name=x", "surprise=1", schema=schema)
+
+
+# --- no schema, unknown properties, unions ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("3", 3), ("1.5", 1.5), ("true", True), ("null", None), ("[1]", [1]), ('{"a": 1}', {"a": 1})]
+    + [("012", "012"), ("hello", "hello"), ("", ""), ("{oops", "{oops")],
+)
+def test_an_unknown_property_is_json_if_it_parses_else_text(raw: str, expected: Any) -> None:
+    assert build_arguments(None, [f"x={raw}"]) == {"x": expected}
+    assert build(f"x={raw}", "name=n", schema=SCHEMA)["x"] == expected
+    assert typed_value("x", raw, None) == expected
+
+
+def test_a_property_without_a_type_keeps_the_text() -> None:
+    assert typed_value("x", "3", {"description": "anything"}) == "3"
+
+
+@pytest.mark.parametrize(
+    ("prop", "raw", "expected"),
+    [
+        ({"type": ["integer", "string"]}, "3", 3),
+        ({"type": ["integer", "string"]}, "012", 12),
+        ({"type": ["integer", "string"]}, "abc", "abc"),
+        ({"type": ["integer", "string"]}, "", ""),
+        ({"type": ["integer", "null"]}, "null", None),
+        ({"type": ["boolean", "number"]}, "2.5", 2.5),
+        ({"type": ["boolean", "number"]}, "yes", True),
+        ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, "7", 7),
+        ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, "null", None),
+        ({"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]}, '["a"]', ["a"]),
+        ({"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]}, "a,b", "a,b"),
+        ({"oneOf": [{"type": "number"}, {"type": "boolean"}]}, "false", False),
+        ({"enum": ["01", "02"]}, "01", "01"),
+    ],
+)
+def test_union_types_take_the_first_kind_that_parses(prop: dict[str, Any], raw: str, expected: Any) -> None:
+    value = typed_value("v", raw, prop)
+    assert value == expected
+    assert type(value) is type(expected)
+
+
+def test_a_union_without_string_rejects_text() -> None:
+    with pytest.raises(UsageError, match=r"--arg v: 'abc' is not an integer or null"):
+        typed_value("v", "abc", {"anyOf": [{"type": "integer"}, {"type": "null"}]})
+
+
+# --- through the CLI -------------------------------------------------------------------------------------------------
+
+
+def test_call_types_args_by_the_tools_schema(cli: Any) -> None:
+    r = cli("call", "echo", "--arg", "text=012", "--arg", "count=2")
+    assert r.code == 0, r.err
+    assert r.out == "012 012\n"
+
+
+def test_call_with_a_badly_typed_arg_exits_2_before_calling(cli: Any) -> None:
+    r = cli("call", "echo", "--arg", "text=x", "--arg", "count=two")
+    assert r.code == ExitCode.USAGE
+    assert r.out == ""
+    assert "--arg count: 'two' is not an integer" in r.err
+    assert "Traceback" not in r.err
+
+
+def test_a_badly_typed_argument_never_reaches_the_server(cli: Any, tmp_path: Path) -> None:
+    """The recorder server appends a line for every tools/call it receives; it must receive none."""
+    record = tmp_path / "legs.jsonl"
+    server = stdio_server("recorder", "--record", str(record))
+    r = cli("call", "two_rounds", "--args", '{"item": 5}', "-s", server)
+    assert r.code == ExitCode.USAGE, r.err
+    assert "Argument item:" in r.err
+    assert not record.exists()
+    # Control: a well-typed call does reach it.
+    r = cli("call", "two_rounds", "--arg", "item=5", "--answer", "sure=yes", "-s", server)
+    assert r.code == 0, r.err
+    assert [json.loads(line)["item"] for line in record.read_text().splitlines()] == ["5", "5"]

@@ -1,0 +1,83 @@
+"""Startup stays fast and the core stays headless: checked by looking at ``sys.modules`` in a fresh interpreter.
+
+``mcp`` (and its ``mcp_types``) costs 0.2–0.7 s to import and ``textual`` as
+much again, so ``--help``, ``--version`` and ``sessions list`` must not import
+them; and the core modules must never pull in the UI (DESIGN.md §Layout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = "@@modules@@"
+
+SDK = ("mcp", "mcp_types")
+UI = ("textual", "mcpcli.tui")
+
+
+def _imported(code: str, home: Path) -> set[str]:
+    """Run ``code`` in a fresh interpreter and return every module it left in ``sys.modules``."""
+    script = code + f"\nimport json, sys\nprint({MARKER!r} + json.dumps(sorted(sys.modules)))\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "MCPCLI_HOME": str(home)},
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(MARKER)]
+    assert lines, f"no module list printed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return set(json.loads(lines[-1].removeprefix(MARKER)))
+
+
+def _matching(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    """The modules that are one of ``packages`` or inside one (``mcp`` matches ``mcp.client`` but not ``mcpcli``)."""
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
+
+
+def _run_main(*argv: str) -> str:
+    return textwrap.dedent(
+        f"""
+        import sys
+        sys.argv = ["mcpcli", *{list(argv)!r}]
+        from mcpcli.cli import main
+        try:
+            main()
+        except SystemExit:
+            pass
+        """
+    )
+
+
+@pytest.mark.parametrize("argv", [("--help",), ("--version",), ("sessions", "list"), ("sessions", "list", "--json")])
+def test_fast_commands_import_neither_the_sdk_nor_textual(argv: tuple[str, ...], home: Path) -> None:
+    modules = _imported(_run_main(*argv), home)
+    assert "mcpcli.cli" in modules  # the list is real: the command ran in that interpreter
+    assert _matching(modules, SDK + UI) == []
+
+
+def test_the_import_check_does_see_the_sdk_when_a_command_needs_it(home: Path) -> None:
+    """The detector is not vacuous: a module that needs the SDK shows up in the list."""
+    modules = _imported("import mcpcli.connection", home)
+    assert "mcp" in _matching(modules, SDK)
+    assert "mcp_types" in _matching(modules, SDK)
+
+
+CORE = ["mcpcli.flow", "mcpcli.answers", "mcpcli.forms", "mcpcli.store", "mcpcli.config", "mcpcli.inline"]
+CORE += ["mcpcli.commands"]
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_core_modules_never_import_the_ui(module: str, home: Path) -> None:
+    modules = _imported(f"import {module}", home)
+    assert module in modules
+    assert _matching(modules, UI) == []
