@@ -162,7 +162,7 @@ class Runtime:
         self.json = json_out
         self.paths: Paths = Paths.from_env()
         self.settings: Settings = load_settings(self.paths)
-        self.out: Output = Output()
+        self.out: Output = Output(verbose=g.verbose)
         self._store: Store | None = None
         _configure_logging(self.paths, g.debug)
 
@@ -279,9 +279,10 @@ def tools(
     header: Header = None,
     protocol: ProtocolOpt = None,
     debug: Debug = None,
+    verbose: Verbose = None,
 ) -> None:
     """List the server's tools and their arguments."""
-    _discovery(ctx, "tools", json, dict(server=server, headers=header, protocol=protocol, debug=debug))
+    _discovery(ctx, "tools", json, dict(server=server, headers=header, protocol=protocol, debug=debug, verbose=verbose))
 
 
 @app.command()
@@ -292,9 +293,12 @@ def prompts(
     header: Header = None,
     protocol: ProtocolOpt = None,
     debug: Debug = None,
+    verbose: Verbose = None,
 ) -> None:
     """List the server's prompts."""
-    _discovery(ctx, "prompts", json, dict(server=server, headers=header, protocol=protocol, debug=debug))
+    _discovery(
+        ctx, "prompts", json, dict(server=server, headers=header, protocol=protocol, debug=debug, verbose=verbose)
+    )
 
 
 @app.command()
@@ -305,9 +309,12 @@ def resources(
     header: Header = None,
     protocol: ProtocolOpt = None,
     debug: Debug = None,
+    verbose: Verbose = None,
 ) -> None:
     """List the server's resources and resource templates."""
-    _discovery(ctx, "resources", json, dict(server=server, headers=header, protocol=protocol, debug=debug))
+    _discovery(
+        ctx, "resources", json, dict(server=server, headers=header, protocol=protocol, debug=debug, verbose=verbose)
+    )
 
 
 @app.command()
@@ -318,9 +325,10 @@ def info(
     header: Header = None,
     protocol: ProtocolOpt = None,
     debug: Debug = None,
+    verbose: Verbose = None,
 ) -> None:
     """Show the server's name, version, negotiated protocol and capabilities."""
-    _discovery(ctx, "info", json, dict(server=server, headers=header, protocol=protocol, debug=debug))
+    _discovery(ctx, "info", json, dict(server=server, headers=header, protocol=protocol, debug=debug, verbose=verbose))
 
 
 # --- flows -----------------------------------------------------------------------------------------------------------
@@ -408,6 +416,7 @@ def call(
     protocol: ProtocolOpt = None,
     store: StoreOpt = None,
     debug: Debug = None,
+    verbose: Verbose = None,
 ) -> None:
     """Call a tool; answer what the server asks, round after round, until the result.
 
@@ -425,7 +434,10 @@ def call(
         return await run_call(rt, o, flows, "tools/call", tool, arg or [], args)
 
     _flow_command(
-        ctx, dict(server=server, headers=header, protocol=protocol, store=store, debug=debug), opts, partial(start)
+        ctx,
+        dict(server=server, headers=header, protocol=protocol, store=store, debug=debug, verbose=verbose),
+        opts,
+        partial(start),
     )
 
 
@@ -453,6 +465,7 @@ def prompt(
     protocol: ProtocolOpt = None,
     store: StoreOpt = None,
     debug: Debug = None,
+    verbose: Verbose = None,
 ) -> None:
     """Get a prompt, answering what the server asks."""
     opts = _answer_opts(
@@ -464,7 +477,12 @@ def prompt(
 
         return await run_call(rt, o, flows, "prompts/get", name, arg or [], None)
 
-    _flow_command(ctx, dict(server=server, headers=header, protocol=protocol, store=store, debug=debug), opts, start)
+    _flow_command(
+        ctx,
+        dict(server=server, headers=header, protocol=protocol, store=store, debug=debug, verbose=verbose),
+        opts,
+        start,
+    )
 
 
 @app.command()
@@ -487,6 +505,7 @@ def read(
     protocol: ProtocolOpt = None,
     store: StoreOpt = None,
     debug: Debug = None,
+    verbose: Verbose = None,
 ) -> None:
     """Read a resource, answering what the server asks."""
     opts = _answer_opts(
@@ -498,7 +517,12 @@ def read(
 
         return await run_call(rt, o, flows, "resources/read", uri, [], None)
 
-    _flow_command(ctx, dict(server=server, headers=header, protocol=protocol, store=store, debug=debug), opts, start)
+    _flow_command(
+        ctx,
+        dict(server=server, headers=header, protocol=protocol, store=store, debug=debug, verbose=verbose),
+        opts,
+        start,
+    )
 
 
 @app.command()
@@ -521,6 +545,7 @@ def resume(
     protocol: ProtocolOpt = None,
     store: StoreOpt = None,
     debug: Debug = None,
+    verbose: Verbose = None,
 ) -> None:
     """Continue a saved flow: answer what is pending and retry with the stored state.
 
@@ -535,7 +560,12 @@ def resume(
 
         return await run_resume(rt, o, flows, session)
 
-    _flow_command(ctx, dict(server=server, headers=header, protocol=protocol, store=store, debug=debug), opts, start)
+    _flow_command(
+        ctx,
+        dict(server=server, headers=header, protocol=protocol, store=store, debug=debug, verbose=verbose),
+        opts,
+        start,
+    )
 
 
 # --- sessions and paths ----------------------------------------------------------------------------------------------
@@ -549,9 +579,10 @@ def sessions_list(
     limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")] = 50,
     store: StoreOpt = None,
     debug: Debug = None,
+    verbose: Verbose = None,
 ) -> None:
     """List stored sessions, newest first."""
-    g: Globals = ctx.obj.merged(store=store, debug=debug)
+    g: Globals = ctx.obj.merged(store=store, debug=debug, verbose=verbose)
 
     def body() -> int:
         from mcpcli.session_views import list_sessions

@@ -123,6 +123,10 @@ class Reporter(Protocol):
 
     def note(self, text: str) -> None: ...
 
+    def detail(self, text: str) -> None:
+        """Shown with ``-v`` only."""
+        ...
+
     def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 
 
@@ -256,6 +260,8 @@ class Flow:
                     session.id, attempt=self._attempt, requests=requests, request_state=result.request_state
                 )
                 rounds += 1
+                asked = ", ".join(requests) or "nothing (not finished yet)"
+                self.reporter.detail(f"round {pending.index} (session {session.id}): the server asks {asked}")
                 if rounds > self.limits.max_rounds:
                     self._keep("waiting")
                     raise LimitReached(

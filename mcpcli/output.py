@@ -26,6 +26,8 @@ class Output:
 
     out: Console = field(default_factory=lambda: Console(file=sys.stdout, highlight=False, soft_wrap=True))
     err: Console = field(default_factory=lambda: Console(file=sys.stderr, highlight=False, soft_wrap=True))
+    verbose: bool = False
+    """``-v``: say what happens round by round."""
     _progress: Progress | None = None
     _task: TaskID | None = None
 
@@ -55,8 +57,12 @@ class Output:
     # -- diagnostics (stderr) --
 
     def note(self, text: str) -> None:
-        self.stop_progress()
+        # Printed above a running progress bar (Rich keeps the bar at the bottom), never through it.
         self.err.print(Text(text, style="dim"))
+
+    def detail(self, text: str) -> None:
+        if self.verbose:
+            self.note(text)
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """A server progress notification, as a bar on stderr."""

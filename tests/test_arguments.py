@@ -179,7 +179,7 @@ def test_a_wrong_type_given_through_args_json_names_the_argument() -> None:
 
 def test_an_argument_the_tool_forbids_is_a_usage_error() -> None:
     schema = {**SCHEMA, "additionalProperties": False}
-    with pytest.raises(UsageError, match="does not take that argument.*surprise"):
+    with pytest.raises(UsageError, match=r"does not take that argument.*surprise"):
         build("name=x", "surprise=1", schema=schema)
 
 
@@ -188,8 +188,10 @@ def test_an_argument_the_tool_forbids_is_a_usage_error() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
-    [("3", 3), ("1.5", 1.5), ("true", True), ("null", None), ("[1]", [1]), ('{"a": 1}', {"a": 1})]
-    + [("012", "012"), ("hello", "hello"), ("", ""), ("{oops", "{oops")],
+    [
+        *[("3", 3), ("1.5", 1.5), ("true", True), ("null", None), ("[1]", [1]), ('{"a": 1}', {"a": 1})],
+        *[("012", "012"), ("hello", "hello"), ("", ""), ("{oops", "{oops")],
+    ],
 )
 def test_an_unknown_property_is_json_if_it_parses_else_text(raw: str, expected: Any) -> None:
     assert build_arguments(None, [f"x={raw}"]) == {"x": expected}
