@@ -241,6 +241,17 @@ def _guarded(body: Callable[[], int | None], debug: bool) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("\nInterrupted.\n")
         return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # boundary: a bug or an unforeseen failure still gets one line, not a traceback
+        if debug:
+            raise
+        print_error(
+            McpcliError(
+                f"Unexpected {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                title="Internal error",
+                hint="Run again with --debug for the traceback; stored sessions are unaffected.",
+            )
+        )
+        return int(ExitCode.SERVER)
 
 
 def _lone(group: BaseExceptionGroup[Any]) -> BaseException:

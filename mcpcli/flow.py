@@ -301,6 +301,10 @@ class Flow:
             raise self._timeout() from None
         except ValidationError as exc:
             raise self._fail(f"The server sent a malformed result: {exc.errors()[0]['msg']}.") from None
+        except (MCPError, McpcliError):
+            raise
+        except Exception as exc:  # boundary: transports fail in many shapes (httpx2 errors, closed streams, groups)
+            raise self._fail(f"The connection to the server failed: {_innermost(exc)}") from exc
         finally:
             if self._back_channel_failed:
                 pending = dict(self._back_channel_failed)
@@ -420,6 +424,12 @@ class Flow:
     def _timeout(self) -> LimitReached:
         self._keep("waiting")
         return LimitReached(f"The flow did not finish within {self.limits.timeout:g} s.", hint=self._resume_hint())
+
+
+def _innermost(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return (str(exc) or type(exc).__name__).splitlines()[0]
 
 
 def _typed_responses(responses: Mapping[str, Any]) -> t.InputResponses:

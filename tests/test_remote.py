@@ -128,3 +128,16 @@ def test_server_text_is_escaped_and_markup_stays_literal(cli: Any) -> None:
     err = cli("call", "fail", "-s", target)
     assert err.code == 1
     assert "\x1b" not in err.out + err.err
+
+
+def test_resume_when_the_server_is_down_exits_4_and_keeps_the_session(process: Any, http_demo: Any) -> None:
+    server = http_demo()
+    assert process("call", "provision", "-a", "name=orders", "-s", server.url).code == 3
+    server.stop()
+    r = process("resume", only_session().id, "--answer", "region=eu-west-1")
+    assert r.code == 4
+    assert "Traceback" not in r.err
+    assert "Cannot connect" in r.err
+    assert only_session().status == "waiting"
+    server.start()
+    assert process("resume", only_session().id, "--answer", "region=eu-west-1").code == 0
