@@ -305,7 +305,8 @@ def url_text(url: str) -> Text:
     at = shown.find(host, shown.find("//") + 2) if host else -1
     if at < 0:
         return Text(shown, style="underline")
-    text = Text(shown[:at], style="dim")
+    text = Text()  # not Text(..., style="dim"): a Text's own style covers every span, and would dim the host too
+    text.append(shown[:at], style="dim")
     text.append(shown[at : at + len(host)], style="bold reverse")
     text.append(shown[at + len(host) :], style="dim")
     return text

@@ -99,9 +99,19 @@ def _types(prop: Any) -> set[str]:
     found: set[str] = set()
     for branch in (*prop.get("anyOf", ()), *prop.get("oneOf", ())):
         found |= _types(branch)
-    if not found and "enum" in prop and all(isinstance(v, str) for v in prop["enum"]):
-        found.add("string")
+    if not found:  # an untyped enum or const: its values say what may be given
+        values = [*prop.get("enum", ()), *([prop["const"]] if "const" in prop else [])]
+        found = {_json_type(v) for v in values}
     return found
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    kinds = {str: "string", float: "number", list: "array", dict: "object"}
+    return next((kind for cls, kind in kinds.items() if isinstance(value, cls)), "null")
 
 
 def _json_or_text(raw: str) -> Any:

@@ -358,11 +358,17 @@ def _flow_command(
         flows: list[Flow] = []
         try:
             return _async(lambda: start(rt, opts, flows)) or 0
-        except KeyboardInterrupt:
-            from mcpcli.commands import interrupted
+        except BaseException as exc:
+            # The connection's task groups wrap what the body raised; Ctrl-C may arrive inside a group.
+            lone = _lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            if isinstance(lone, KeyboardInterrupt):
+                from mcpcli.commands import interrupted
 
-            interrupted(rt, flows)
-            return int(ExitCode.INTERRUPTED)
+                interrupted(rt, flows)
+                return int(ExitCode.INTERRUPTED)
+            if lone is not exc:
+                raise lone from None
+            raise
         finally:
             rt.close()
 

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcpcli.answers import Presets, Roots, TerminalUser, answers_template
 from mcpcli.arguments import build_arguments
 from mcpcli.connection import connect
-from mcpcli.errors import ExitCode, ServerError, SessionError, UsageError
+from mcpcli.errors import ExitCode, ServerError, SessionError, UsageError, UserStopped
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump
 from mcpcli.inline import Terminal
 from mcpcli.output import describe_pending, pending_document
@@ -166,6 +166,10 @@ async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target:
         except NeedInput as need:
             rt.out.stop_progress()
             return _needs_input(rt, need)
+        except UserStopped as stop:
+            if flow.session is not None:
+                stop.hint = f"Resume it with: mcpcli resume {flow.session.id}"
+            raise
         finally:
             rt.out.stop_progress()
     return _render(rt, flow.call.method if flow.call else "tools/call", outcome)

@@ -157,8 +157,15 @@ def parse_headers(values: list[str]) -> dict[str, str]:
         name, sep, rest = value.partition(":")
         if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
             raise UsageError(f"Bad header {value!r}.", hint='Write headers as -H "Name: value".')
-        headers[name.strip()] = rest.strip()
+        _set_header(headers, name.strip(), rest.strip())
     return headers
+
+
+def _set_header(headers: dict[str, str], name: str, value: str) -> None:
+    """Set ``name``, replacing any header of the same name in another case (HTTP names are case-insensitive)."""
+    for old in [k for k in headers if k.lower() == name.lower()]:
+        del headers[old]
+    headers[name] = value
 
 
 def resolve_target(
@@ -183,7 +190,10 @@ def resolve_target(
         return Target(label=choice, kind="http", url=choice, headers=extra), note
     if entry := settings.mcp_servers.get(choice):
         if entry.url is not None:
-            return Target(label=choice, kind="http", url=entry.url, headers={**entry.headers, **extra}), note
+            merged = dict(entry.headers)
+            for name, value in extra.items():  # -H overrides the config's header of the same name, in any case
+                _set_header(merged, name, value)
+            return Target(label=choice, kind="http", url=entry.url, headers=merged), note
         assert entry.command is not None
         return Target(
             label=choice,

@@ -9,7 +9,10 @@ prompts are built from ``rich.text.Text`` pieces and never from markup.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal, NamedTuple
 
 from rich.console import Console
@@ -51,10 +54,33 @@ class Terminal:
 
     def _input(self, prompt: str) -> str:
         # As Text, because a str prompt would be parsed as Rich markup.
-        return self.console.input(Text(prompt))
+        with _interruptible():
+            return self.console.input(Text(prompt))
 
     def _input_secret(self, prompt: str) -> str:
-        return self.console.input(Text(prompt), password=True)
+        with _interruptible():
+            return self.console.input(Text(prompt), password=True)
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Let Ctrl-C raise ``KeyboardInterrupt`` inside a blocking read.
+
+    ``asyncio.run`` (3.11+) replaces the SIGINT handler with one that only
+    cancels the main task; a task blocked in ``input()`` never sees that, so the
+    prompt would swallow Ctrl-C. Python's default handler raises in the read
+    itself, and the command maps that to exit 130 with the session kept.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: a handler not installed from Python, which cannot be put back
+            signal.signal(signal.SIGINT, previous)
 
 
 class _Answered(Exception):

@@ -219,12 +219,22 @@ def test_a_property_without_a_type_keeps_the_text() -> None:
         ({"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]}, "a,b", "a,b"),
         ({"oneOf": [{"type": "number"}, {"type": "boolean"}]}, "false", False),
         ({"enum": ["01", "02"]}, "01", "01"),
+        ({"enum": [1, 2, 3]}, "2", 2),  # an untyped enum is typed by its values
+        ({"enum": ["a", 1]}, "1", 1),
+        ({"enum": ["a", 1]}, "a", "a"),
+        ({"const": True}, "yes", True),
+        ({"anyOf": [{"const": "auto"}, {"const": 0}]}, "0", 0),
     ],
 )
 def test_union_types_take_the_first_kind_that_parses(prop: dict[str, Any], raw: str, expected: Any) -> None:
     value = typed_value("v", raw, prop)
     assert value == expected
     assert type(value) is type(expected)
+
+
+def test_an_untyped_integer_enum_passes_the_schema_check() -> None:
+    schema = {"type": "object", "properties": {"level": {"enum": [1, 2, 3]}}}
+    assert build("level=2", schema=schema) == {"level": 2}
 
 
 def test_a_union_without_string_rejects_text() -> None:

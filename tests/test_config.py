@@ -123,6 +123,14 @@ def test_an_http_entry_carries_url_and_headers_and_dash_h_adds_to_them(home: Pat
     assert target.headers == {"Authorization": "Bearer abc", "X-Team": "ops", "X-Trace": "1"}
 
 
+def test_dash_h_overrides_a_config_header_whatever_its_case(home: Path) -> None:
+    """HTTP header names are case-insensitive: sending both would send two Authorization values."""
+    write_config(home, CONFIG)
+    extra = parse_headers(["authorization: Bearer new"])
+    target, _ = resolve_target("api", load_settings(Paths.from_env()), headers=extra, environ={})
+    assert target.headers == {"X-Team": "data", "authorization": "Bearer new"}
+
+
 def test_dash_h_headers_go_with_a_url_target() -> None:
     target, _ = resolve_target("https://x.example/mcp", Settings(), headers={"A": "1"}, environ={})
     assert target.headers == {"A": "1"}
@@ -151,6 +159,10 @@ def test_a_bad_server_entry_is_a_config_error_naming_it(home: Path, entry: str) 
 def test_headers_are_split_on_the_first_colon_and_stripped() -> None:
     parsed = parse_headers(["Authorization: Bearer a:b", "X-Empty:", "  X-Pad  :   v  "])
     assert parsed == {"Authorization": "Bearer a:b", "X-Empty": "", "X-Pad": "v"}
+
+
+def test_a_repeated_header_in_another_case_replaces_the_earlier_one() -> None:
+    assert parse_headers(["X-A: 1", "x-a: 2"]) == {"x-a": "2"}
 
 
 @pytest.mark.parametrize("bad", ["no-colon", ": value", "Two Words: v", ""])

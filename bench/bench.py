@@ -1,0 +1,235 @@
+"""What mcpcli costs on top of the floor it cannot beat, measured in one run on this machine.
+
+    python bench/bench.py [--runs N]
+
+- startup: ``mcpcli --version`` / ``--help`` against ``python -c pass`` (target ≤ 0.15 s);
+- one call, whole process: ``mcpcli call echo`` against a minimal SDK client script doing
+  the same call, over stdio and over HTTP (target ratio ≤ 1.10);
+- per flow, in one process over HTTP: mcpcli's hand-run loop (``Flow`` with its durable
+  SQLite writes, preset answers) against the SDK's own automatic loop (target ratio ≤ 1.25).
+
+Medians of N runs after 2 warm-up runs; the two sides of each comparison alternate, so
+drift in machine load hits both. Everything lives in a temporary ``MCPCLI_HOME``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import platform
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+WARMUP = 2
+FLOWS = 30
+REGION = "eu-west-1"
+
+SDK_CLIENT = """\
+import sys
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+
+async def main() -> None:
+    target, *rest = sys.argv[1:]
+    server = target if target.startswith("http") else StdioServerParameters(command=target, args=rest)
+    async with Client(server) as c:
+        result = await c.call_tool("echo", {"text": "hi"})
+    print(result.content[0].text)
+
+
+anyio.run(main)
+"""
+
+
+def mcpcli_argv() -> list[str]:
+    script = Path(PY).with_name("mcpcli")  # the console script users run, next to this interpreter
+    return [str(script)] if script.exists() else [PY, "-m", "mcpcli"]
+
+
+def run_once(argv: list[str], env: dict[str, str], expect: str | None = None) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0 or (expect is not None and proc.stdout.strip() != expect):
+        raise SystemExit(f"bench: {shlex.join(argv)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    return elapsed
+
+
+def alternate(runs: int, *sides: Callable[[], float]) -> list[float]:
+    """Median of each side; the sides take turns so that load changes hit all of them alike."""
+    samples: list[list[float]] = [[] for _ in sides]
+    for i in range(WARMUP + runs):
+        for side, bucket in zip(sides, samples, strict=True):
+            elapsed = side()
+            if i >= WARMUP:
+                bucket.append(elapsed)
+    return [statistics.median(bucket) for bucket in samples]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"bench: the HTTP demo server exited:\n{log.read_text()[-2000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("bench: the HTTP demo server did not start within 30 s")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def per_flow(url: str, runs: int) -> tuple[float, float]:
+    """Median seconds per provision flow (one input-required round + final): mcpcli's loop, the SDK's loop."""
+    import mcp_types as t
+    from mcp import Client
+    from rich.console import Console
+
+    from mcpcli.answers import Presets
+    from mcpcli.config import Paths, Target
+    from mcpcli.connection import connect
+    from mcpcli.flow import Call, Flow
+    from mcpcli.output import Output
+    from mcpcli.store import open_store
+
+    paths = Paths.from_env()
+    store = open_store(None, paths.store_file)  # the default store: SQLite, WAL, synchronous=FULL
+    presets = Presets.parse([f"region={REGION}"])
+    target = Target(label=url, kind="http", url=url)
+    reporter = Output(out=Console(file=io.StringIO()), err=Console(file=io.StringIO()))  # the CLI's own, unseen
+    current: list[Flow] = []  # as the CLI does, the back-channel callbacks belong to the running flow
+
+    async def back_channel(kind: str, request: Any) -> Any:
+        return await current[-1].back_channel(kind)(request)
+
+    async def sdk_elicit(ctx: Any, params: Any) -> t.ElicitResult:
+        return t.ElicitResult(action="accept", content={"region": REGION})
+
+    ours: list[float] = []
+    theirs: list[float] = []
+    try:
+        async with (
+            connect(
+                target,
+                paths,
+                elicitation=lambda r: back_channel("elicitation", r),
+                roots=lambda r: back_channel("roots", r),
+                sampling=lambda r: back_channel("sampling", r),
+            ) as client,
+            Client(url, elicitation_callback=sdk_elicit) as sdk,
+        ):
+            for i in range(WARMUP + runs):
+                name = f"svc{i}"
+                expected = f"Provisioned {name!r} in {REGION}."
+                flow = Flow(store=store, server=target.label, sources=[presets], reporter=reporter)
+                flow.client = client
+                current.append(flow)
+                start = time.perf_counter()
+                outcome = await flow.start(Call("tools/call", "provision", {"name": name}))
+                mid = time.perf_counter()
+                result = await sdk.call_tool("provision", {"name": name})
+                end = time.perf_counter()
+                assert outcome.result["content"][0]["text"] == expected, outcome.result
+                assert outcome.session is not None and len(store.rounds(outcome.session.id)) == 1
+                assert isinstance(result.content[0], t.TextContent) and result.content[0].text == expected, result
+                if i >= WARMUP:
+                    ours.append(mid - start)
+                    theirs.append(end - mid)
+    finally:
+        store.close()
+    return statistics.median(ours), statistics.median(theirs)
+
+
+def row(label: str, ours: float, base: float, target: str, ok: bool, unit: str = "s") -> str:
+    scale = 1000.0 if unit == "ms" else 1.0
+    return (
+        f"{label:<40} {ours * scale:>9.3f} {unit:<2} {base * scale:>9.3f} {unit:<2} {ours / base:>7.2f}x"
+        f"   {target:<10} {'ok' if ok else 'MISS'}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="measured runs per figure (after 2 warm-up runs)")
+    runs = parser.parse_args().runs
+
+    with tempfile.TemporaryDirectory(prefix="mcpcli-bench-") as tmp_name:
+        tmp = Path(tmp_name)  # mkdtemp makes it 0700, as the store requires
+        for name in ("MCPCLI_SERVER", "MCPCLI_STORE", "MCPCLI_ASSUME_TTY"):
+            os.environ.pop(name, None)
+        os.environ["MCPCLI_HOME"] = str(tmp / "home")
+        env = dict(os.environ)
+        key = tmp / "demo.key"
+        client_script = tmp / "sdk_client.py"
+        client_script.write_text(SDK_CLIENT, encoding="utf-8")
+
+        print(f"python   {platform.python_version()} ({platform.python_implementation()}) on {platform.platform()}")
+        print(f"cpus     {os.cpu_count()}    mcp {version('mcp')}    mcpcli {version('mcpcli')}")
+        print(f"method   median of {runs} runs after {WARMUP} warm-up runs; temp dir {tmp}")
+        print()
+        print(f"{'measure':<40} {'mcpcli':>12} {'baseline':>12} {'ratio':>8}   target")
+
+        mcpcli = mcpcli_argv()
+        floor = [PY, "-c", "pass"]
+        for flag in ("--version", "--help"):
+            ours, base = alternate(runs, lambda f=flag: run_once([*mcpcli, f], env), lambda: run_once(floor, env))
+            print(row(f"mcpcli {flag} vs python -c pass", ours, base, "≤ 0.15 s", ours <= 0.15))
+
+        demo = [PY, "-m", "mcpcli.demo", "--key-file", str(key)]
+        ours, base = alternate(
+            runs,
+            lambda: run_once([*mcpcli, "call", "echo", "--arg", "text=hi", "-s", shlex.join(demo)], env, "hi"),
+            lambda: run_once([PY, str(client_script), *demo], env, "hi"),
+        )
+        print(row("call echo, stdio vs SDK client", ours, base, "≤ 1.10x", ours / base <= 1.10))
+
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        log = tmp / "http-demo.log"
+        with log.open("wb") as out:
+            server = subprocess.Popen([*demo, "--http", f"127.0.0.1:{port}"], stdout=out, stderr=out, cwd=ROOT, env=env)
+        try:
+            wait_for_port(port, server, log)
+            ours, base = alternate(
+                runs,
+                lambda: run_once([*mcpcli, "call", "echo", "--arg", "text=hi", "-s", url], env, "hi"),
+                lambda: run_once([PY, str(client_script), url], env, "hi"),
+            )
+            print(row("call echo, HTTP vs SDK client", ours, base, "≤ 1.10x", ours / base <= 1.10))
+
+            import anyio
+
+            ours, base = anyio.run(per_flow, url, FLOWS)
+            label = f"per flow, HTTP, {FLOWS} flows vs SDK loop"
+            print(row(label, ours, base, "≤ 1.25x", ours / base <= 1.25, unit="ms"))
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+if __name__ == "__main__":
+    main()
