@@ -116,7 +116,9 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
     store = open_store(None, paths.store_file)  # the default store: SQLite, WAL, synchronous=FULL
     presets = Presets.parse([f"region={REGION}"])
     target = Target(label=url, kind="http", url=url)
-    reporter = Output(out=Console(file=io.StringIO()), err=Console(file=io.StringIO()))  # the CLI's own, unseen
+    reporter = Output(
+        out_console=Console(file=io.StringIO()), err_console=Console(file=io.StringIO())
+    )  # the CLI's own, unseen
     current: list[Flow] = []  # as the CLI does, the back-channel callbacks belong to the running flow
 
     async def back_channel(kind: str, request: Any) -> Any:
@@ -141,7 +143,7 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
             for i in range(WARMUP + runs):
                 name = f"svc{i}"
                 expected = f"Provisioned {name!r} in {REGION}."
-                flow = Flow(store=store, server=target.label, sources=[presets], reporter=reporter)
+                flow = Flow(open_store=lambda: store, server=target.label, sources=[presets], reporter=reporter)
                 flow.client = client
                 current.append(flow)
                 start = time.perf_counter()

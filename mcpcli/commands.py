@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import webbrowser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +17,11 @@ import mcp_types as t
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcpcli.answers import Presets, Roots, TerminalUser, answers_template
+from mcpcli.answers import Presets, Roots, answers_template
 from mcpcli.arguments import build_arguments
 from mcpcli.connection import connect
 from mcpcli.errors import ExitCode, ServerError, SessionError, UsageError, UserStopped
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump
-from mcpcli.inline import Terminal
 from mcpcli.output import describe_pending, pending_document
 
 if TYPE_CHECKING:
@@ -130,6 +128,11 @@ def _sources(rt: Runtime, opts: AnswerOptions) -> list[AnswerSource]:
     roots = Roots([p.expanduser() for p in opts.roots] or [Path.cwd()])
     sources: list[AnswerSource] = [presets, roots]
     if not opts.no_input and _interactive():
+        import webbrowser
+
+        from mcpcli.asking import TerminalUser  # deferred: only a terminal session needs Rich and the prompts
+        from mcpcli.inline import Terminal
+
         sources.append(TerminalUser(Terminal(rt.out.err), presets, open_url=webbrowser.open))
     return sources
 
@@ -141,7 +144,7 @@ def _interactive() -> bool:
 
 def _flow(rt: Runtime, opts: AnswerOptions, server: str, flows: list[Flow]) -> Flow:
     flow = Flow(
-        store=rt.store,
+        open_store=lambda: rt.store,
         server=server,
         sources=_sources(rt, opts),
         reporter=rt.out,

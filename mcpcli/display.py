@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.text import Text
 
 _BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _CONTROLS = (
@@ -48,6 +49,8 @@ def safe(text: object) -> Text:
     Use this (never an f-string inside markup) whenever server text is printed:
     ``[bold red]`` in a tool name must stay those eleven characters.
     """
+    from rich.text import Text  # deferred: plain results print without Rich
+
     return Text(sanitize(str(text)))
 
 

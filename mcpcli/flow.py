@@ -15,7 +15,8 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 import mcp_types as t
@@ -24,7 +25,9 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
 from mcpcli.errors import ExitCode, McpcliError, ServerError
-from mcpcli.store import RoundRecord, SessionRecord, Store, new_session_id
+
+if TYPE_CHECKING:
+    from mcpcli.store import RoundRecord, SessionRecord, Store
 
 Method = Literal["tools/call", "prompts/get", "resources/read"]
 FlowResult = t.CallToolResult | t.GetPromptResult | t.ReadResourceResult
@@ -169,47 +172,58 @@ def is_legacy(protocol_version: str | None) -> bool:
 class Flow:
     """One flow: a call and its rounds, driven by hand over one connected ``Client``."""
 
-    store: Store
+    open_store: Callable[[], Store]
+    """Opens the session store when first needed: a call that never needs input never touches it."""
     server: str
     """The target label, stored with the session."""
     sources: Sequence[AnswerSource]
     reporter: Reporter
     limits: Limits = field(default_factory=Limits)
     session: SessionRecord | None = None
+    """The flow's session once it has one (saved, or about to be saved with its first round)."""
+    call: Call | None = None
+    client: Client | None = None
+    """Set once connected: the back-channel callbacks are built before the connection exists."""
+    _opened: Store | None = None
+    _saved: bool = False
     _deadline: float = math.inf
     _attempt: int = 1
     _back_channel_count: dict[str, int] = field(default_factory=dict)
     _back_channel_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
-    call: Call | None = None
-    client: Client | None = None
-    """Set once connected: the back-channel callbacks are built before the connection exists."""
+
+    @property
+    def _store(self) -> Store:
+        if self._opened is None:
+            self._opened = self.open_store()
+        return self._opened
 
     # --- entry points ------------------------------------------------------------------------------------------------
 
     async def start(self, call: Call) -> Outcome:
-        """Call for the first time; a session is created at the first input request."""
+        """Call for the first time; a session is created with the first input request."""
         self.call = call
         self._arm_deadline()
-        return await self._loop(pending=None)
+        return await self._loop()
 
     async def resume(self, session: SessionRecord) -> Outcome:
         """Continue a stored session: answer what is pending and retry with the stored state, byte for byte."""
-        self.session = session
+        self.session, self._saved = session, True
         self.call = Call(session.method, session.name, session.arguments)
         self._arm_deadline()
-        last = self.store.last_round(session.id)
+        last = self._store.last_round(session.id)
         self._attempt = last.attempt if last else 1
         if last is None or is_legacy(session.protocol_version):
             # A back-channel question cannot be answered after the call ended: ask the call again, replaying.
             if last is not None:
                 self._attempt += 1
-            return await self._loop(pending=None)
+            return await self._loop()
         if last.answers is not None:
             self.reporter.note(
                 f"Round {last.index} was answered but its result never arrived; sending it again with the same answers."
             )
-            return await self._loop(pending=last, resend=last.answers)
-        return await self._loop(pending=last)
+            return await self._loop(last.answers, last.request_state)
+        responses = await self._answer_stored(last)
+        return await self._loop(responses, last.request_state)
 
     # --- the loop ----------------------------------------------------------------------------------------------------
 
@@ -217,59 +231,46 @@ class Flow:
         if self.limits.timeout is not None:
             self._deadline = time.monotonic() + self.limits.timeout
 
-    async def _loop(self, pending: RoundRecord | None, resend: dict[str, Any] | None = None) -> Outcome:
+    async def _loop(self, responses: dict[str, Any] | None = None, state: str | None = None) -> Outcome:
         call = self.call
         assert call is not None
-        rounds = 0
-        restarts = 0
+        rounds = restarts = 0
         delay = STATE_ONLY_BACKOFF[0]
         while True:
-            responses: dict[str, Any] | None = None
-            state: str | None = None
-            if pending is not None:
-                state = pending.request_state
-                if resend is not None:
-                    responses, resend = resend, None
-                elif pending.requests:
-                    responses = await self._answer_round(pending)
-                    self.store.record_answers(pending.session_id, pending.index, responses)
-                else:
-                    self.store.record_answers(pending.session_id, pending.index, {})
-                    await self._sleep(delay)
-                    delay = min(delay * 2, STATE_ONLY_BACKOFF[1])
             try:
                 result = await self._send(call, responses, state)
             except MCPError as exc:
-                if pending is not None and is_stale_state(exc) and restarts < MAX_RESTARTS:
+                if state is not None and is_stale_state(exc) and restarts < MAX_RESTARTS:
                     restarts += 1
                     self._attempt += 1
                     self.reporter.note(
                         "The server no longer accepts this flow's state (expired or restarted); "
                         "starting over with the same arguments and replaying your answers."
                     )
-                    pending = None
+                    responses = state = None
                     continue
                 raise self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).") from None
-            if isinstance(result, t.InputRequiredResult):
-                session = self._ensure_session()
-                if result.input_requests:
-                    delay = STATE_ONLY_BACKOFF[0]
-                requests = {key: dump(req) for key, req in (result.input_requests or {}).items()}
-                # Recorded before the limit is checked: a later resume continues from the newest state.
-                pending = self.store.add_round(
-                    session.id, attempt=self._attempt, requests=requests, request_state=result.request_state
+            if not isinstance(result, t.InputRequiredResult):
+                return self._finish(dump(result))
+            requests = {key: dump(req) for key, req in (result.input_requests or {}).items()}
+            state = result.request_state
+            rounds += 1
+            asked = ", ".join(requests) or "nothing (not finished yet)"
+            self.reporter.detail(f"round {rounds} (session {self._session_record().id}): the server asks {asked}")
+            if rounds > self.limits.max_rounds:
+                # Recorded unanswered: a later resume (with a higher --max-rounds) continues from the newest state.
+                self._record(requests, state)
+                self._keep("waiting")
+                raise LimitReached(
+                    f"The server still asks for input after {self.limits.max_rounds} rounds; stopped.",
+                    hint=self._resume_hint("--max-rounds N"),
                 )
-                rounds += 1
-                asked = ", ".join(requests) or "nothing (not finished yet)"
-                self.reporter.detail(f"round {pending.index} (session {session.id}): the server asks {asked}")
-                if rounds > self.limits.max_rounds:
-                    self._keep("waiting")
-                    raise LimitReached(
-                        f"The server still asks for input after {self.limits.max_rounds} rounds; stopped.",
-                        hint=self._resume_hint("--max-rounds N"),
-                    )
-                continue
-            return self._finish(dump(result))
+            responses = await self._take_round(requests, state)
+            if requests:
+                delay = STATE_ONLY_BACKOFF[0]
+            else:
+                await self._sleep(delay)
+                delay = min(delay * 2, STATE_ONLY_BACKOFF[1])
 
     async def _send(self, call: Call, responses: dict[str, Any] | None, state: str | None) -> Any:
         """One leg: the same method, name and arguments; only the responses and the state change."""
@@ -323,24 +324,58 @@ class Flow:
 
     # --- answering ---------------------------------------------------------------------------------------------------
 
-    async def _answer_round(self, pending: RoundRecord) -> dict[str, Any]:
-        """Answer every request of the round, or save and stop (exit 3) when nobody can."""
-        assert self.session is not None
-        questions = [
-            Question(key, parse_request(wire), wire, self.session.id, self.server, pending.requests)
-            for key, wire in pending.requests.items()
+    async def _take_round(self, requests: dict[str, dict[str, Any]], state: str | None) -> dict[str, Any]:
+        """Answer a fresh round and make it durable before anything is sent.
+
+        When presets, roots or replay answer everything, the round and its answers are one write; otherwise
+        the round is saved first (a person may take their time, or press Ctrl-C) and the answers after.
+        """
+        questions = self._questions(requests)
+        try:
+            answers = await self._answer_silently(questions)
+        except BaseException:
+            self._record(requests, state)  # e.g. an invalid preset: nothing is sent, the session is kept
+            raise
+        if len(answers) == len(questions):
+            self._record(requests, state, answers)
+            return answers
+        record = self._record(requests, state)
+        answers = await self._ask_people(questions, answers)
+        self._store.record_answers(record.session_id, record.index, answers)
+        return answers
+
+    async def _answer_stored(self, pending: RoundRecord) -> dict[str, Any]:
+        """Answer a round saved by an earlier run, then save the answers before the retry."""
+        questions = self._questions(pending.requests)
+        answers = await self._ask_people(questions, await self._answer_silently(questions))
+        self._store.record_answers(pending.session_id, pending.index, answers)
+        return answers
+
+    def _questions(self, requests: dict[str, dict[str, Any]], *, back_channel: bool = False) -> list[Question]:
+        session = self._session_record()
+        return [
+            Question(key, parse_request(wire), wire, session.id, self.server, requests, back_channel=back_channel)
+            for key, wire in requests.items()
         ]
+
+    async def _answer_silently(self, questions: Sequence[Question]) -> dict[str, Any]:
+        """What presets, roots and replay can answer: nobody is asked, and presets are checked first."""
         answers: dict[str, Any] = {}
-        for question in questions:  # every non-interactive source first: presets are checked before anyone is asked
+        for question in questions:
             if (answer := await self._ask(question, interactive=False)) is not None:
                 answers[question.key] = dump(answer)
+        return answers
+
+    async def _ask_people(self, questions: Sequence[Question], answers: dict[str, Any]) -> dict[str, Any]:
+        """Ask a person what is left; with nobody to ask, stop with exit 3 (the round is saved)."""
         unanswered = [q for q in questions if q.key not in answers]
         if unanswered and not any(s.interactive for s in self.sources):
-            raise NeedInput(self.session, {q.key: q.wire for q in unanswered})
+            raise NeedInput(self._session_record(), {q.key: q.wire for q in unanswered})
         for question in unanswered:
             answer = await self._ask(question, interactive=True)
             if answer is None:
-                raise NeedInput(self.session, {q.key: q.wire for q in unanswered if q.key not in answers})
+                left = {q.key: q.wire for q in unanswered if q.key not in answers}
+                raise NeedInput(self._session_record(), left)
             answers[question.key] = dump(answer)
         return answers
 
@@ -352,7 +387,9 @@ class Flow:
 
     def _replay(self, question: Question) -> t.InputResponse | None:
         """An answer given in an earlier attempt of this flow to the identical question (same key, same request)."""
-        for record in reversed(self.store.rounds(question.session_id)):
+        if not self._saved or self._attempt == 1:
+            return None
+        for record in reversed(self._store.rounds(question.session_id)):
             if record.attempt >= self._attempt or record.answers is None:
                 continue
             if record.requests.get(question.key) == question.wire and question.key in record.answers:
@@ -366,26 +403,25 @@ class Flow:
         async def handle(request: t.InputRequest) -> t.InputResponse | t.ErrorData:
             self._back_channel_count[kind] = n = self._back_channel_count.get(kind, 0) + 1
             key = f"{kind}-{n}"
-            wire = dump(request)
-            session = self._ensure_session()
-            record = self.store.add_round(session.id, attempt=self._attempt, requests={key: wire}, request_state=None)
-            question = Question(key, request, wire, session.id, self.server, {key: wire}, back_channel=True)
-            answer = await self._ask(question, interactive=False) or await self._ask(question, interactive=True)
-            if answer is None:
-                self._back_channel_failed[key] = wire
+            requests = {key: dump(request)}
+            try:
+                answers = await self._take_round(requests, None)
+            except NeedInput:
+                self._back_channel_failed[key] = requests[key]
                 return t.ErrorData(code=t.INVALID_REQUEST, message="The user is not available to answer.")
-            self.store.record_answers(session.id, record.index, {key: dump(answer)})
-            return answer
+            typed: t.InputResponse = _typed_responses(answers)[key]
+            return typed
 
         return handle
 
     # --- sessions ----------------------------------------------------------------------------------------------------
 
-    def _ensure_session(self) -> SessionRecord:
+    def _session_record(self) -> SessionRecord:
+        """The flow's session, built (not yet saved) at the first input request."""
         if self.session is None:
-            assert self.call is not None
-            from datetime import UTC, datetime
+            from mcpcli.store import SessionRecord, new_session_id  # deferred: a call with no questions needs no store
 
+            assert self.call is not None
             now = datetime.now(UTC)
             self.session = SessionRecord(
                 id=new_session_id(),
@@ -398,22 +434,37 @@ class Flow:
                 created=now,
                 updated=now,
             )
-            self.store.create(self.session)
         return self.session
 
+    def _record(
+        self, requests: dict[str, Any], state: str | None, answers: dict[str, Any] | None = None
+    ) -> RoundRecord:
+        """One durable write: the round as received (and its answers, when already known); a new session with it."""
+        session = self._session_record()
+        record = self._store.add_round(
+            session.id,
+            attempt=self._attempt,
+            requests=requests,
+            request_state=state,
+            answers=answers,
+            new_session=None if self._saved else session,
+        )
+        self._saved = True
+        return record
+
     def _keep(self, status: Literal["waiting", "failed", "expired"], error: str | None = None) -> None:
-        if self.session is not None:
-            self.session = self.store.update(self.session.id, status=status, error=error)
+        if self.session is not None and self._saved:
+            self.session = self._store.update(self.session.id, status=status, error=error)
 
     def _finish(self, result: dict[str, Any]) -> Outcome:
         assert self.call is not None
         code = result_exit_code(self.call.method, result)
-        if self.session is not None:
-            self.session = self.store.update(self.session.id, status="done", result=result, exit_code=int(code))
-        return Outcome(result=result, session=self.session, exit_code=code)
+        if self.session is not None and self._saved:
+            self.session = self._store.update(self.session.id, status="done", result=result, exit_code=int(code))
+        return Outcome(result=result, session=self.session if self._saved else None, exit_code=code)
 
     def _resume_hint(self, extra: str = "") -> str | None:
-        if self.session is None:
+        if self.session is None or not self._saved:
             return None
         return f"Continue with: mcpcli resume {self.session.id}" + (f" {extra}" if extra else "")
 

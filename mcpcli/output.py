@@ -9,40 +9,65 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import IO, Any
-
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn
-from rich.table import Table
-from rich.text import Text
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
 
 from mcpcli.display import json_text, safe, safe_json, sanitize
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+
+
+def _console(stream: IO[str]) -> Console:
+    from rich.console import Console  # deferred: a plain result is written without building a console
+
+    return Console(file=stream, highlight=False, soft_wrap=True)
 
 
 @dataclass
 class Output:
     """Two consoles: stdout for results, stderr for everything else. Injectable for tests."""
 
-    out: Console = field(default_factory=lambda: Console(file=sys.stdout, highlight=False, soft_wrap=True))
-    err: Console = field(default_factory=lambda: Console(file=sys.stderr, highlight=False, soft_wrap=True))
+    out_console: Console | None = None
+    """stdout; built on first use."""
+    err_console: Console | None = None
+    """stderr; built on first use."""
     verbose: bool = False
     """``-v``: say what happens round by round."""
     _progress: Progress | None = None
     _task: TaskID | None = None
 
+    @property
+    def out(self) -> Console:
+        if self.out_console is None:
+            self.out_console = _console(sys.stdout)
+        return self.out_console
+
+    @property
+    def err(self) -> Console:
+        if self.err_console is None:
+            self.err_console = _console(sys.stderr)
+        return self.err_console
+
+    def _stdout(self) -> IO[str]:
+        return self.out_console.file if self.out_console is not None else sys.stdout
+
     # -- results (stdout) --
 
     def json(self, value: Any) -> None:
         """Machine output: plain JSON on stdout (no colour, no wrapping)."""
-        write(self.out.file, json_text(value) + "\n")
+        write(self._stdout(), json_text(value) + "\n")
 
     def result(self, method: str, result: Mapping[str, Any]) -> None:
         """A flow's result for people: its text content, each block once."""
         lines = list(_result_lines(method, result))
-        write(self.out.file, "".join(sanitize(line) + "\n" for line in lines))
+        write(self._stdout(), "".join(sanitize(line) + "\n" for line in lines))
 
     def table(self, title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], empty: str) -> None:
+        from rich.table import Table  # deferred: most commands print no table
+        from rich.text import Text
+
         rows = list(rows)
         if not rows:
             self.err.print(Text(empty, style="dim"))
@@ -57,6 +82,8 @@ class Output:
     # -- diagnostics (stderr) --
 
     def note(self, text: str) -> None:
+        from rich.text import Text
+
         # Printed above a running progress bar (Rich keeps the bar at the bottom), never through it.
         self.err.print(Text(text, style="dim"))
 
@@ -67,6 +94,8 @@ class Output:
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """A server progress notification, as a bar on stderr."""
         if self._progress is None:
+            from rich.progress import BarColumn, Progress, TextColumn  # deferred: most servers send no progress
+
             self._progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -129,6 +158,8 @@ def _block_text(block: Mapping[str, Any]) -> str:
 
 def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mapping[str, Any]]) -> None:
     """The human form of exit 3: what is needed, and the command that answers it (stderr)."""
+    from rich.text import Text
+
     err.print(Text.assemble(("Input required", "bold yellow"), f" — session {session_id} saved."))
     example = None
     for key, wire in pending.items():

@@ -271,3 +271,23 @@ def test_a_badly_typed_argument_never_reaches_the_server(cli: Any, tmp_path: Pat
     r = cli("call", "two_rounds", "--arg", "item=5", "--answer", "sure=yes", "-s", server)
     assert r.code == 0, r.err
     assert [json.loads(line)["item"] for line in record.read_text().splitlines()] == ["5", "5"]
+
+
+def test_plain_schemas_are_checked_without_jsonschema_and_rich_ones_with_it() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from mcpcli.arguments import build_arguments\n"
+        "plain = {'type': 'object', 'properties': {'n': {'type': 'integer', 'title': 'N'}}, 'required': ['n']}\n"
+        "build_arguments(plain, ['n=3'])\n"
+        "print('jsonschema' in sys.modules)\n"
+        "rich = {'type': 'object', 'properties': {'n': {'type': 'integer', 'minimum': 5}}}\n"
+        "try:\n    build_arguments(rich, ['n=3'])\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "False"
+    assert out[1].startswith("UsageError") and "minimum" in out[1]
+    assert out[2] == "True"

@@ -208,6 +208,25 @@ def test_recorded_answers_are_kept_and_mark_the_session_running(store: Store) ->
     assert store.get(session.id).status == "running"
 
 
+def test_a_new_session_its_first_round_and_its_answers_are_one_write(store: Store) -> None:
+    session = make_session()
+    answers = {"region": {"action": "accept", "content": {"region": "eu-west-1"}}}
+    record = store.add_round(
+        session.id, attempt=1, requests={"region": {}}, request_state="s1", answers=answers, new_session=session
+    )
+    assert (record.index, record.answers, record.answered) == (1, answers, record.received)
+    assert store.get(session.id).status == "running"
+    assert store.rounds(session.id)[0].answers == answers
+
+
+def test_a_failed_combined_write_leaves_nothing_behind(store: Store) -> None:
+    session = make_session()
+    store.create(session)
+    with pytest.raises(StoreError):  # the session exists already: the round must not be written either
+        store.add_round(session.id, attempt=1, requests={}, request_state=None, new_session=session)
+    assert store.rounds(session.id) == []
+
+
 def test_answers_to_a_round_that_does_not_exist_are_refused(store: Store) -> None:
     session = make_session()
     store.create(session)

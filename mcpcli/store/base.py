@@ -136,9 +136,20 @@ class Store(Protocol):
         ...
 
     def add_round(
-        self, session_id: str, *, attempt: int, requests: dict[str, Any], request_state: str | None
+        self,
+        session_id: str,
+        *,
+        attempt: int,
+        requests: dict[str, Any],
+        request_state: str | None,
+        answers: dict[str, Any] | None = None,
+        new_session: SessionRecord | None = None,
     ) -> RoundRecord:
-        """Append a round (index = last + 1), bump the session's round count, and mark it ``waiting``."""
+        """Append a round (index = last + 1), bump the session's round count, and mark it ``waiting``.
+
+        With ``answers`` the round is saved already answered (status ``running``); with ``new_session`` that
+        session is created first. Either way it is one transaction — one durable write per round.
+        """
         ...
 
     def record_answers(self, session_id: str, index: int, answers: dict[str, Any]) -> None:

@@ -265,19 +265,21 @@ class SqliteStore:
     # -- the Store interface ------------------------------------------------
 
     def create(self, session: SessionRecord) -> None:
+        with self._write() as conn:
+            self._insert_session(conn, session)
+
+    @staticmethod
+    def _insert_session(conn: sqlite3.Connection, session: SessionRecord) -> None:
         row = session.model_dump() | {
             "arguments": _dumps(session.arguments),
             "result": None if session.result is None else _dumps(session.result),
             "created": _time(session.created),
             "updated": _time(session.updated),
         }
-        with self._write() as conn:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session.id,)).fetchone() is not None:
-                raise StoreError(f"A session with id {session.id} already exists.")
-            marks = ", ".join("?" * len(_SESSION_FIELDS))
-            conn.execute(
-                f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({marks})", [row[f] for f in _SESSION_FIELDS]
-            )
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session.id,)).fetchone() is not None:
+            raise StoreError(f"A session with id {session.id} already exists.")
+        marks = ", ".join("?" * len(_SESSION_FIELDS))
+        conn.execute(f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({marks})", [row[f] for f in _SESSION_FIELDS])
 
     def get(self, id_or_prefix: str) -> SessionRecord:
         given = id_or_prefix.strip()
@@ -318,10 +320,19 @@ class SqliteStore:
         return [_session_from_row(row) for row in rows]
 
     def add_round(
-        self, session_id: str, *, attempt: int, requests: dict[str, Any], request_state: str | None
+        self,
+        session_id: str,
+        *,
+        attempt: int,
+        requests: dict[str, Any],
+        request_state: str | None,
+        answers: dict[str, Any] | None = None,
+        new_session: SessionRecord | None = None,
     ) -> RoundRecord:
         now = utcnow()
         with self._write() as conn:
+            if new_session is not None:
+                self._insert_session(conn, new_session)
             self._require(conn, session_id)
             (index,) = conn.execute(
                 "SELECT COALESCE(MAX(round_index), 0) + 1 FROM rounds WHERE session_id = ?", (session_id,)
@@ -333,14 +344,26 @@ class SqliteStore:
                 requests=requests,
                 request_state=request_state,
                 received=now,
+                answers=answers,
+                answered=None if answers is None else now,
+            )
+            stamp = _time(now)
+            conn.execute(
+                f"INSERT INTO rounds ({_ROUND_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    index,
+                    attempt,
+                    _dumps(requests),
+                    request_state,
+                    None if answers is None else _dumps(answers),
+                    stamp,
+                    None if answers is None else stamp,
+                ),
             )
             conn.execute(
-                f"INSERT INTO rounds ({_ROUND_COLUMNS}) VALUES (?, ?, ?, ?, ?, NULL, ?, NULL)",
-                (session_id, index, attempt, _dumps(requests), request_state, _time(now)),
-            )
-            conn.execute(
-                "UPDATE sessions SET round = ?, status = 'waiting', updated = ? WHERE id = ?",
-                (index, _time(now), session_id),
+                "UPDATE sessions SET round = ?, status = ?, updated = ? WHERE id = ?",
+                (index, "waiting" if answers is None else "running", stamp, session_id),
             )
         return record
 

@@ -1,0 +1,110 @@
+"""The person at the terminal: inline prompts for forms, and consent before a URL is opened.
+
+An interactive ``flow.AnswerSource``; the flow asks it only for what presets,
+roots and replay could not answer. Imported only when somebody can answer
+(it brings in Rich and the prompt code).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import mcp_types as t
+from rich.text import Text
+
+from mcpcli.answers import Presets
+from mcpcli.display import safe
+from mcpcli.flow import Question
+from mcpcli.inline import Terminal, ask_form
+
+
+@dataclass
+class TerminalUser:
+    """Inline prompts on stderr: forms field by field, and consent before a URL is opened."""
+
+    term: Terminal
+    presets: Presets
+    open_url: Callable[[str], object]
+    interactive = True
+
+    async def answer(self, question: Question) -> t.InputResponse | None:
+        request = question.request
+        if not isinstance(request, t.ElicitRequest):
+            return None
+        if isinstance(request.params, t.ElicitRequestURLParams):
+            return self._url_consent(question, request.params)
+        preset = self.presets.partial(question)
+        specs = Presets._specs(question)
+        # Asked on the event loop's own thread, on purpose: Ctrl-C then lands in input() and unwinds cleanly,
+        # and nothing else needs the loop while a person thinks (every leg is a fresh request).
+        outcome = ask_form(self.term, request.params.message, specs, server_label=question.server, preset=preset)
+        if outcome.action == "accept":
+            return t.ElicitResult(action="accept", content=outcome.content or {})
+        return t.ElicitResult(action=outcome.action)
+
+    def _url_consent(self, question: Question, params: t.ElicitRequestURLParams) -> t.ElicitResult:
+        console = self.term.console
+        check = check_url(params.url)
+        console.print(Text.assemble(("? ", "bold cyan"), safe(params.message)))
+        console.print(Text.assemble("  ", url_text(params.url)))
+        for warning in check.warnings:
+            console.print(Text.assemble(("  ! ", "bold yellow"), warning))
+        if check.refused:
+            console.print(Text("  This link is not a web page; declining it.", style="red"))
+            return t.ElicitResult(action="decline")
+        while True:
+            reply = self.term.read_line(
+                "  Open it in your browser? [y]es / [a]lready done / [n]o (decline) / [c]ancel: "
+            )
+            reply = reply.strip().lower()
+            if reply in ("y", "yes"):
+                self.open_url(params.url)
+                self.term.read_line("  Press Enter when you have finished on that page. ")
+                return t.ElicitResult(action="accept")
+            if reply in ("a", "already"):
+                return t.ElicitResult(action="accept")
+            if reply in ("n", "no", "decline", "d"):
+                return t.ElicitResult(action="decline")
+            if reply in ("c", "cancel"):
+                return t.ElicitResult(action="cancel")
+
+
+@dataclass(frozen=True)
+class UrlCheck:
+    host: str
+    warnings: list[str]
+    refused: bool
+
+
+def check_url(url: str) -> UrlCheck:
+    """What to warn about before anyone opens ``url``: non-https, punycode or mixed-script hosts, other schemes."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    warnings: list[str] = []
+    if parts.scheme not in ("http", "https") or not host:
+        return UrlCheck(host, [f"Refused: {parts.scheme or 'no'} scheme — only http(s) links are opened."], True)
+    if parts.scheme == "http":
+        warnings.append("This link is not encrypted (http, not https).")
+    if any(label.startswith("xn--") for label in host.split(".")) or not host.isascii():
+        shown = host.encode("idna").decode("ascii") if not host.isascii() else host
+        warnings.append(f"The host uses international characters (punycode {shown}); check it is the site you expect.")
+    if parts.username or parts.password:
+        warnings.append("The link carries a user name before the host; the real host is the part after '@'.")
+    return UrlCheck(host, warnings, False)
+
+
+def url_text(url: str) -> Text:
+    """The full URL, sanitized, with its host emphasised."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    shown = safe(url).plain
+    at = shown.find(host, shown.find("//") + 2) if host else -1
+    if at < 0:
+        return Text(shown, style="underline")
+    text = Text()  # not Text(..., style="dim"): a Text's own style covers every span, and would dim the host too
+    text.append(shown[:at], style="dim")
+    text.append(shown[at : at + len(host)], style="bold reverse")
+    text.append(shown[at + len(host) :], style="dim")
+    return text
