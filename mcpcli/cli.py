@@ -3,111 +3,139 @@
 No protocol logic lives here. Heavy modules (``mcp``, the flow, the demo
 server) are imported inside the commands that need them, so ``--help``,
 ``--version`` and ``sessions list`` start fast (a test checks ``sys.modules``).
+
+Options shared by several commands are declared once (``CONNECTION``,
+``STORE``, ``ANSWERS``) and added to each command's signature by ``shared``;
+the command receives them as one ``dict``.
 """
 
 from __future__ import annotations
 
-import os
+import functools
+import inspect
 import sys
+import typing
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from mcpcli import __version__
-from mcpcli.errors import ExitCode, McpcliError, UsageError
+from mcpcli.errors import ExitCode
+from mcpcli.runtime import AnswerOptions, Globals, Runtime, guarded, lone, run_async
 
 if TYPE_CHECKING:
-    from mcpcli.config import Paths, Settings, Target
     from mcpcli.flow import Flow
-    from mcpcli.output import Output
-    from mcpcli.store import Store
 
-# --- options shared by several commands ------------------------------------------------------------------------------
+# --- options ---------------------------------------------------------------------------------------------------------
 
-Server = Annotated[
-    Optional[str],  # noqa: UP045 - typer reads the annotation at runtime
-    typer.Option("-s", "--server", help="URL, config name, 'demo', or a stdio command line.", show_default=False),
-]
-Header = Annotated[
-    Optional[list[str]],  # noqa: UP045
-    typer.Option("-H", "--header", help='HTTP header "Name: value" (repeatable).', show_default=False),
-]
-ProtocolOpt = Annotated[
-    Optional[str],  # noqa: UP045
-    typer.Option("--protocol", help="auto | legacy | 2026-07-28 (default auto).", show_default=False),
-]
-StoreOpt = Annotated[
-    Optional[str],  # noqa: UP045
-    typer.Option("--store", help="Session store URL (default: sqlite: under the state dir).", show_default=False),
-]
-Debug = Annotated[Optional[bool], typer.Option("--debug", help="Show tracebacks and SDK logs.", show_default=False)]  # noqa: UP045
-Verbose = Annotated[Optional[bool], typer.Option("-v", "--verbose", help="Say more on stderr.", show_default=False)]  # noqa: UP045
+
+def _opt(*names: str, help: str, kind: Any = str | None, metavar: str | None = None) -> Any:
+    return Annotated[kind, typer.Option(*names, help=help, show_default=False, metavar=metavar)]
+
+
+Server = _opt("-s", "--server", help="URL, config name, 'demo', or a stdio command line.", metavar="TARGET")
+Header = _opt(
+    "-H", "--header", help='HTTP header "Name: value" (repeatable).', kind=list[str] | None, metavar="'NAME: VALUE'"
+)
+ProtocolOpt = _opt("--protocol", help="auto | legacy | 2026-07-28 (default auto).", metavar="VERSION")
+StoreOpt = _opt("--store", help="Session store URL (default: sqlite: under the state dir).", metavar="URL")
+Debug = _opt("--debug", help="Show tracebacks and SDK logs.", kind=bool | None)
+Verbose = _opt("-v", "--verbose", help="Say what happens round by round.", kind=bool | None)
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+Keys = list[str] | None
 
-Answer = Annotated[
-    Optional[list[str]],  # noqa: UP045
-    typer.Option("--answer", "-A", help="FIELD=VALUE or REQUEST_KEY.FIELD=VALUE (repeatable).", show_default=False),
-]
-AnswersFile = Annotated[
-    Optional[str],  # noqa: UP045
-    typer.Option("--answers", help="JSON answers file, or - for stdin.", show_default=False),
-]
-Decline = Annotated[Optional[list[str]], typer.Option("--decline", help="Decline request KEY.", show_default=False)]  # noqa: UP045
-Cancel = Annotated[Optional[list[str]], typer.Option("--cancel", help="Cancel request KEY.", show_default=False)]  # noqa: UP045
-Accept = Annotated[
-    Optional[list[str]],  # noqa: UP045
-    typer.Option("--accept", help="Accept request KEY with defaults (or a visited URL).", show_default=False),
-]
-AcceptDefaults = Annotated[bool, typer.Option("--accept-defaults", help="Accept every form whose defaults suffice.")]
-NoInput = Annotated[bool, typer.Option("--no-input", help="Never prompt: save the session and exit 3 instead.")]
-Root = Annotated[
-    Optional[list[Path]],  # noqa: UP045
-    typer.Option(
-        "--root", help="A root to offer the server (repeatable; default: the current directory).", show_default=False
+CONNECTION: dict[str, tuple[Any, Any]] = {
+    "server": (Server, None),
+    "header": (Header, None),
+    "protocol": (ProtocolOpt, None),
+    "debug": (Debug, None),
+    "verbose": (Verbose, None),
+}
+"""Global options that may also follow the subcommand (the later value wins)."""
+
+STORE: dict[str, tuple[Any, Any]] = {"store": (StoreOpt, None)}
+
+ANSWERS: dict[str, tuple[Any, Any]] = {
+    "answer": (
+        _opt(
+            "--answer",
+            "-A",
+            help="FIELD=VALUE or REQUEST_KEY.FIELD=VALUE (repeatable).",
+            kind=Keys,
+            metavar="FIELD=VALUE",
+        ),
+        None,
     ),
-]
-MaxRounds = Annotated[int, typer.Option("--max-rounds", min=1, help="Input-required rounds to answer at most.")]
-Timeout = Annotated[
-    Optional[float],  # noqa: UP045
-    typer.Option("--timeout", min=0.0, help="Wall-clock seconds for the whole flow.", show_default=False),
-]
+    "answers": (_opt("--answers", help="JSON answers file, or - for stdin.", metavar="FILE"), None),
+    "decline": (_opt("--decline", help="Decline request KEY (repeatable).", kind=Keys, metavar="KEY"), None),
+    "cancel": (_opt("--cancel", help="Cancel request KEY (repeatable).", kind=Keys, metavar="KEY"), None),
+    "accept": (
+        _opt(
+            "--accept", help="Accept request KEY with its defaults, or a URL visited already.", kind=Keys, metavar="KEY"
+        ),
+        None,
+    ),
+    "accept_defaults": (
+        Annotated[bool, typer.Option("--accept-defaults", help="Accept every form whose defaults suffice.")],
+        False,
+    ),
+    "no_input": (
+        Annotated[bool, typer.Option("--no-input", help="Never prompt: save the session and exit 3 instead.")],
+        False,
+    ),
+    "root": (
+        _opt(
+            "--root",
+            help="A root to offer the server (repeatable; default: the current directory).",
+            kind=list[Path] | None,
+            metavar="PATH",
+        ),
+        None,
+    ),
+    "max_rounds": (
+        Annotated[
+            int, typer.Option("--max-rounds", min=1, metavar="N", help="Input-required rounds to answer at most.")
+        ],
+        10,
+    ),
+    "timeout": (
+        _opt("--timeout", help="Wall-clock seconds for the whole flow.", kind=float | None, metavar="SECONDS"),
+        None,
+    ),
+    "json": (Json, False),
+}
 
 
-@dataclass
-class Globals:
-    """Options given before the subcommand; the same options after it win."""
+def shared(*groups: dict[str, tuple[Any, Any]]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Add the options of ``groups`` to a command; it receives their values as ``shared: dict``."""
+    options = {name: spec for group in groups for name, spec in group.items()}
 
-    server: str | None = None
-    headers: list[str] = field(default_factory=list)
-    protocol: str | None = None
-    store: str | None = None
-    debug: bool = False
-    verbose: bool = False
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        hints = typing.get_type_hints(command, include_extras=True)
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(command).parameters.values()
+            if p.name != "shared"
+        ]
+        extra = [
+            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=a, default=d)
+            for n, (a, d) in options.items()
+        ]
 
-    def merged(self, **after: Any) -> Globals:
-        values = {k: v for k, v in after.items() if v not in (None, [])}
-        if "headers" in values:
-            values["headers"] = [*self.headers, *values["headers"]]
-        return Globals(**{**self.__dict__, **values})
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> None:
+            command(*args, shared={name: kwargs.pop(name) for name in options}, **kwargs)
+
+        wrapper.__signature__ = inspect.Signature([*own, *extra])  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in [*own, *extra]}
+        return wrapper
+
+    return decorate
 
 
-@dataclass
-class AnswerOptions:
-    answer: list[str]
-    answers: str | None
-    decline: list[str]
-    cancel: list[str]
-    accept: list[str]
-    accept_defaults: bool
-    no_input: bool
-    roots: list[Path]
-    max_rounds: int
-    timeout: float | None
-    json: bool
-
+# --- the app ---------------------------------------------------------------------------------------------------------
 
 app = typer.Typer(
     name="mcpcli",
@@ -132,491 +160,248 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
+@shared(CONNECTION, STORE)
 def _main(
     ctx: typer.Context,
-    server: Server = None,
-    header: Header = None,
-    protocol: ProtocolOpt = None,
-    store: StoreOpt = None,
-    debug: Debug = None,
-    verbose: Verbose = None,
     version: Annotated[
-        Optional[bool],  # noqa: UP045
+        bool | None,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
     ] = None,
+    *,
+    shared: dict[str, Any],
 ) -> None:
-    ctx.obj = Globals(server, list(header or []), protocol, store, bool(debug), bool(verbose))
+    ctx.obj = Globals().merged(**_globals(shared))
 
 
-# --- the runtime every command shares --------------------------------------------------------------------------------
+def _globals(values: dict[str, Any]) -> dict[str, Any]:
+    """The global options among a command's values, named as ``Globals`` fields."""
+    names = {"server", "protocol", "store", "debug", "verbose"}
+    found = {k: v for k, v in values.items() if k in names}
+    if values.get("header"):
+        found["headers"] = list(values["header"])
+    return found
 
 
-class Runtime:
-    """What a command needs, built lazily: paths, settings, store, output."""
-
-    def __init__(self, g: Globals, *, json_out: bool = False) -> None:
-        from mcpcli.config import Paths, load_settings
-        from mcpcli.output import Output
-
-        self.g = g
-        self.json = json_out
-        self.paths: Paths = Paths.from_env()
-        self.settings: Settings = load_settings(self.paths)
-        self.out: Output = Output(verbose=g.verbose)
-        self._store: Store | None = None
-        _configure_logging(self.paths, g.debug)
-
-    @property
-    def store(self) -> Store:
-        if self._store is None:
-            from mcpcli.store import open_store
-
-            url = self.g.store or os.environ.get("MCPCLI_STORE") or self.settings.store
-            self._store = open_store(url, self.paths.store_file)
-        return self._store
-
-    def target(self) -> Target:
-        from mcpcli.config import parse_headers, resolve_target
-
-        target, note = resolve_target(self.g.server, self.settings, headers=parse_headers(self.g.headers))
-        if note:
-            self.out.note(note)
-        return target
-
-    def protocol(self) -> Any:
-        protocol = self.g.protocol or "auto"
-        if protocol not in ("auto", "legacy", "2026-07-28"):
-            raise UsageError(f"Unknown protocol {protocol!r}.", hint="Use --protocol auto, legacy or 2026-07-28.")
-        return protocol
-
-    def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-
-
-def _configure_logging(paths: Paths, debug: bool) -> None:
-    """SDK and server logs go to a private file; on stderr only with --debug."""
-    import logging
-
-    from mcpcli.config import private_dir
-
-    root = logging.getLogger()
-    for old in [h for h in root.handlers if getattr(h, "mcpcli", False)]:  # a second run in one process
-        root.removeHandler(old)
-        old.close()
-    private_dir(paths.log_dir)
-    log_file = paths.log_dir / "mcpcli.log"
-    os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-    handlers: list[logging.Handler] = [logging.FileHandler(log_file, encoding="utf-8")]
-    handlers[0].setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    if debug:
-        handlers.append(logging.StreamHandler(sys.stderr))
-    for handler in handlers:
-        handler.mcpcli = True  # type: ignore[attr-defined]
-        root.addHandler(handler)
-    root.setLevel(logging.DEBUG if debug else logging.INFO)
-
-
-def _run(ctx: typer.Context, body: Callable[[], int | None], debug: bool) -> None:
-    """Run a command body; map every expected failure to one line on stderr and its exit code."""
-    code = int(_guarded(body, debug))
-    raise typer.Exit(code)
-
-
-def _guarded(body: Callable[[], int | None], debug: bool) -> int:
-    from mcpcli.errors import print_error
-
-    try:
-        try:
-            return body() or 0
-        except BaseExceptionGroup as group:  # a task group wraps what a command body raised: unwrap a lone one
-            raise _lone(group) from None
-    except McpcliError as exc:
-        if debug:
-            import traceback
-
-            traceback.print_exc()
-        print_error(exc)
-        return int(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.stderr.write("\nInterrupted.\n")
-        return int(ExitCode.INTERRUPTED)
-    except Exception as exc:  # boundary: a bug or an unforeseen failure still gets one line, not a traceback
-        if debug:
-            raise
-        print_error(
-            McpcliError(
-                f"Unexpected {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-                title="Internal error",
-                hint="Run again with --debug for the traceback; stored sessions are unaffected.",
-            )
-        )
-        return int(ExitCode.SERVER)
-
-
-def _lone(group: BaseExceptionGroup[Any]) -> BaseException:
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _async(fn: Callable[[], Coroutine[Any, Any, int | None]]) -> int | None:
-    import anyio
-
-    return anyio.run(fn)
+def _run(body: Callable[[], int | None], debug: bool) -> None:
+    raise typer.Exit(int(guarded(body, debug)))
 
 
 # --- discovery -------------------------------------------------------------------------------------------------------
 
 
-def _discovery(ctx: typer.Context, what: str, json_out: bool, after: dict[str, Any]) -> None:
-    g: Globals = ctx.obj.merged(**after)
+def _discovery(ctx: typer.Context, what: str, values: dict[str, Any]) -> None:
+    g: Globals = ctx.obj.merged(**_globals(values))
 
     def body() -> int:
         from mcpcli.commands import discover
 
-        rt = Runtime(g, json_out=json_out)
-        return _async(lambda: discover(rt, what)) or 0
+        rt = Runtime(g, json_out=values["json"])
+        return run_async(lambda: discover(rt, what)) or 0
 
-    _run(ctx, body, g.debug)
+    _run(body, g.debug)
+
+
+LISTING = {**CONNECTION, "json": (Json, False)}
 
 
 @app.command()
-def tools(
-    ctx: typer.Context,
-    json: Json = False,
-    server: Server = None,
-    header: Header = None,
-    protocol: ProtocolOpt = None,
-    debug: Debug = None,
-    verbose: Verbose = None,
-) -> None:
+@shared(LISTING)
+def tools(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
     """List the server's tools and their arguments."""
-    _discovery(ctx, "tools", json, dict(server=server, headers=header, protocol=protocol, debug=debug, verbose=verbose))
+    _discovery(ctx, "tools", shared)
 
 
 @app.command()
-def prompts(
-    ctx: typer.Context,
-    json: Json = False,
-    server: Server = None,
-    header: Header = None,
-    protocol: ProtocolOpt = None,
-    debug: Debug = None,
-    verbose: Verbose = None,
-) -> None:
+@shared(LISTING)
+def prompts(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
     """List the server's prompts."""
-    _discovery(
-        ctx, "prompts", json, dict(server=server, headers=header, protocol=protocol, debug=debug, verbose=verbose)
-    )
+    _discovery(ctx, "prompts", shared)
 
 
 @app.command()
-def resources(
-    ctx: typer.Context,
-    json: Json = False,
-    server: Server = None,
-    header: Header = None,
-    protocol: ProtocolOpt = None,
-    debug: Debug = None,
-    verbose: Verbose = None,
-) -> None:
+@shared(LISTING)
+def resources(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
     """List the server's resources and resource templates."""
-    _discovery(
-        ctx, "resources", json, dict(server=server, headers=header, protocol=protocol, debug=debug, verbose=verbose)
-    )
+    _discovery(ctx, "resources", shared)
 
 
 @app.command()
-def info(
-    ctx: typer.Context,
-    json: Json = False,
-    server: Server = None,
-    header: Header = None,
-    protocol: ProtocolOpt = None,
-    debug: Debug = None,
-    verbose: Verbose = None,
-) -> None:
+@shared(LISTING)
+def info(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
     """Show the server's name, version, negotiated protocol and capabilities."""
-    _discovery(ctx, "info", json, dict(server=server, headers=header, protocol=protocol, debug=debug, verbose=verbose))
+    _discovery(ctx, "info", shared)
 
 
 # --- flows -----------------------------------------------------------------------------------------------------------
 
+Start = Callable[[Runtime, AnswerOptions, "list[Flow]"], Coroutine[Any, Any, int]]
 
-def _flow_command(
-    ctx: typer.Context,
-    after: dict[str, Any],
-    opts: AnswerOptions,
-    start: Callable[[Runtime, AnswerOptions, list[Flow]], Coroutine[Any, Any, int]],
-) -> None:
-    g: Globals = ctx.obj.merged(**after)
+
+def _flow_command(ctx: typer.Context, values: dict[str, Any], start: Start) -> None:
+    g: Globals = ctx.obj.merged(**_globals(values))
+    opts = AnswerOptions(
+        answer=list(values["answer"] or []),
+        answers=values["answers"],
+        decline=list(values["decline"] or []),
+        cancel=list(values["cancel"] or []),
+        accept=list(values["accept"] or []),
+        accept_defaults=values["accept_defaults"],
+        no_input=values["no_input"],
+        roots=list(values["root"] or []),
+        max_rounds=values["max_rounds"],
+        timeout=values["timeout"],
+        json=values["json"],
+    )
 
     def body() -> int:
         rt = Runtime(g, json_out=opts.json)
         flows: list[Flow] = []
         try:
-            return _async(lambda: start(rt, opts, flows)) or 0
+            return run_async(lambda: start(rt, opts, flows)) or 0
         except BaseException as exc:
             # The connection's task groups wrap what the body raised; Ctrl-C may arrive inside a group.
-            lone = _lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
-            if isinstance(lone, KeyboardInterrupt):
+            single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            if isinstance(single, KeyboardInterrupt):
                 from mcpcli.commands import interrupted
 
                 interrupted(rt, flows)
                 return int(ExitCode.INTERRUPTED)
-            if lone is not exc:
-                raise lone from None
+            if single is not exc:
+                raise single from None
             raise
         finally:
             rt.close()
 
-    _run(ctx, body, g.debug)
+    _run(body, g.debug)
 
 
-def _answer_opts(
-    answer: list[str] | None,
-    answers: str | None,
-    decline: list[str] | None,
-    cancel: list[str] | None,
-    accept: list[str] | None,
-    accept_defaults: bool,
-    no_input: bool,
-    root: list[Path] | None,
-    max_rounds: int,
-    timeout: float | None,
-    json: bool,
-) -> AnswerOptions:
-    return AnswerOptions(
-        list(answer or []),
-        answers,
-        list(decline or []),
-        list(cancel or []),
-        list(accept or []),
-        accept_defaults,
-        no_input,
-        list(root or []),
-        max_rounds,
-        timeout,
-        json,
-    )
+ArgPairs = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--arg", "-a", metavar="KEY=VALUE", help="Typed by the schema; KEY=@file reads a file.", show_default=False
+    ),
+]
+ArgsJson = Annotated[
+    str | None,
+    typer.Option("--args", metavar="JSON", help="All arguments as JSON, @FILE, or - for stdin.", show_default=False),
+]
+StatusOpt = Annotated[
+    str | None,
+    typer.Option("--status", metavar="STATUS", help="Only sessions with this status.", show_default=False),
+]
 
 
 @app.command()
+@shared(CONNECTION, STORE, ANSWERS)
 def call(
     ctx: typer.Context,
     tool: Annotated[str, typer.Argument(help="The tool to call.")],
-    arg: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option(
-            "--arg", "-a", help="KEY=VALUE, typed by the tool's schema; KEY=@file reads a file.", show_default=False
-        ),
-    ] = None,
-    args: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--args", help="All arguments as JSON, @FILE, or - for stdin.", show_default=False),
-    ] = None,
-    answer: Answer = None,
-    answers: AnswersFile = None,
-    decline: Decline = None,
-    cancel: Cancel = None,
-    accept: Accept = None,
-    accept_defaults: AcceptDefaults = False,
-    no_input: NoInput = False,
-    root: Root = None,
-    max_rounds: MaxRounds = 10,
-    timeout: Timeout = None,
-    json: Json = False,
-    server: Server = None,
-    header: Header = None,
-    protocol: ProtocolOpt = None,
-    store: StoreOpt = None,
-    debug: Debug = None,
-    verbose: Verbose = None,
+    arg: ArgPairs = None,
+    args: ArgsJson = None,
+    *,
+    shared: dict[str, Any],
 ) -> None:
     """Call a tool; answer what the server asks, round after round, until the result.
 
     Example: mcpcli call provision --arg name=orders --answer region=eu-west-1
     """
-    from functools import partial
 
-    opts = _answer_opts(
-        answer, answers, decline, cancel, accept, accept_defaults, no_input, root, max_rounds, timeout, json
-    )
-
-    async def start(rt: Runtime, o: AnswerOptions, flows: list[Flow]) -> int:
+    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands import run_call
 
-        return await run_call(rt, o, flows, "tools/call", tool, arg or [], args)
+        return await run_call(rt, opts, flows, "tools/call", tool, arg or [], args)
 
-    _flow_command(
-        ctx,
-        dict(server=server, headers=header, protocol=protocol, store=store, debug=debug, verbose=verbose),
-        opts,
-        partial(start),
-    )
+    _flow_command(ctx, shared, start)
 
 
 @app.command()
+@shared(CONNECTION, STORE, ANSWERS)
 def prompt(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The prompt to get.")],
-    arg: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--arg", "-a", help="KEY=VALUE (prompt arguments are strings).", show_default=False),
-    ] = None,
-    answer: Answer = None,
-    answers: AnswersFile = None,
-    decline: Decline = None,
-    cancel: Cancel = None,
-    accept: Accept = None,
-    accept_defaults: AcceptDefaults = False,
-    no_input: NoInput = False,
-    root: Root = None,
-    max_rounds: MaxRounds = 10,
-    timeout: Timeout = None,
-    json: Json = False,
-    server: Server = None,
-    header: Header = None,
-    protocol: ProtocolOpt = None,
-    store: StoreOpt = None,
-    debug: Debug = None,
-    verbose: Verbose = None,
+    arg: ArgPairs = None,
+    *,
+    shared: dict[str, Any],
 ) -> None:
     """Get a prompt, answering what the server asks."""
-    opts = _answer_opts(
-        answer, answers, decline, cancel, accept, accept_defaults, no_input, root, max_rounds, timeout, json
-    )
 
-    async def start(rt: Runtime, o: AnswerOptions, flows: list[Flow]) -> int:
+    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands import run_call
 
-        return await run_call(rt, o, flows, "prompts/get", name, arg or [], None)
+        return await run_call(rt, opts, flows, "prompts/get", name, arg or [], None)
 
-    _flow_command(
-        ctx,
-        dict(server=server, headers=header, protocol=protocol, store=store, debug=debug, verbose=verbose),
-        opts,
-        start,
-    )
+    _flow_command(ctx, shared, start)
 
 
 @app.command()
+@shared(CONNECTION, STORE, ANSWERS)
 def read(
     ctx: typer.Context,
     uri: Annotated[str, typer.Argument(help="The resource URI (a template's URI filled in).")],
-    answer: Answer = None,
-    answers: AnswersFile = None,
-    decline: Decline = None,
-    cancel: Cancel = None,
-    accept: Accept = None,
-    accept_defaults: AcceptDefaults = False,
-    no_input: NoInput = False,
-    root: Root = None,
-    max_rounds: MaxRounds = 10,
-    timeout: Timeout = None,
-    json: Json = False,
-    server: Server = None,
-    header: Header = None,
-    protocol: ProtocolOpt = None,
-    store: StoreOpt = None,
-    debug: Debug = None,
-    verbose: Verbose = None,
+    *,
+    shared: dict[str, Any],
 ) -> None:
     """Read a resource, answering what the server asks."""
-    opts = _answer_opts(
-        answer, answers, decline, cancel, accept, accept_defaults, no_input, root, max_rounds, timeout, json
-    )
 
-    async def start(rt: Runtime, o: AnswerOptions, flows: list[Flow]) -> int:
+    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands import run_call
 
-        return await run_call(rt, o, flows, "resources/read", uri, [], None)
+        return await run_call(rt, opts, flows, "resources/read", uri, [], None)
 
-    _flow_command(
-        ctx,
-        dict(server=server, headers=header, protocol=protocol, store=store, debug=debug, verbose=verbose),
-        opts,
-        start,
-    )
+    _flow_command(ctx, shared, start)
 
 
 @app.command()
+@shared(CONNECTION, STORE, ANSWERS)
 def resume(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session id, or a unique prefix of at least 4 characters.")],
-    answer: Answer = None,
-    answers: AnswersFile = None,
-    decline: Decline = None,
-    cancel: Cancel = None,
-    accept: Accept = None,
-    accept_defaults: AcceptDefaults = False,
-    no_input: NoInput = False,
-    root: Root = None,
-    max_rounds: MaxRounds = 10,
-    timeout: Timeout = None,
-    json: Json = False,
-    server: Server = None,
-    header: Header = None,
-    protocol: ProtocolOpt = None,
-    store: StoreOpt = None,
-    debug: Debug = None,
-    verbose: Verbose = None,
+    *,
+    shared: dict[str, Any],
 ) -> None:
     """Continue a saved flow: answer what is pending and retry with the stored state.
 
     Example: mcpcli resume 3f2a --answer region=eu-west-1
     """
-    opts = _answer_opts(
-        answer, answers, decline, cancel, accept, accept_defaults, no_input, root, max_rounds, timeout, json
-    )
 
-    async def start(rt: Runtime, o: AnswerOptions, flows: list[Flow]) -> int:
+    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands import run_resume
 
-        return await run_resume(rt, o, flows, session)
+        return await run_resume(rt, opts, flows, session)
 
-    _flow_command(
-        ctx,
-        dict(server=server, headers=header, protocol=protocol, store=store, debug=debug, verbose=verbose),
-        opts,
-        start,
-    )
+    _flow_command(ctx, shared, start)
 
 
 # --- sessions and paths ----------------------------------------------------------------------------------------------
 
 
 @sessions_app.command("list")
+@shared(STORE, {"debug": (Debug, None), "verbose": (Verbose, None), "json": (Json, False)})
 def sessions_list(
     ctx: typer.Context,
-    status: Annotated[Optional[str], typer.Option("--status", help="Only this status.", show_default=False)] = None,  # noqa: UP045
-    json: Json = False,
+    status: StatusOpt = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")] = 50,
-    store: StoreOpt = None,
-    debug: Debug = None,
-    verbose: Verbose = None,
+    *,
+    shared: dict[str, Any],
 ) -> None:
     """List stored sessions, newest first."""
-    g: Globals = ctx.obj.merged(store=store, debug=debug, verbose=verbose)
+    g: Globals = ctx.obj.merged(**_globals(shared))
 
     def body() -> int:
         from mcpcli.session_views import list_sessions
 
-        rt = Runtime(g, json_out=json)
+        rt = Runtime(g, json_out=shared["json"])
         try:
             return list_sessions(rt, status, limit)
         finally:
             rt.close()
 
-    _run(ctx, body, g.debug)
+    _run(body, g.debug)
 
 
 @app.command()
 def paths(ctx: typer.Context, json: Json = False) -> None:
     """Print where the config, the session store and the logs live."""
-    g: Globals = ctx.obj
 
     def body() -> int:
         from mcpcli.config import Paths
@@ -636,7 +421,7 @@ def paths(ctx: typer.Context, json: Json = False) -> None:
             sys.stdout.write("".join(f"{k:<7} {v}\n" for k, v in where.items()))
         return 0
 
-    _run(ctx, body, g.debug)
+    _run(body, ctx.obj.debug)
 
 
 def main() -> None:

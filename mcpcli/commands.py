@@ -25,7 +25,7 @@ from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Out
 from mcpcli.output import describe_pending, pending_document
 
 if TYPE_CHECKING:
-    from mcpcli.cli import AnswerOptions, Runtime
+    from mcpcli.runtime import AnswerOptions, Runtime
 
 
 # --- discovery -------------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from mcpcli.store import SessionRecord
 
 if TYPE_CHECKING:
-    from mcpcli.cli import Runtime
+    from mcpcli.runtime import Runtime
 
 LIST_FIELDS = ("id", "status", "server", "method", "name", "round", "created", "updated")
 

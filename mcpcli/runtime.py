@@ -1,0 +1,166 @@
+"""What every command runs on: the merged global options, paths, settings, store and output — and the guard
+that turns every failure into one line on stderr and an exit code.
+
+No Typer here and nothing heavy at import: ``cli.py`` parses, this builds.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcpcli.errors import ExitCode, McpcliError, UsageError
+
+if TYPE_CHECKING:
+    from mcpcli.config import Paths, Settings, Target
+    from mcpcli.output import Output
+    from mcpcli.store import Store
+
+
+@dataclass
+class Globals:
+    """Options given before the subcommand; the same options after it win."""
+
+    server: str | None = None
+    headers: list[str] = field(default_factory=list)
+    protocol: str | None = None
+    store: str | None = None
+    debug: bool = False
+    verbose: bool = False
+
+    def merged(self, **after: Any) -> Globals:
+        values = {k: v for k, v in after.items() if v not in (None, [])}
+        if "headers" in values:
+            values["headers"] = [*self.headers, *values["headers"]]
+        return Globals(**{**self.__dict__, **values})
+
+
+@dataclass
+class AnswerOptions:
+    """How a flow gets its answers and its bounds (the options of call, prompt, read and resume)."""
+
+    answer: list[str]
+    answers: str | None
+    decline: list[str]
+    cancel: list[str]
+    accept: list[str]
+    accept_defaults: bool
+    no_input: bool
+    roots: list[Path]
+    max_rounds: int
+    timeout: float | None
+    json: bool
+
+
+class Runtime:
+    """What a command needs, built lazily: paths, settings, store, output."""
+
+    def __init__(self, g: Globals, *, json_out: bool = False) -> None:
+        from mcpcli.config import Paths, load_settings
+        from mcpcli.output import Output
+
+        self.g = g
+        self.json = json_out
+        self.paths: Paths = Paths.from_env()
+        self.settings: Settings = load_settings(self.paths)
+        self.out: Output = Output(verbose=g.verbose)
+        self._store: Store | None = None
+        configure_logging(self.paths, g.debug)
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            from mcpcli.store import open_store
+
+            url = self.g.store or os.environ.get("MCPCLI_STORE") or self.settings.store
+            self._store = open_store(url, self.paths.store_file)
+        return self._store
+
+    def target(self) -> Target:
+        from mcpcli.config import parse_headers, resolve_target
+
+        target, note = resolve_target(self.g.server, self.settings, headers=parse_headers(self.g.headers))
+        if note:
+            self.out.note(note)
+        return target
+
+    def protocol(self) -> Any:
+        protocol = self.g.protocol or "auto"
+        if protocol not in ("auto", "legacy", "2026-07-28"):
+            raise UsageError(f"Unknown protocol {protocol!r}.", hint="Use --protocol auto, legacy or 2026-07-28.")
+        return protocol
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+def configure_logging(paths: Paths, debug: bool) -> None:
+    """SDK and server logs go to a private file; on stderr only with --debug."""
+    import logging
+
+    from mcpcli.config import private_dir
+
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "mcpcli", False)]:  # a second run in one process
+        root.removeHandler(old)
+        old.close()
+    private_dir(paths.log_dir)
+    log_file = paths.log_dir / "mcpcli.log"
+    os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    handlers: list[logging.Handler] = [logging.FileHandler(log_file, encoding="utf-8")]
+    handlers[0].setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    if debug:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    for handler in handlers:
+        handler.mcpcli = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+    root.setLevel(logging.DEBUG if debug else logging.INFO)
+
+
+def guarded(body: Callable[[], int | None], debug: bool) -> int:
+    from mcpcli.errors import print_error
+
+    try:
+        try:
+            return body() or 0
+        except BaseExceptionGroup as group:  # a task group wraps what a command body raised: unwrap a lone one
+            raise lone(group) from None
+    except McpcliError as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        print_error(exc)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("\nInterrupted.\n")
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # boundary: a bug or an unforeseen failure still gets one line, not a traceback
+        if debug:
+            raise
+        print_error(
+            McpcliError(
+                f"Unexpected {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                title="Internal error",
+                hint="Run again with --debug for the traceback; stored sessions are unaffected.",
+            )
+        )
+        return int(ExitCode.SERVER)
+
+
+def lone(group: BaseExceptionGroup[Any]) -> BaseException:
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def run_async(fn: Callable[[], Coroutine[Any, Any, int | None]]) -> int | None:
+    import anyio
+
+    return anyio.run(fn)
