@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import mcp_types as t
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -277,6 +276,3 @@ def interrupted(rt: Runtime, flows: list[Flow]) -> None:
             )
             return
     rt.out.err.print("\nInterrupted.", markup=False, highlight=False)
-
-
-__all__ = ["discover", "interrupted", "run_call", "run_resume", "t"]

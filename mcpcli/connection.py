@@ -9,11 +9,11 @@ the spec's default — is accepted (mcp 2.3.0's models reject it).
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal
 
 import mcp_types as t
@@ -71,8 +71,7 @@ class _ServerLog:
     def __init__(self, paths: Paths, target: Target) -> None:
         private_dir(paths.log_dir)
         self.path = paths.log_dir / "servers.log"
-        fd_path = self.path
-        self.file = open(fd_path, "a", encoding="utf-8", errors="replace", opener=_private_opener)  # noqa: SIM115
+        self.file = open(self.path, "a", encoding="utf-8", errors="replace", opener=_private_opener)  # noqa: SIM115
         self.file.write(f"--- {datetime.now(UTC).isoformat()} {target.label}\n")
         self.file.flush()
         self.start = self.file.tell()
@@ -86,8 +85,6 @@ class _ServerLog:
 
 
 def _private_opener(path: str, flags: int) -> int:
-    import os
-
     return os.open(path, flags, 0o600)
 
 
@@ -188,7 +185,3 @@ def _roots_callback(handler: BackChannel) -> Any:
         return await handler(t.ListRootsRequest())
 
     return callback
-
-
-def root_uri(path: Path) -> str:
-    return path.resolve().as_uri()

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from mcpcli.store import RoundRecord, SessionRecord, Store
 
 Method = Literal["tools/call", "prompts/get", "resources/read"]
-FlowResult = t.CallToolResult | t.GetPromptResult | t.ReadResourceResult
 
 STATE_ONLY_BACKOFF = (0.05, 0.25)
 """First sleep and cap (seconds) for state-only rounds: 50 ms doubling to 250 ms, as the SDK's own loop."""

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
-from mcpcli.display import json_text, safe, safe_json, sanitize
+from mcpcli.display import json_text, safe, sanitize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -193,6 +193,3 @@ def pending_document(session_id: str, pending: Mapping[str, Any], template: Mapp
         "pending": dict(pending),
         "answers_template": dict(template),
     }
-
-
-__all__ = ["Output", "describe_pending", "pending_document", "safe_json"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.errors import ExitCode, McpcliError, UsageError
+from mcpcli.errors import ExitCode, McpcliError
 
 if TYPE_CHECKING:
     from mcpcli.config import Paths, Settings, Target
@@ -89,10 +89,8 @@ class Runtime:
         return target
 
     def protocol(self) -> Any:
-        protocol = self.g.protocol or "auto"
-        if protocol not in ("auto", "legacy", "2026-07-28"):
-            raise UsageError(f"Unknown protocol {protocol!r}.", hint="Use --protocol auto, legacy or 2026-07-28.")
-        return protocol
+        """``--protocol`` as given (``connection.connect`` checks it)."""
+        return self.g.protocol or "auto"
 
     def close(self) -> None:
         if self._store is not None:

@@ -297,3 +297,14 @@ def test_a_stdio_server_that_fails_to_start_shows_its_last_lines(cli: Any) -> No
     assert r.code == 4
     assert "fatal: missing DATABASE_URL" in r.err
     assert "servers.log" in r.err
+
+
+def test_a_round_answered_but_never_sent_is_sent_again_with_the_same_answers(cli: Any) -> None:
+    assert cli("call", "provision", "-a", "name=orders").code == 3
+    session = only_session()
+    # As if a crash struck after the answers were committed but before the retry reached the server.
+    store().record_answers(session.id, 1, {"region": {"action": "accept", "content": {"region": "sa-east-1"}}})
+    r = cli("resume", session.id)
+    assert r.code == 0, r.err
+    assert r.out == "Provisioned 'orders' in sa-east-1.\n"
+    assert "sending it again with the same answers" in r.err
