@@ -42,6 +42,11 @@ class Paths:
         return self.state_dir / "logs"
 
     @property
+    def store_key_file(self) -> Path:
+        """Seals secret answers in the session store (``MCPCLI_STORE_KEY`` takes precedence)."""
+        return self.config_dir / "keys" / "store.key"
+
+    @property
     def demo_key_file(self) -> Path:
         return self.state_dir / "keys" / "demo-request-state.key"
 
