@@ -109,6 +109,7 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
     from mcpcli.config import Paths, Target
     from mcpcli.connection import connect
     from mcpcli.flow import Call, Flow
+    from mcpcli.keeper import Keeper
     from mcpcli.output import Output
     from mcpcli.store import open_store
 
@@ -143,7 +144,9 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
             for i in range(WARMUP + runs):
                 name = f"svc{i}"
                 expected = f"Provisioned {name!r} in {REGION}."
-                flow = Flow(open_store=lambda: store, server=target.label, sources=[presets], reporter=reporter)
+                flow = Flow(
+                    keeper=Keeper(open_store=lambda: store), server=target.label, sources=[presets], reporter=reporter
+                )
                 flow.client = client
                 current.append(flow)
                 start = time.perf_counter()

@@ -149,7 +149,9 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-sessions_app = typer.Typer(help="Stored flows: list them (more subcommands to come).", no_args_is_help=True)
+sessions_app = typer.Typer(
+    help="Stored flows: list, show, remove, prune, export and import them.", no_args_is_help=True
+)
 app.add_typer(sessions_app, name="sessions")
 
 
@@ -356,6 +358,9 @@ def read(
 def resume(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session id, or a unique prefix of at least 4 characters.")],
+    steal: Annotated[
+        bool, typer.Option("--steal", help="Take the session over from a driver that is gone (its lease holder).")
+    ] = False,
     *,
     shared: dict[str, Any],
 ) -> None:
@@ -367,7 +372,7 @@ def resume(
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands import run_resume
 
-        return await run_resume(rt, opts, flows, session)
+        return await run_resume(rt, opts, flows, session, steal=steal)
 
     _flow_command(ctx, shared, start)
 
@@ -375,28 +380,185 @@ def resume(
 # --- sessions and paths ----------------------------------------------------------------------------------------------
 
 
+SESSION_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "debug": (Debug, None),
+    "verbose": (Verbose, None),
+    "json": (Json, False),
+}
+SessionId = Annotated[
+    str, typer.Argument(help="Session id, or a unique prefix of at least 4 characters.", metavar="ID")
+]
+
+
+def _sessions_command(ctx: typer.Context, values: dict[str, Any], body: Callable[[Runtime], int]) -> None:
+    """Run a ``sessions`` subcommand: no server, no SDK — just the store and the output."""
+    g: Globals = ctx.obj.merged(**_globals(values))
+
+    def run() -> int:
+        rt = Runtime(g, json_out=values.get("json", False))
+        try:
+            return body(rt)
+        finally:
+            rt.close()
+
+    _run(run, g.debug)
+
+
 @sessions_app.command("list")
-@shared(STORE, {"debug": (Debug, None), "verbose": (Verbose, None), "json": (Json, False)})
+@shared(STORE, SESSION_OPTIONS)
 def sessions_list(
     ctx: typer.Context,
     status: StatusOpt = None,
+    server: Annotated[
+        str | None,
+        typer.Option("-s", "--server", metavar="TARGET", help="Only sessions of this server.", show_default=False),
+    ] = None,
+    waiting: Annotated[
+        bool, typer.Option("--waiting", help="The inbox: flows waiting for input, and what each waits for.")
+    ] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")] = 50,
     *,
     shared: dict[str, Any],
 ) -> None:
-    """List stored sessions, newest first."""
-    g: Globals = ctx.obj.merged(**_globals(shared))
+    """List stored sessions, newest first.
 
-    def body() -> int:
+    Example: mcpcli sessions list --waiting
+    """
+
+    def body(rt: Runtime) -> int:
         from mcpcli.session_views import list_sessions
 
-        rt = Runtime(g, json_out=shared["json"])
-        try:
-            return list_sessions(rt, status, limit)
-        finally:
-            rt.close()
+        return list_sessions(rt, status, limit, server=server or rt.g.server, waiting=waiting)
 
-    _run(body, g.debug)
+    _sessions_command(ctx, shared, body)
+
+
+@sessions_app.command("show")
+@shared(STORE, SESSION_OPTIONS)
+def sessions_show(
+    ctx: typer.Context,
+    session: SessionId,
+    reveal: Annotated[bool, typer.Option("--reveal", help="Show secret answers instead of masking them.")] = False,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Show a session: its call, and each round's questions and answers (secrets masked).
+
+    The request_state is shown only as its size and hash.
+    """
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.session_views import show_session
+
+        return show_session(rt, session, reveal=reveal)
+
+    _sessions_command(ctx, shared, body)
+
+
+@sessions_app.command("rm")
+@shared(STORE, SESSION_OPTIONS)
+def sessions_rm(
+    ctx: typer.Context,
+    sessions: Annotated[list[str], typer.Argument(help="Session ids or unique prefixes.", metavar="ID...")],
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Delete sessions and their rounds (all of them, or none when one is unknown)."""
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.session_views import remove_sessions
+
+        return remove_sessions(rt, sessions)
+
+    _sessions_command(ctx, shared, body)
+
+
+@sessions_app.command("prune")
+@shared(STORE, SESSION_OPTIONS)
+def sessions_prune(
+    ctx: typer.Context,
+    older_than: Annotated[
+        str, typer.Option("--older-than", metavar="AGE", help="Not updated for this long: 30d, 12h, 30m.")
+    ] = "30d",
+    status: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--status",
+            metavar="STATUS",
+            help="Remove sessions with this status (repeatable; default: done, failed, expired).",
+            show_default=False,
+        ),
+    ] = None,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Remove old finished sessions; waiting ones only with --status waiting.
+
+    Example: mcpcli sessions prune --older-than 7d --status done
+    """
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.session_views import prune_sessions
+
+        return prune_sessions(rt, older_than, status)
+
+    _sessions_command(ctx, shared, body)
+
+
+@sessions_app.command("export")
+@shared(STORE, {"debug": (Debug, None), "verbose": (Verbose, None)})
+def sessions_export(
+    ctx: typer.Context,
+    session: SessionId,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", metavar="FILE", help="Write the bundle here (mode 0600); default stdout."),
+    ] = None,
+    include_answers: Annotated[
+        bool,
+        typer.Option(
+            "--include-answers", help="Include the answers, encrypted with a passphrase (MCPCLI_PASSPHRASE, or asked)."
+        ),
+    ] = False,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Write a session as a checksummed bundle, to finish the flow on another machine.
+
+    Answers are left out unless --include-answers (then encrypted with a passphrase).
+
+    Example: mcpcli sessions export 3f2a -o flow.json
+    """
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.bundle import export_session
+
+        return export_session(rt, session, output, include_answers=include_answers)
+
+    _sessions_command(ctx, shared, body)
+
+
+@sessions_app.command("import")
+@shared(STORE, SESSION_OPTIONS)
+def sessions_import(
+    ctx: typer.Context,
+    source: Annotated[
+        str, typer.Argument(help="A bundle file from 'sessions export', or - for stdin.", metavar="FILE")
+    ],
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Add a session from a bundle to this store; then resume it here.
+
+    Example: mcpcli sessions import flow.json && mcpcli resume 3f2a
+    """
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.bundle import import_session
+
+        return import_session(rt, source)
+
+    _sessions_command(ctx, shared, body)
 
 
 @app.command()

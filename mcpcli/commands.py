@@ -21,6 +21,7 @@ from mcpcli.arguments import build_arguments
 from mcpcli.connection import connect
 from mcpcli.errors import ExitCode, ServerError, SessionError, UsageError, UserStopped
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump
+from mcpcli.keeper import Keeper, lease_ttl_from_env
 from mcpcli.output import describe_pending, pending_document
 
 if TYPE_CHECKING:
@@ -142,8 +143,15 @@ def _interactive() -> bool:
 
 
 def _flow(rt: Runtime, opts: AnswerOptions, server: str, flows: list[Flow]) -> Flow:
-    flow = Flow(
+    from mcpcli.vault import load_store_key
+
+    keeper = Keeper(
         open_store=lambda: rt.store,
+        store_key=lambda: load_store_key(rt.paths.store_key_file),
+        lease_ttl=lease_ttl_from_env(),
+    )
+    flow = Flow(
+        keeper=keeper,
         server=server,
         sources=_sources(rt, opts),
         reporter=rt.out,
@@ -174,6 +182,7 @@ async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target:
             raise
         finally:
             rt.out.stop_progress()
+            flow.keeper.close()
     return _render(rt, flow.call.method if flow.call else "tools/call", outcome)
 
 
@@ -225,7 +234,9 @@ async def _input_schema(client: Client, tool: str) -> dict[str, Any] | None:
     raise UsageError(f"The server has no tool {tool!r}.", hint=f"Its tools: {shown or 'none'} (mcpcli tools)")
 
 
-async def run_resume(rt: Runtime, opts: AnswerOptions, flows: list[Flow], session_id: str) -> int:
+async def run_resume(
+    rt: Runtime, opts: AnswerOptions, flows: list[Flow], session_id: str, *, steal: bool = False
+) -> int:
     record = rt.store.get(session_id)
     if record.status == "done" and record.result is not None:
         rt.out.note(f"Session {record.id} already finished; here is its result again.")
@@ -237,7 +248,7 @@ async def run_resume(rt: Runtime, opts: AnswerOptions, flows: list[Flow], sessio
     flow = _flow(rt, opts, record.server, flows)
 
     async def run(client: Client) -> Outcome:
-        return await flow.resume(record)
+        return await flow.resume(record, steal=steal)
 
     return await _connect_and_run(rt, opts, flow, target, run)
 

@@ -25,9 +25,10 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
 from mcpcli.errors import ExitCode, McpcliError, ServerError
+from mcpcli.keeper import Keeper
 
 if TYPE_CHECKING:
-    from mcpcli.store import RoundRecord, SessionRecord, Store
+    from mcpcli.store import RoundRecord, SessionRecord
 
 Method = Literal["tools/call", "prompts/get", "resources/read"]
 
@@ -171,30 +172,29 @@ def is_legacy(protocol_version: str | None) -> bool:
 class Flow:
     """One flow: a call and its rounds, driven by hand over one connected ``Client``."""
 
-    open_store: Callable[[], Store]
-    """Opens the session store when first needed: a call that never needs input never touches it."""
+    keeper: Keeper
+    """The flow's session on disk: created with the first round, leased, secrets sealed."""
     server: str
     """The target label, stored with the session."""
     sources: Sequence[AnswerSource]
     reporter: Reporter
     limits: Limits = field(default_factory=Limits)
-    session: SessionRecord | None = None
-    """The flow's session once it has one (saved, or about to be saved with its first round)."""
     call: Call | None = None
     client: Client | None = None
     """Set once connected: the back-channel callbacks are built before the connection exists."""
-    _opened: Store | None = None
-    _saved: bool = False
     _deadline: float = math.inf
     _attempt: int = 1
     _back_channel_count: dict[str, int] = field(default_factory=dict)
     _back_channel_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
-    def _store(self) -> Store:
-        if self._opened is None:
-            self._opened = self.open_store()
-        return self._opened
+    def session(self) -> SessionRecord | None:
+        """The flow's session once it has one (saved, or about to be saved with its first round)."""
+        return self.keeper.session
+
+    @property
+    def _saved(self) -> bool:
+        return self.keeper.saved
 
     # --- entry points ------------------------------------------------------------------------------------------------
 
@@ -204,19 +204,20 @@ class Flow:
         self._arm_deadline()
         return await self._loop()
 
-    async def resume(self, session: SessionRecord) -> Outcome:
+    async def resume(self, session: SessionRecord, *, steal: bool = False) -> Outcome:
         """Continue a stored session: answer what is pending and retry with the stored state, byte for byte."""
-        self.session, self._saved = session, True
+        self.keeper.adopt(session, steal=steal, note=self.reporter.note)
         self.call = Call(session.method, session.name, session.arguments)
         self._arm_deadline()
-        last = self._store.last_round(session.id)
+        found = self.keeper.last_round()
+        last, lost = found if found else (None, set())
         self._attempt = last.attempt if last else 1
         if last is None or is_legacy(session.protocol_version):
             # A back-channel question cannot be answered after the call ended: ask the call again, replaying.
             if last is not None:
                 self._attempt += 1
             return await self._loop()
-        if last.answers is not None:
+        if last.answers is not None and not lost:
             self.reporter.note(
                 f"Round {last.index} was answered but its result never arrived; sending it again with the same answers."
             )
@@ -236,6 +237,7 @@ class Flow:
         rounds = restarts = 0
         delay = STATE_ONLY_BACKOFF[0]
         while True:
+            self.keeper.check()
             try:
                 result = await self._send(call, responses, state)
             except MCPError as exc:
@@ -249,6 +251,7 @@ class Flow:
                     responses = state = None
                     continue
                 raise self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).") from None
+            self.keeper.fault("after_send")
             if not isinstance(result, t.InputRequiredResult):
                 return self._finish(dump(result))
             requests = {key: dump(req) for key, req in (result.input_requests or {}).items()}
@@ -340,14 +343,14 @@ class Flow:
             return answers
         record = self._record(requests, state)
         answers = await self._ask_people(questions, answers)
-        self._store.record_answers(record.session_id, record.index, answers)
+        self.keeper.record_answers(record, answers)
         return answers
 
     async def _answer_stored(self, pending: RoundRecord) -> dict[str, Any]:
         """Answer a round saved by an earlier run, then save the answers before the retry."""
         questions = self._questions(pending.requests)
         answers = await self._ask_people(questions, await self._answer_silently(questions))
-        self._store.record_answers(pending.session_id, pending.index, answers)
+        self.keeper.record_answers(pending, answers)
         return answers
 
     def _questions(self, requests: dict[str, dict[str, Any]], *, back_channel: bool = False) -> list[Question]:
@@ -388,8 +391,8 @@ class Flow:
         """An answer given in an earlier attempt of this flow to the identical question (same key, same request)."""
         if not self._saved or self._attempt == 1:
             return None
-        for record in reversed(self._store.rounds(question.session_id)):
-            if record.attempt >= self._attempt or record.answers is None:
+        for record, lost in reversed(self.keeper.rounds()):
+            if record.attempt >= self._attempt or record.answers is None or question.key in lost:
                 continue
             if record.requests.get(question.key) == question.wire and question.key in record.answers:
                 responses = _typed_responses({question.key: record.answers[question.key]})
@@ -417,49 +420,40 @@ class Flow:
 
     def _session_record(self) -> SessionRecord:
         """The flow's session, built (not yet saved) at the first input request."""
-        if self.session is None:
+        if self.keeper.session is None:
             from mcpcli.store import SessionRecord, new_session_id  # deferred: a call with no questions needs no store
 
             assert self.call is not None
             now = datetime.now(UTC)
-            self.session = SessionRecord(
-                id=new_session_id(),
-                server=self.server,
-                method=self.call.method,
-                name=self.call.name,
-                arguments=self.call.arguments,
-                protocol_version=self.client.protocol_version if self.client else None,
-                status="running",
-                created=now,
-                updated=now,
+            self.keeper.begin(
+                SessionRecord(
+                    id=new_session_id(),
+                    server=self.server,
+                    method=self.call.method,
+                    name=self.call.name,
+                    arguments=self.call.arguments,
+                    protocol_version=self.client.protocol_version if self.client else None,
+                    status="running",
+                    created=now,
+                    updated=now,
+                )
             )
-        return self.session
+        assert self.keeper.session is not None
+        return self.keeper.session
 
     def _record(
         self, requests: dict[str, Any], state: str | None, answers: dict[str, Any] | None = None
     ) -> RoundRecord:
-        """One durable write: the round as received (and its answers, when already known); a new session with it."""
-        session = self._session_record()
-        record = self._store.add_round(
-            session.id,
-            attempt=self._attempt,
-            requests=requests,
-            request_state=state,
-            answers=answers,
-            new_session=None if self._saved else session,
-        )
-        self._saved = True
-        return record
+        self._session_record()
+        return self.keeper.record_round(requests, state, self._attempt, answers)
 
     def _keep(self, status: Literal["waiting", "failed", "expired"], error: str | None = None) -> None:
-        if self.session is not None and self._saved:
-            self.session = self._store.update(self.session.id, status=status, error=error)
+        self.keeper.update(status=status, error=error)
 
     def _finish(self, result: dict[str, Any]) -> Outcome:
         assert self.call is not None
         code = result_exit_code(self.call.method, result)
-        if self.session is not None and self._saved:
-            self.session = self._store.update(self.session.id, status="done", result=result, exit_code=int(code))
+        self.keeper.update(status="done", result=result, exit_code=int(code))
         return Outcome(result=result, session=self.session if self._saved else None, exit_code=code)
 
     def _resume_hint(self, extra: str = "") -> str | None:

@@ -76,8 +76,10 @@ class Runtime:
         if self._store is None:
             from mcpcli.store import open_store
 
-            url = self.g.store or os.environ.get("MCPCLI_STORE") or self.settings.store
-            self._store = open_store(url, self.paths.store_file)
+            given = [("flag", self.g.store), ("env", os.environ.get("MCPCLI_STORE")), ("config", self.settings.store)]
+            source, url = next(((s, u) for s, u in given if u), ("flag", None))
+            # A password in a config-file URL is refused (it belongs in ~/.pgpass or PGPASSWORD).
+            self._store = open_store(url, self.paths.store_file, source=source)  # type: ignore[arg-type]
         return self._store
 
     def target(self) -> Target:

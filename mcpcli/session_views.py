@@ -1,15 +1,51 @@
-"""``mcpcli sessions …``: stored flows as tables or JSON. Never imports the SDK (it must start fast)."""
+"""``mcpcli sessions list | show | rm | prune``: stored flows as tables, timelines or JSON, and removing them.
+
+Never imports the SDK: ``sessions list`` and ``sessions show`` must start fast (a test checks
+``sys.modules``). What a server sent — names, messages, field names, values, results — reaches the
+terminal only through ``display``; answers to secret-looking fields are masked unless ``--reveal``;
+a round's ``request_state`` is shown only as its size and hash, never itself.
+"""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
+import re
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.store import SessionRecord
+from mcpcli.display import safe, sanitize
+from mcpcli.errors import SessionError, UsageError
+from mcpcli.forms import SECRET_MASK, FieldSpec, SchemaError, is_secret_name, parse_schema
+from mcpcli.store import RoundRecord, SessionRecord, utcnow
+from mcpcli.store.base import STATUSES, Status
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
     from mcpcli.runtime import Runtime
 
 LIST_FIELDS = ("id", "status", "server", "method", "name", "round", "created", "updated")
+
+LEASE_FIELDS = frozenset({"version", *(name for name in SessionRecord.model_fields if name.startswith("lease_"))})
+"""Who drives a session, and the claim counter: this store's bookkeeping, never exported, shown as "held by"."""
+
+PRUNE_STATUSES = ("done", "failed", "expired")
+"""What ``sessions prune`` removes unless ``--status`` says otherwise: never a flow someone may still answer."""
+
+UNAVAILABLE = {"$omitted": True}
+"""A secret that ``--reveal`` cannot open here (stored without a key, or sealed with another machine's key)."""
+
+
+def _stamp(value: datetime) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _time(value: datetime | None) -> str:
+    return "-" if value is None else f"{_stamp(value)} UTC"
 
 
 def session_json(record: SessionRecord) -> dict[str, Any]:
@@ -17,14 +53,395 @@ def session_json(record: SessionRecord) -> dict[str, Any]:
     return data
 
 
-def list_sessions(rt: Runtime, status: str | None, limit: int) -> int:
-    records = rt.store.list(status=status, limit=limit)
+# --- what a session waits for ----------------------------------------------------------------------------------------
+
+
+def describe_request(wire: Any) -> dict[str, Any]:
+    """What one stored input request asks for, in a few words (for the inbox and the timeline)."""
+    method = wire.get("method") if isinstance(wire, Mapping) else None
+    params = wire.get("params") if isinstance(wire, Mapping) else None
+    params = params if isinstance(params, Mapping) else {}
+    if method == "elicitation/create":
+        message = str(params.get("message", ""))
+        if params.get("mode", "form") == "url":
+            return {"kind": "url", "message": message, "url": str(params.get("url", ""))}
+        schema = params.get("requestedSchema")
+        properties = schema.get("properties") if isinstance(schema, Mapping) else None
+        fields = [str(name) for name in properties] if isinstance(properties, Mapping) else []
+        return {"kind": "form", "message": message, "fields": fields}
+    if method == "sampling/createMessage":
+        return {"kind": "sampling", "message": "LLM completion (sampling)"}
+    if method == "roots/list":
+        return {"kind": "roots", "message": "roots (the client's workspace folders)"}
+    return {"kind": "other", "message": str(method)}
+
+
+def pending_requests(last: RoundRecord | None) -> dict[str, dict[str, Any]]:
+    """The requests of the last round, when it is still unanswered: what the session waits for."""
+    if last is None or last.answers is not None:
+        return {}
+    return {key: describe_request(wire) for key, wire in last.requests.items()}
+
+
+def _pending_line(key: str, what: Mapping[str, Any]) -> str:
+    message = " ".join(str(what.get("message", "")).split())  # one line per request in a table cell
+    if what["kind"] == "form" and what.get("fields"):
+        return f"{key}: {message} ({', '.join(what['fields'])})"
+    if what["kind"] == "url":
+        return f"{key}: {message} — visit {what.get('url', '')}"
+    return f"{key}: {message}"
+
+
+def lease_holder(record: SessionRecord) -> dict[str, Any] | None:
+    """Who drives the session, if anyone: ``{"holder", "since", "expires", "active"}`` (expired: gone)."""
+    host, pid, expires = record.lease_host, record.lease_pid, record.lease_expires
+    if host is None or expires is None:
+        return None
+    return {
+        "holder": f"pid {pid} on {host}",
+        "since": None if record.lease_acquired is None else record.lease_acquired.isoformat(),
+        "expires": expires.isoformat(),
+        "active": expires > utcnow(),
+    }
+
+
+# --- list ------------------------------------------------------------------------------------------------------------
+
+
+def list_sessions(
+    rt: Runtime, status: str | None, limit: int, *, server: str | None = None, waiting: bool = False
+) -> int:
+    if waiting:
+        if status not in (None, "waiting"):
+            raise UsageError(
+                f"--waiting lists waiting sessions; it cannot be combined with --status {status}.",
+                hint="Drop one of them.",
+            )
+        status = "waiting"
+    records = rt.store.list(status=status, server=server, limit=limit)
+    pending = {r.id: pending_requests(rt.store.last_round(r.id)) for r in records} if waiting else {}
     if rt.json:
-        rt.out.json([session_json(r) for r in records])
+        docs = [session_json(r) for r in records]
+        if waiting:
+            for doc, record in zip(docs, records, strict=True):
+                doc["pending"] = pending[record.id]
+                doc["lease"] = lease_holder(record)
+        rt.out.json(docs)
         return 0
-    rows = [
-        (r.id, r.status, r.server, r.method, r.name, r.round, r.updated.strftime("%Y-%m-%d %H:%M:%S")) for r in records
-    ]
+    if waiting:
+        _inbox_table(rt, records, pending)
+        return 0
+    rows = [(r.id, r.status, r.server, r.method, r.name, r.round, _stamp(r.updated)) for r in records]
     columns = ("id", "status", "server", "method", "name", "round", "updated (UTC)")
     rt.out.table("Sessions", columns, rows, "No sessions yet. Flows that need input are saved here.")
     return 0
+
+
+def _inbox_table(rt: Runtime, records: Sequence[SessionRecord], pending: Mapping[str, Mapping[str, Any]]) -> None:
+    rows: list[tuple[Any, ...]] = []
+    held = False
+    for r in records:
+        waits = "\n".join(_pending_line(k, w) for k, w in pending[r.id].items()) or "(answered; resume sends it)"
+        lease = lease_holder(r)
+        holder = lease["holder"] if lease and lease["active"] else ""
+        held = held or bool(holder)
+        rows.append((r.id, r.server, r.name, waits, r.round, _stamp(r.updated), holder))
+    columns = ["id", "server", "name", "waiting for", "round", "updated (UTC)", "held by"]
+    if not held:
+        columns.pop()
+        rows = [row[:-1] for row in rows]
+    rt.out.table("Waiting for input", columns, rows, "Nothing is waiting for input.")
+    if rows:
+        rt.out.note("Pick one up with: mcpcli resume ID")
+
+
+# --- show ------------------------------------------------------------------------------------------------------------
+
+
+def state_digest(state: str | None) -> dict[str, Any] | None:
+    """What ``show`` tells about a ``request_state``: its size and hash — enough to compare, nothing to replay."""
+    if state is None:
+        return None
+    raw = state.encode("utf-8")
+    return {"bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def _form_fields(wire: Any) -> list[FieldSpec] | None:
+    params = wire.get("params") if isinstance(wire, Mapping) else None
+    if not isinstance(params, Mapping) or wire.get("method") != "elicitation/create":
+        return None
+    try:
+        return parse_schema(params.get("requestedSchema") or {})
+    except SchemaError:
+        return None
+
+
+def secret_names(wire: Any, names: Iterable[str]) -> set[str]:
+    """Which of ``names`` (an answer's content keys) hold secrets: the schema's ``secret`` flag, else the name."""
+    specs = {spec.name: spec for spec in _form_fields(wire) or []}
+    return {name for name in names if (specs[name].secret if name in specs else is_secret_name(name))}
+
+
+def _has_marker(answers: Mapping[str, Any]) -> bool:
+    from mcpcli.vault import is_marker
+
+    return any(
+        isinstance(a, Mapping) and isinstance(a.get("content"), Mapping) and any(map(is_marker, a["content"].values()))
+        for a in answers.values()
+    )
+
+
+def shown_answers(requests: Mapping[str, Any], answers: Mapping[str, Any], *, reveal: bool) -> dict[str, Any]:
+    """``answers`` fit to show: secret values masked, or — revealed — still-sealed ones marked unavailable."""
+    from mcpcli.vault import is_marker
+
+    shown: dict[str, Any] = {}
+    for key, answer in answers.items():
+        content = answer.get("content") if isinstance(answer, Mapping) else None
+        if not isinstance(content, Mapping):
+            shown[key] = answer
+            continue
+        secret = secret_names(requests.get(key), content)
+        masked = {}
+        for name, value in content.items():
+            if is_marker(value):
+                masked[name] = UNAVAILABLE if reveal else SECRET_MASK
+            elif name in secret and not reveal:
+                masked[name] = SECRET_MASK
+            else:
+                masked[name] = value
+        shown[key] = {**answer, "content": masked}
+    return shown
+
+
+def session_document(
+    record: SessionRecord,
+    rounds: Sequence[RoundRecord],
+    *,
+    reveal: bool,
+    store_key: Callable[[], bytes | None] = lambda: None,
+) -> dict[str, Any]:
+    """The whole session as JSON for ``show``: masked unless ``reveal``; states as size and hash.
+
+    ``store_key`` is called (once) only when ``reveal`` meets a sealed answer.
+    """
+    from mcpcli.vault import open_answers
+
+    session: dict[str, Any] = record.model_dump(mode="json", exclude=set(LEASE_FIELDS))
+    session["lease"] = lease_holder(record)
+    key = functools.cache(store_key)
+    shown_rounds = []
+    for r in rounds:
+        answers = r.answers
+        if answers is not None and reveal and _has_marker(answers):
+            answers, _lost = open_answers(answers, r.session_id, key())
+        shown_rounds.append(
+            {
+                "index": r.index,
+                "attempt": r.attempt,
+                "received": r.received.isoformat(),
+                "answered": r.answered.isoformat() if r.answered else None,
+                "requests": r.requests,
+                "answers": None if answers is None else shown_answers(r.requests, answers, reveal=reveal),
+                "state": state_digest(r.request_state),
+            }
+        )
+    return {"session": session, "rounds": shown_rounds}
+
+
+def show_session(rt: Runtime, id_or_prefix: str, *, reveal: bool) -> int:
+    record = rt.store.get(id_or_prefix)
+    rounds = rt.store.rounds(record.id)
+
+    def store_key() -> bytes | None:
+        from mcpcli.vault import load_store_key
+
+        return load_store_key(rt.paths.store_key_file, create=False)
+
+    doc = session_document(record, rounds, reveal=reveal, store_key=store_key)
+    if rt.json:
+        rt.out.json(doc)
+        return 0
+    console = rt.out.out
+    for line in _timeline(doc):
+        console.print(line)
+    if record.status == "done" and record.result is not None:
+        rt.out.result(record.method, record.result)
+    return 0
+
+
+def _field_line(label: str, value: object) -> Text:
+    from rich.text import Text
+
+    return Text.assemble(Text(f"  {label:<10} ", style="dim"), safe(value))
+
+
+def _timeline(doc: Mapping[str, Any]) -> Iterable[Text]:
+    from rich.text import Text
+
+    s = doc["session"]
+    yield Text.assemble(
+        ("Session ", "bold"), (s["id"], "bold"), " · ", (s["status"], _STATUS_STYLE.get(s["status"], ""))
+    )
+    yield _field_line("server", s["server"])
+    yield _field_line("call", f"{s['method']} {s['name']}")
+    yield _field_line("arguments", json.dumps(s["arguments"], ensure_ascii=False))
+    yield _field_line("protocol", s["protocol_version"] or "-")
+    yield _field_line("created", _time(datetime.fromisoformat(s["created"])))
+    yield _field_line("updated", _time(datetime.fromisoformat(s["updated"])))
+    if lease := s.get("lease"):
+        until = _time(datetime.fromisoformat(lease["expires"]))
+        since = f"since {_time(datetime.fromisoformat(lease['since']))}, " if lease.get("since") else ""
+        state = "held by" if lease["active"] else "last held by"
+        yield _field_line("lease", f"{state} {lease['holder']}, {since}until {until}")
+    if s.get("error"):
+        yield _field_line("error", s["error"])
+    if not doc["rounds"]:
+        yield Text("\nNo rounds recorded.", style="dim")
+    for r in doc["rounds"]:
+        yield Text("")
+        received = _time(datetime.fromisoformat(r["received"]))
+        yield Text(f"Round {r['index']} · attempt {r['attempt']} · received {received}", style="bold")
+        if not r["requests"]:
+            yield Text("  nothing asked (a state-only round)", style="dim")
+        for key, wire in r["requests"].items():
+            yield from _question(key, wire)
+        if r["answers"] is None:
+            if r["requests"]:
+                yield Text("  not answered yet", style="yellow")
+        else:
+            answered = _time(datetime.fromisoformat(r["answered"])) if r["answered"] else "-"
+            yield Text(f"  answered {answered}", style="dim")
+            for key, answer in r["answers"].items():
+                yield from _answer(key, answer, r["requests"].get(key))
+        if r["state"]:
+            state = r["state"]
+            yield Text(f"  state      {state['bytes']} bytes, sha256 {state['sha256'][:12]}", style="dim")
+    if s["status"] == "done" and s.get("result") is not None:
+        yield Text("")
+        yield Text(f"Result · exit {s.get('exit_code') or 0}", style="bold")
+
+
+_STATUS_STYLE = {"waiting": "yellow", "running": "cyan", "done": "green", "failed": "red", "expired": "red"}
+
+
+def _question(key: str, wire: Any) -> Iterable[Text]:
+    from rich.text import Text
+
+    what = describe_request(wire)
+    if what["kind"] == "form":
+        yield Text.assemble("  ", safe(key), (" asks: ", "dim"), safe(what["message"]))
+        specs = _form_fields(wire)
+        if specs is not None:
+            fields = [f"{spec.name}{' (secret)' if spec.secret else ''}" for spec in specs]
+        else:
+            fields = what["fields"]
+        if fields:
+            yield Text.assemble(("    fields: ", "dim"), safe(", ".join(fields)))
+    elif what["kind"] == "url":
+        yield Text.assemble("  ", safe(key), (" asks: ", "dim"), safe(what["message"]), " — visit ", safe(what["url"]))
+    else:
+        yield Text.assemble("  ", safe(key), (" asks for ", "dim"), safe(what["message"]))
+
+
+def _answer(key: str, answer: Any, wire: Any) -> Iterable[Text]:
+    from rich.text import Text
+
+    from mcpcli.vault import is_marker
+
+    if not isinstance(answer, Mapping):
+        yield Text.assemble("    ", safe(key), ": ", safe(_compact(answer)))
+        return
+    if "action" in answer:
+        yield Text.assemble("    ", safe(key), ": ", safe(answer["action"]))
+        content = answer.get("content")
+        if isinstance(content, Mapping):
+            secret = secret_names(wire, content)
+            for name, value in content.items():
+                if is_marker(value):
+                    text = "(secret not available on this machine)"
+                elif name in secret and value == SECRET_MASK:
+                    text = SECRET_MASK
+                else:
+                    text = _compact(value)
+                yield Text.assemble("      ", safe(name), " = ", safe(text))
+        return
+    if isinstance(answer.get("roots"), list):
+        uris = [str(root.get("uri", "")) if isinstance(root, Mapping) else str(root) for root in answer["roots"]]
+        yield Text.assemble("    ", safe(key), ": roots ", safe(", ".join(uris) or "(none)"))
+        return
+    content = answer.get("content")
+    if isinstance(content, Mapping) and "model" in answer:  # a sampling reply
+        text = content.get("text", _compact(content))
+        yield Text.assemble("    ", safe(key), ": ", safe(f"LLM ({answer['model']}): "), safe(text))
+        return
+    yield Text.assemble("    ", safe(key), ": ", safe(_compact(answer)))
+
+
+def _compact(value: Any) -> str:
+    return sanitize(json.dumps(value, ensure_ascii=False))
+
+
+# --- rm and prune ----------------------------------------------------------------------------------------------------
+
+
+def remove_sessions(rt: Runtime, ids: Sequence[str]) -> int:
+    """Delete the sessions named by ids or prefixes — all of them, or none when one is unknown."""
+    records = [rt.store.get(given) for given in ids]  # raises before anything is deleted
+    for record in records:
+        if (lease := lease_holder(record)) and lease["active"]:
+            raise SessionError(
+                f"Session {record.id} is being driven by {lease['holder']} right now; nothing was removed.",
+                hint=f"Let it finish or stop that process, then: mcpcli sessions rm {record.id}",
+            )
+    unique = list(dict.fromkeys(r.id for r in records))
+    removed = rt.store.delete(unique)
+    if rt.json:
+        rt.out.json({"removed": removed, "ids": unique})
+    else:
+        rt.out.out.print(f"Removed {_sessions(removed)}: {', '.join(unique)}.", markup=False, highlight=False)
+    return 0
+
+
+_DURATION = re.compile(r"(\d+)([smhdw])")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``30d``, ``12h``, ``30m``, ``45s``, ``2w`` — or a combination such as ``1d12h``."""
+    compact = text.strip().lower().replace(" ", "")
+    parts = _DURATION.findall(compact)
+    if not compact or "".join(n + u for n, u in parts) != compact:
+        raise UsageError(
+            f"'{text}' is not a duration.", hint="Use a number and a unit: 30d, 12h, 30m, 45s, 2w (or 1d12h)"
+        )
+    try:
+        return sum((timedelta(**{_UNITS[unit]: int(n)}) for n, unit in parts), timedelta())
+    except OverflowError:
+        raise UsageError(f"'{text}' is too long a duration.") from None
+
+
+def prune_sessions(rt: Runtime, older_than: str, statuses: Sequence[str] | None) -> int:
+    age = parse_duration(older_than)
+    chosen = list(dict.fromkeys(statuses or PRUNE_STATUSES))
+    if unknown := [s for s in chosen if s not in STATUSES]:
+        raise UsageError(f"Unknown session status '{unknown[0]}'.", hint=f"Use one of: {', '.join(STATUSES)}")
+    try:
+        cutoff = utcnow() - age
+    except OverflowError:
+        raise UsageError(f"'{older_than}' reaches back before year 1.") from None
+    removed = rt.store.prune(older_than=cutoff, statuses=typing.cast("list[Status]", chosen))
+    if rt.json:
+        rt.out.json({"removed": removed, "updated_before": cutoff.isoformat(), "statuses": chosen})
+    else:
+        which = ", ".join(chosen)
+        rt.out.out.print(
+            f"Removed {_sessions(removed)} ({which}) not updated for {older_than.strip()}.",
+            markup=False,
+            highlight=False,
+        )
+    return 0
+
+
+def _sessions(n: int) -> str:
+    return f"{n} session{'' if n == 1 else 's'}"

@@ -61,6 +61,24 @@ def load_store_key(key_file: Path, *, create: bool = True, environ: Mapping[str,
     return hashlib.sha256(b"mcpcli/store-key/v1:" + raw).digest()
 
 
+def secret_fields(requests: Mapping[str, Any]) -> dict[str, set[str]]:
+    """Request key → the names of its password-like form fields."""
+    from mcpcli import forms
+
+    found: dict[str, set[str]] = {}
+    for key, wire in requests.items():
+        params = wire.get("params") if isinstance(wire, Mapping) else None
+        if not isinstance(params, Mapping) or wire.get("method") != "elicitation/create":
+            continue
+        try:
+            specs = forms.parse_schema(params.get("requestedSchema") or {})
+        except forms.SchemaError:
+            continue
+        if names := {s.name for s in specs if s.secret}:
+            found[key] = names
+    return found
+
+
 def _aad(session_id: str, key: str, field: str) -> bytes:
     return f"mcpcli/answer/v1\0{session_id}\0{key}\0{field}".encode()
 
@@ -82,6 +100,8 @@ def seal_answers(
             continue
         sealed = dict(content)
         for name in fields & set(content):
+            if is_marker(content[name]):  # already sealed or omitted (e.g. re-sealing an imported bundle)
+                continue
             if key is None:
                 sealed[name] = {OMITTED: True}
                 continue
@@ -175,7 +195,7 @@ def decrypt_with_passphrase(box: Mapping[str, Any], passphrase: str, aad: bytes)
         if box.get("kdf") != "scrypt" or box.get("cipher") != "aes-256-gcm":
             raise ValueError("unknown algorithm")
         n, r, p = int(box["n"]), int(box["r"]), int(box["p"])
-        if n > 2**20 or r > 32 or p > 16:  # a hostile bundle must not make us allocate gigabytes
+        if n > 2**17 or r > 16 or p > 4:  # a hostile bundle must not make us allocate more than 256 MiB
             raise ValueError("scrypt cost out of range")
         key = _derive(passphrase, base64.b64decode(box["salt"]), n=n, r=r, p=p)
         return AESGCM(key).decrypt(base64.b64decode(box["nonce"]), base64.b64decode(box["ciphertext"]), aad)

@@ -1,4 +1,5 @@
-"""Shared fixtures: a private MCPCLI_HOME per test, the CLI in-process and as a real process, HTTP servers.
+"""Shared fixtures: a private MCPCLI_HOME per test, the CLI in-process and as a real process, HTTP servers,
+and a PostgreSQL server (``pg_url``: a fresh database per test; ``tests/pg.py`` runs the server).
 
 No test touches the real home directory: ``home`` is autouse and points
 ``MCPCLI_HOME`` at a fresh 0700 directory.
@@ -6,6 +7,7 @@ No test touches the real home directory: ``home`` is autouse and points
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
@@ -17,9 +19,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
+from pg import PgCluster, PgUnavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = Path(__file__).resolve().parent / "servers.py"
@@ -194,3 +197,38 @@ def demo_stdio(key_file: Path) -> str:
     import shlex
 
     return shlex.join([PY, "-m", "mcpcli.demo", "--key-file", str(key_file)])
+
+
+def _postgres_unavailable(reason: str) -> NoReturn:
+    """Skip the PostgreSQL tests here, but fail them in CI: CI must run them for real."""
+    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+        pytest.fail(f"CI must run the PostgreSQL tests, but cannot: {reason}", pytrace=False)
+    pytest.skip(f"PostgreSQL tests skipped locally: {reason}")
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    """One PostgreSQL server on 127.0.0.1 for the whole test session, started on first use."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as exc:
+        _postgres_unavailable(f"psycopg cannot be imported ({exc}); pip install -e '.[test,postgres]'")
+    cluster = PgCluster()
+    atexit.register(cluster.stop)  # also when pytest is interrupted before the fixture's teardown
+    try:
+        cluster.start()
+    except PgUnavailable as exc:
+        cluster.stop()
+        _postgres_unavailable(str(exc))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: PgCluster) -> Iterator[str]:
+    """The URL of a fresh, empty database (no password: the test server trusts 127.0.0.1); dropped afterwards."""
+    url = pg_cluster.database()
+    yield url
+    pg_cluster.drop(url)

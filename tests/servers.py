@@ -4,7 +4,9 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
 
 - ``never_stops``: a tool that asks a question on every round, forever.
 - ``hostile``: names, messages and results full of escape sequences, bidi controls and Rich markup.
-- ``recorder``: a two-round tool that appends each leg's JSON-RPC id and arguments to ``--record``.
+- ``recorder``: a two-round tool that appends each leg's JSON-RPC id and arguments to ``--record``
+  (``--slow S``: it takes S seconds to answer the second leg).
+- ``vault``: asks for a password, then a confirmation, and says which password arrived.
 - ``no_result_type``: a raw JSON-RPC stdio server whose complete result omits ``resultType``.
 - ``crash``: writes to stderr and exits at once (a server that fails to start).
 """
@@ -67,20 +69,50 @@ def hostile() -> MCPServer:
     return server
 
 
-def recorder(record: Path) -> MCPServer:
+def recorder(record: Path, slow: float = 0.0) -> MCPServer:
     server = MCPServer("recorder")
 
     @server.tool()
     async def two_rounds(item: str, ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
-        """Records every leg; asks one question."""
+        """Records every leg; asks one question (and with --slow, takes its time to answer it)."""
         with record.open("a") as f:
             f.write(json.dumps({"id": ctx.request_id, "item": item, "state": ctx.request_state}) + "\n")
         answer = (ctx.input_responses or {}).get("ok")
         if isinstance(answer, t.ElicitResult) and answer.action == "accept":
+            await anyio.sleep(slow)
             return t.CallToolResult(content=[t.TextContent(type="text", text=f"recorded {item}")])
         return t.InputRequiredResult(
             input_requests={"ok": _form("Record it?", "sure", {"type": "boolean"})}, request_state="asked"
         )
+
+    return server
+
+
+def vault() -> MCPServer:
+    """Asks for a password, then a confirmation; says what it received (so tests can see the real value arrived)."""
+    server = MCPServer("vault")
+
+    @server.tool()
+    async def unlock(door: str, ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Two rounds: credentials (a password field), then a confirmation."""
+        answers = json.loads(ctx.request_state or "{}")
+        for key, response in (ctx.input_responses or {}).items():
+            if isinstance(response, t.ElicitResult):
+                answers[key] = response.model_dump(mode="json", exclude_none=True)
+        creds = (answers.get("creds") or {}).get("content")
+        if not creds:
+            schema = {
+                "type": "object",
+                "properties": {"user": {"type": "string"}, "password": {"type": "string", "title": "Password"}},
+                "required": ["user", "password"],
+            }
+            ask = t.ElicitRequest(params=t.ElicitRequestFormParams(message="Credentials?", requested_schema=schema))
+            return t.InputRequiredResult(input_requests={"creds": ask}, request_state=json.dumps(answers))
+        if not (answers.get("sure") or {}).get("content"):
+            ask = _form(f"Unlock {door}?", "yes", {"type": "boolean"})
+            return t.InputRequiredResult(input_requests={"sure": ask}, request_state=json.dumps(answers))
+        text = f"unlocked {door} for {creds['user']} with {creds['password']}"
+        return t.CallToolResult(content=[t.TextContent(type="text", text=text)])
 
     return server
 
@@ -119,6 +151,7 @@ def main() -> None:
     parser.add_argument("kind")
     parser.add_argument("--http")
     parser.add_argument("--record", type=Path)
+    parser.add_argument("--slow", type=float, default=0.0)
     args = parser.parse_args()
     if args.kind == "crash":
         sys.stderr.write("fatal: missing DATABASE_URL\n")
@@ -126,8 +159,8 @@ def main() -> None:
     if args.kind == "no_result_type":
         no_result_type()
         return
-    server = {"never_stops": never_stops, "hostile": hostile}.get(args.kind)
-    built = recorder(args.record) if args.kind == "recorder" else server() if server else None
+    server = {"never_stops": never_stops, "hostile": hostile, "vault": vault}.get(args.kind)
+    built = recorder(args.record, args.slow) if args.kind == "recorder" else server() if server else None
     if built is None:
         raise SystemExit(f"unknown server kind {args.kind}")
     if args.http:

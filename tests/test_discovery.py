@@ -11,6 +11,7 @@ from mcpcli.answers import Presets
 from mcpcli.config import Paths, Target
 from mcpcli.connection import connect
 from mcpcli.flow import Call, Flow
+from mcpcli.keeper import Keeper
 from mcpcli.store import open_store
 
 
@@ -77,7 +78,7 @@ def test_server_progress_notifications_reach_the_reporter(home: Path) -> None:
     reporter = Recorder()
 
     async def main() -> dict[str, Any]:
-        flow = Flow(open_store=lambda: store, server="demo", sources=[Presets()], reporter=reporter)
+        flow = Flow(keeper=Keeper(open_store=lambda: store), server="demo", sources=[Presets()], reporter=reporter)
         async with connect(Target(label="demo", kind="demo"), paths) as client:
             flow.client = client
             outcome = await flow.start(Call("tools/call", "wait_for_build", {"build": "9"}))

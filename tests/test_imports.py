@@ -65,6 +65,33 @@ def test_fast_commands_import_neither_the_sdk_nor_textual(argv: tuple[str, ...],
     assert _matching(modules, SDK + UI) == []
 
 
+def test_sessions_show_and_the_inbox_import_neither_the_sdk_nor_textual(home: Path) -> None:
+    """On a real session with a secret answer, so masking, the timeline and the inbox all run."""
+    from mcpcli.config import Paths
+    from mcpcli.store import SessionRecord, open_store
+
+    schema = {"type": "object", "properties": {"password": {"type": "string"}}, "required": ["password"]}
+    ask = {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": "Password?", "requestedSchema": schema},
+    }
+    session = SessionRecord(
+        server="demo", method="tools/call", name="x", arguments={}, protocol_version=None, status="waiting"
+    )
+    paths = Paths.from_env({"MCPCLI_HOME": str(home)})
+    store = open_store(None, paths.store_file)
+    try:
+        store.add_round(session.id, attempt=1, requests={"q": ask}, request_state="s", new_session=session)
+        store.record_answers(session.id, 1, {"q": {"action": "accept", "content": {"password": "hunter2"}}})
+        store.add_round(session.id, attempt=1, requests={"q": ask}, request_state="t")
+    finally:
+        store.close()
+    for argv in (("sessions", "show", session.id), ("sessions", "list", "--waiting")):
+        modules = _imported(_run_main(*argv), home)
+        assert "mcpcli.session_views" in modules
+        assert _matching(modules, SDK + UI) == []
+
+
 def test_the_import_check_does_see_the_sdk_when_a_command_needs_it(home: Path) -> None:
     """The detector is not vacuous: a module that needs the SDK shows up in the list."""
     modules = _imported("import mcpcli.connection", home)

@@ -9,12 +9,16 @@ fields and pass the same test suite. Nothing here imports an engine, ``mcp`` or
 from __future__ import annotations
 
 import builtins
+import re
 import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mcpcli.errors import SessionError
 
 Status = Literal["waiting", "running", "done", "failed", "expired"]
 """Where a session stands: waiting for answers, running, or finished one way or another."""
@@ -77,8 +81,18 @@ class SessionRecord(BaseModel):
     """What the flow exited with when it finished; ``resume`` of a finished session exits with it."""
     error: str | None = None
     """The last error message, for ``failed`` and ``expired`` sessions."""
+    version: int = 0
+    """Bumped by every ``claim``: a driver's writes succeed only while it still equals its lease's version."""
+    lease_host: str | None = None
+    """The host name of the process that holds the lease (drives the session now), if any."""
+    lease_pid: int | None = None
+    """The process id of the lease holder, on ``lease_host``."""
+    lease_acquired: AwareDatetime | None = None
+    """When the holder claimed the session, in UTC ("driven … since")."""
+    lease_expires: AwareDatetime | None = None
+    """When the lease runs out unless heart-beaten, in UTC; after that anyone may claim the session."""
 
-    _utc = field_validator("created", "updated")(_to_utc)
+    _utc = field_validator("created", "updated", "lease_acquired", "lease_expires")(_to_utc)
 
     @model_validator(mode="after")
     def _updated_defaults_to_created(self) -> SessionRecord:
@@ -113,6 +127,74 @@ class RoundRecord(BaseModel):
     _utc = field_validator("received", "answered")(_to_utc)
 
 
+class Lease(BaseModel):
+    """The right to drive one session: proof for the store that no other process took the session over since."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    session_id: str
+    """The session this lease is on."""
+    version: int
+    """The session's version when claimed; a write under this lease succeeds only while they are still equal."""
+    host: str
+    """The host name of the holder."""
+    pid: int
+    """The process id of the holder."""
+    acquired: AwareDatetime
+    """When it was claimed, in UTC."""
+    expires: AwareDatetime
+    """When it runs out unless heart-beaten, in UTC."""
+
+    _utc = field_validator("acquired", "expires")(_to_utc)
+
+
+class SessionBusy(SessionError):
+    """Another process holds a live lease on the session; ``--steal`` takes it over."""
+
+    default_title = "Session busy"
+
+    def __init__(self, session_id: str, *, host: str, pid: int, since: datetime) -> None:
+        self.session_id = session_id
+        self.host = host
+        """The holder's host name."""
+        self.pid = pid
+        """The holder's process id."""
+        self.since = since.astimezone(UTC)
+        """When the holder claimed the session, in UTC."""
+        super().__init__(
+            f"Session {session_id} is being driven by pid {pid} on {host} since {self.since:%Y-%m-%d %H:%M:%S} UTC.",
+            hint=f"If that process is gone: mcpcli resume {session_id} --steal",
+        )
+
+
+class LeaseLost(SessionError):
+    """The session was claimed by another driver after this one; its write was not made."""
+
+    default_title = "Session taken over"
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            f"Another driver took over session {session_id}; this process stopped.",
+            hint=f"See where it stands: mcpcli sessions show {session_id}",
+        )
+
+
+def url_has_password(url: str) -> bool:
+    """Whether a store URL carries a password (in its user part or as a ``password=`` parameter)."""
+    try:
+        parts = urlsplit(url)
+        return bool(parts.password) or bool(parse_qs(parts.query).get("password"))
+    except ValueError:
+        return ":" in url.partition("//")[2].partition("/")[0].rpartition("@")[0] or "password=" in url.lower()
+
+
+def redact_url(url: str) -> str:
+    """The URL as messages may show it: any password replaced by ``…``, everything else kept."""
+    url = re.sub(r"(//[^/?#@:]*):[^/?#]*@", r"\1:…@", url)
+    return re.sub(r"(?i)([?&]password=)[^&#]*", r"\1…", url)
+
+
 @runtime_checkable
 class Store(Protocol):
     """A session store. Methods are synchronous and fast; async callers run them in a thread.
@@ -144,16 +226,24 @@ class Store(Protocol):
         request_state: str | None,
         answers: dict[str, Any] | None = None,
         new_session: SessionRecord | None = None,
+        lease: Lease | None = None,
     ) -> RoundRecord:
         """Append a round (index = last + 1), bump the session's round count, and mark it ``waiting``.
 
         With ``answers`` the round is saved already answered (status ``running``); with ``new_session`` that
-        session is created first. Either way it is one transaction — one durable write per round.
+        session is created first (holding ``lease``, when one is given). Either way it is one transaction —
+        one durable write per round. With ``lease``, nothing is written and ``LeaseLost`` is raised once
+        another driver has claimed the session.
         """
         ...
 
-    def record_answers(self, session_id: str, index: int, answers: dict[str, Any]) -> None:
-        """Save the answers to a round and mark the session ``running``; durable when this returns."""
+    def record_answers(
+        self, session_id: str, index: int, answers: dict[str, Any], *, lease: Lease | None = None
+    ) -> None:
+        """Save the answers to a round and mark the session ``running``; durable when this returns.
+
+        With ``lease``: ``LeaseLost`` (and nothing written) once another driver has claimed the session.
+        """
         ...
 
     def rounds(self, session_id: str) -> builtins.list[RoundRecord]:
@@ -173,12 +263,44 @@ class Store(Protocol):
         result: dict[str, Any] | None = None,
         exit_code: int | None = None,
         error: str | None = None,
+        lease: Lease | None = None,
     ) -> SessionRecord:
-        """Change the given fields (``None`` leaves a field as it is), bump ``updated``, return the session."""
+        """Change the given fields (``None`` leaves a field as it is), bump ``updated``, return the session.
+
+        With ``lease``: ``LeaseLost`` (and nothing written) once another driver has claimed the session.
+        """
         ...
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete sessions (exact ids) with their rounds; return how many existed."""
+        ...
+
+    def claim(self, session_id: str, *, host: str, pid: int, ttl: float, steal: bool = False) -> Lease:
+        """Take the lease on a session (exact id) for ``ttl`` seconds, and bump its version.
+
+        One conditional write: it succeeds when nobody holds a live lease, when the lease has expired, when
+        ``host``/``pid`` hold it already, or with ``steal``. Otherwise ``SessionBusy`` names the holder.
+        """
+        ...
+
+    def heartbeat(self, lease: Lease, ttl: float) -> Lease:
+        """Extend a held lease to ``ttl`` seconds from now; ``LeaseLost`` once another driver has claimed it."""
+        ...
+
+    def release(self, lease: Lease) -> None:
+        """Give the lease up; nothing happens when it was already lost."""
+        ...
+
+    def import_session(self, session: SessionRecord, rounds: Sequence[RoundRecord]) -> None:
+        """Add a session with its rounds in one transaction, unleased (its version kept); ``StoreError`` if the
+        id exists already."""
+        ...
+
+    def prune(self, *, older_than: datetime, statuses: Sequence[Status]) -> int:
+        """Delete the sessions (with their rounds) in one of ``statuses`` not updated since ``older_than``.
+
+        Sessions whose lease is live are kept: somebody is driving them right now. Returns how many went.
+        """
         ...
 
     def close(self) -> None:

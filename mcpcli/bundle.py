@@ -1,0 +1,382 @@
+"""Session bundles: one flow as a versioned, checksummed JSON file, to finish it on another machine.
+
+A bundle is::
+
+    {"format": "mcpcli-session-bundle", "version": 1, "exported": ISO-8601,
+     "session": {…the SessionRecord, without its lease…},
+     "rounds": [{…a RoundRecord, "answers": null…}, …],
+     "answers": null | {…a passphrase box (vault.encrypt_with_passphrase) of {"<round index>": answers}…},
+     "checksum": "sha256:<hex of the canonical JSON of everything else>"}
+
+Answers never leave the machine in the clear: without ``--include-answers`` there are none at all (not
+even non-secret ones, and no ``answered`` times); with it they travel only inside the box, sealed
+secrets opened first so the other machine can send them, and are sealed again with the importing
+machine's store key. The checksum catches a damaged or edited bundle; the box's AES-GCM tag (bound to the
+session id) catches a changed box or a wrong passphrase. Whatever a bundle holds, importing it ends in
+one line and an exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from mcpcli.errors import SessionError, StoreError, UsageError
+from mcpcli.session_views import LEASE_FIELDS, lease_holder
+from mcpcli.store import RoundRecord, SessionRecord, utcnow
+
+if TYPE_CHECKING:
+    from mcpcli.runtime import Runtime
+
+FORMAT = "mcpcli-session-bundle"
+VERSION = 1
+PASSPHRASE_ENV = "MCPCLI_PASSPHRASE"
+
+MAX_BUNDLE_CHARS = 64 * 2**20
+"""A bundle is a few kilobytes; refuse to parse anything absurd."""
+
+MAX_SCRYPT_MEMORY = 256 * 2**20
+"""scrypt needs 128·n·r bytes; a hostile box must not make the importer allocate more than this."""
+MAX_SCRYPT_P = 4
+
+
+class BundleError(UsageError):
+    """A bundle that cannot be imported: not a bundle, a newer version, changed, damaged, or undecryptable."""
+
+    default_title = "Bundle error"
+
+
+DAMAGED = "The bundle was changed or damaged"
+
+
+def _damaged(detail: str) -> BundleError:
+    return BundleError(
+        f"{DAMAGED} ({detail}); nothing was imported.",
+        hint="Export it again on the other machine: mcpcli sessions export ID -o FILE",
+    )
+
+
+# --- pure functions --------------------------------------------------------------------------------------------------
+
+
+def canonical(doc: Mapping[str, Any]) -> bytes:
+    """The bytes the checksum covers: sorted keys, no spaces, UTF-8."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def checksum(doc: Mapping[str, Any]) -> str:
+    body = {k: v for k, v in doc.items() if k != "checksum"}
+    return "sha256:" + hashlib.sha256(canonical(body)).hexdigest()
+
+
+def build_bundle(
+    session: SessionRecord, rounds: Sequence[RoundRecord], *, answers_box: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The bundle document; rounds carry no answers (they travel in ``answers_box``, or not at all)."""
+    included = answers_box is not None
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "exported": utcnow().isoformat(),
+        "session": session.model_dump(mode="json", exclude=set(LEASE_FIELDS)),
+        "rounds": [_round_json(r, with_answer_times=included) for r in rounds],
+        "answers": answers_box,
+    }
+    doc["checksum"] = checksum(doc)
+    return doc
+
+
+def _round_json(record: RoundRecord, *, with_answer_times: bool) -> dict[str, Any]:
+    data: dict[str, Any] = record.model_dump(mode="json")
+    data["answers"] = None
+    if not with_answer_times:
+        data["answered"] = None  # a round answered elsewhere is, here, a round still to answer
+    return data
+
+
+def answers_to_export(rounds: Sequence[RoundRecord], store_key: bytes | None) -> dict[str, Any]:
+    """``{"<round index>": answers}`` as sent: sealed secrets opened; ones that cannot be opened here are marked
+    omitted (the other machine asks for them again)."""
+    from mcpcli.vault import OMITTED, is_marker, open_answers
+
+    def unmarked(answer: Any) -> Any:
+        content = answer.get("content") if isinstance(answer, Mapping) else None
+        if not isinstance(content, Mapping):
+            return answer
+        return {**answer, "content": {k: {OMITTED: True} if is_marker(v) else v for k, v in content.items()}}
+
+    plain: dict[str, Any] = {}
+    for r in rounds:
+        if r.answers is not None:
+            opened, _lost = open_answers(r.answers, r.session_id, store_key)
+            plain[str(r.index)] = {key: unmarked(answer) for key, answer in opened.items()}
+    return plain
+
+
+def seal_for_store(
+    session_id: str, rounds: Sequence[RoundRecord], answers: Mapping[str, Any], store_key: bytes | None
+) -> list[RoundRecord]:
+    """The rounds with their imported answers, secret fields sealed with this machine's key (as the flow does)."""
+    from mcpcli.vault import seal_answers, secret_fields
+
+    sealed_rounds = []
+    for r in rounds:
+        given = answers.get(str(r.index))
+        if given is None:
+            sealed_rounds.append(r)
+            continue
+        # A value omitted at export stays omitted: seal_answers leaves markers alone.
+        sealed = seal_answers(given, secret_fields(r.requests), session_id, store_key)
+        sealed_rounds.append(r.model_copy(update={"answers": sealed}))
+    return sealed_rounds
+
+
+@dataclass
+class Bundle:
+    """A verified bundle: the session, its rounds (without answers) and the still-encrypted answers box."""
+
+    session: SessionRecord
+    rounds: list[RoundRecord]
+    answers_box: dict[str, Any] | None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_bundle(text: str) -> Bundle:
+    """Check format, version and checksum, then the records' shapes; ``BundleError`` for anything amiss."""
+    if len(text) > MAX_BUNDLE_CHARS:
+        raise BundleError(f"This file is too large to be a session bundle ({len(text)} characters).")
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        raise BundleError(
+            "This is not a session bundle: it is not valid JSON.",
+            hint="Make one with: mcpcli sessions export ID -o FILE",
+        ) from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise BundleError(
+            "This is not an mcpcli session bundle.", hint="Make one with: mcpcli sessions export ID -o FILE"
+        )
+    version = doc.get("version")
+    if version != VERSION:
+        if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+            raise BundleError(
+                f"This bundle was written by a newer mcpcli (bundle version {version}).",
+                hint="Upgrade mcpcli: pipx upgrade mcpcli",
+            )
+        raise _damaged("unknown version")
+    try:
+        expected = checksum(doc)
+    except RecursionError:
+        raise _damaged("nested too deeply") from None
+    if doc.get("checksum") != expected:
+        raise _damaged("checksum mismatch")
+    session_doc, rounds_doc, box = doc.get("session"), doc.get("rounds"), doc.get("answers")
+    if not isinstance(session_doc, dict) or not isinstance(rounds_doc, list):
+        raise _damaged("no session or rounds")
+    if box is not None:
+        _check_box(box)
+    try:
+        # A lease is this machine's business: an imported session is held by nobody.
+        session = SessionRecord.model_validate({k: v for k, v in session_doc.items() if k not in LEASE_FIELDS})
+        rounds = [RoundRecord.model_validate(r) for r in rounds_doc]
+    except (ValidationError, TypeError, ValueError) as exc:
+        raise _damaged(f"invalid record: {_first_error(exc)}") from None
+    indexes = [r.index for r in rounds]
+    if any(r.session_id != session.id for r in rounds) or len(set(indexes)) != len(indexes):
+        raise _damaged("rounds that do not belong to the session")
+    if any(r.answers is not None for r in rounds):
+        raise _damaged("answers outside the encrypted box")
+    return Bundle(session, sorted(rounds, key=lambda r: r.index), box)
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError) and exc.errors():
+        err = exc.errors()[0]
+        where = ".".join(str(part) for part in err.get("loc", ()))
+        return f"{where}: {err.get('msg', '')}" if where else str(err.get("msg", ""))
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _check_box(box: Any) -> None:
+    """A passphrase box whose parameters are sane — before scrypt is asked to allocate anything."""
+    if not isinstance(box, dict) or box.get("kdf") != "scrypt" or box.get("cipher") != "aes-256-gcm":
+        raise _damaged("unknown answer encryption")
+    params = [box.get(name) for name in ("n", "r", "p")]
+    n, r, p = [v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0 for v in params]
+    if not (n and r and p):
+        raise _damaged("bad key-derivation parameters")
+    if n < 2 or n & (n - 1) or 128 * n * r > MAX_SCRYPT_MEMORY or p > MAX_SCRYPT_P:
+        raise _damaged("key-derivation cost out of range")
+    if not all(isinstance(box.get(name), str) for name in ("salt", "nonce", "ciphertext")):
+        raise _damaged("bad answer encryption")
+
+
+def open_box(box: Mapping[str, Any], passphrase: str, bundle: Bundle) -> dict[str, Any]:
+    """The answers inside ``box``: ``{"<round index>": answers}``, checked against the bundle's rounds."""
+    from mcpcli.vault import decrypt_with_passphrase
+
+    plain = decrypt_with_passphrase(box, passphrase, bundle.session.id.encode())
+    try:
+        answers = json.loads(plain, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        raise _damaged("unreadable answers") from None
+    indexes = {str(r.index) for r in bundle.rounds}
+    if not isinstance(answers, dict) or not all(
+        key in indexes and isinstance(value, dict) and all(isinstance(a, dict) for a in value.values())
+        for key, value in answers.items()
+    ):
+        raise _damaged("answers that do not fit the rounds")
+    return answers
+
+
+# --- passphrases -----------------------------------------------------------------------------------------------------
+
+
+def read_passphrase(*, confirm: bool) -> str:
+    """``MCPCLI_PASSPHRASE``, else asked (hidden) at a terminal — twice when it is a new one — else exit 2."""
+    if value := os.environ.get(PASSPHRASE_ENV):
+        return value
+    if not sys.stdin.isatty():
+        raise UsageError(
+            "The answers are encrypted with a passphrase, and there is no terminal to ask for it.",
+            hint=f"Set {PASSPHRASE_ENV}, or run it at a terminal.",
+        )
+    try:
+        first = getpass.getpass("Passphrase for the answers: ", stream=sys.stderr)
+        if confirm and getpass.getpass("Same passphrase again: ", stream=sys.stderr) != first:
+            raise UsageError("The two passphrases differ; nothing was exported.", hint="Try again.")
+    except EOFError:
+        raise UsageError("No passphrase given.", hint=f"Type one, or set {PASSPHRASE_ENV}.") from None
+    if not first:
+        raise UsageError("An empty passphrase protects nothing.", hint=f"Type one, or set {PASSPHRASE_ENV}.")
+    return first
+
+
+# --- the commands ----------------------------------------------------------------------------------------------------
+
+
+def export_session(rt: Runtime, id_or_prefix: str, output: Path | None, *, include_answers: bool) -> int:
+    """``mcpcli sessions export``: the bundle to ``output`` (0600) or stdout."""
+    from mcpcli.display import json_text
+
+    record = rt.store.get(id_or_prefix)
+    rounds = rt.store.rounds(record.id)
+    box = None
+    if include_answers:
+        from mcpcli.vault import encrypt_with_passphrase, load_store_key
+
+        passphrase = read_passphrase(confirm=True)
+        plain = answers_to_export(rounds, load_store_key(rt.paths.store_key_file, create=False))
+        box = encrypt_with_passphrase(canonical(plain), passphrase, record.id.encode())
+    bundle = build_bundle(record, rounds, answers_box=box)
+    what = "answers included, encrypted" if include_answers else "answers left out"
+    if output is None:
+        rt.out.json(bundle)
+        rt.out.note(f"Exported session {record.id} ({_rounds(len(rounds))}, {what}).")
+    else:
+        _write_private(output, json_text(bundle) + "\n")
+        rt.out.note(f"Exported session {record.id} ({_rounds(len(rounds))}, {what}) to {output}.")
+    if (lease := lease_holder(record)) and lease["active"]:
+        rt.out.note(f"It is being driven by {lease['holder']} right now: the bundle is where it stood at this moment.")
+    return 0
+
+
+def _rounds(n: int) -> str:
+    return f"{n} round{'' if n == 1 else 's'}"
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as a 0600 file, atomically: a reader never sees half a bundle."""
+    path = path.expanduser()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path())  # mkstemp makes it 0600
+    except OSError as exc:
+        raise UsageError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        Path(tmp).replace(path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UsageError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+
+
+def _read_source(source: str) -> str:
+    if source == "-":
+        return sys.stdin.read(MAX_BUNDLE_CHARS + 1)
+    try:
+        with Path(source).expanduser().open(encoding="utf-8") as f:
+            return f.read(MAX_BUNDLE_CHARS + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise UsageError(f"Cannot read the bundle {source}: {detail}.") from None
+
+
+def import_session(rt: Runtime, source: str) -> int:
+    """``mcpcli sessions import``: verify, decrypt, re-seal with this machine's key, store; the store is
+    changed only at the very end, by one ``import_session`` call."""
+    bundle = parse_bundle(_read_source(source))
+    session = bundle.session
+    _refuse_existing(rt, session.id)
+    rounds = bundle.rounds
+    if bundle.answers_box is not None:
+        from mcpcli.vault import load_store_key
+
+        answers = open_box(bundle.answers_box, read_passphrase(confirm=False), bundle)
+        rounds = seal_for_store(session.id, rounds, answers, load_store_key(rt.paths.store_key_file))
+    try:
+        rt.store.import_session(session, rounds)
+    except StoreError:
+        _refuse_existing(rt, session.id)  # another import won the race
+        raise
+    if rt.json:
+        rt.out.json({"session_id": session.id, "status": session.status, "rounds": len(rounds)})
+    rt.out.note(f"Imported session {session.id} ({session.status}, {_rounds(len(rounds))}).")
+    if _runs_a_command(rt, session.server):
+        from rich.text import Text
+
+        from mcpcli.display import safe
+
+        # A bundle is data from elsewhere; its server target is a command line that resume would run here.
+        rt.out.err.print(
+            Text.assemble(
+                ("Careful: ", "bold yellow"),
+                "resuming it runs this command on this machine: ",
+                safe(session.server),
+            )
+        )
+        rt.out.note(f"Check it first, or resume against another server: mcpcli resume {session.id} -s TARGET")
+    else:
+        rt.out.note(f"Resume it with: mcpcli resume {session.id}")
+    return 0
+
+
+def _runs_a_command(rt: Runtime, server: str) -> bool:
+    """Whether ``server`` is a stdio command line (not a URL, the demo, or a server named in this machine's config)."""
+    return not (server.startswith(("http://", "https://")) or server == "demo" or server in rt.settings.mcp_servers)
+
+
+def _refuse_existing(rt: Runtime, session_id: str) -> None:
+    try:
+        rt.store.get(session_id)
+    except SessionError:
+        return
+    raise SessionError(
+        f"Session {session_id} is already in this store; nothing was imported.",
+        hint=f"See it with: mcpcli sessions show {session_id} (or remove it first: mcpcli sessions rm {session_id})",
+    )
