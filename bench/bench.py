@@ -6,7 +6,10 @@
 - one call, whole process: ``mcpcli call echo`` against a minimal SDK client script doing
   the same call, over stdio and over HTTP (target ratio ≤ 1.10);
 - per flow, in one process over HTTP: mcpcli's hand-run loop (``Flow`` with its durable
-  SQLite writes, preset answers) against the SDK's own automatic loop (target ratio ≤ 1.25).
+  SQLite writes, preset answers) against the SDK's own automatic loop (target ratio ≤ 1.25);
+- the store: one round's durable write (round + answers, lease checked) on SQLite and on a
+  local PostgreSQL with its default fsync settings, and ``mcpcli sessions list`` over a store of
+  10,000 sessions (target < 0.3 s on SQLite).
 
 Medians of N runs after 2 warm-up runs; the two sides of each comparison alternate, so
 drift in machine load hits both. Everything lives in a temporary ``MCPCLI_HOME``.
@@ -165,6 +168,69 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
     return statistics.median(ours), statistics.median(theirs)
 
 
+WRITES = 200
+SESSIONS = 10_000
+
+
+def durable_write_ms(store: Any) -> float:
+    """Median ms of one round's durable write: the round, its answers and the lease check, one transaction."""
+    from datetime import timedelta
+
+    from mcpcli.store import Lease, SessionRecord, utcnow
+
+    session = SessionRecord(server="bench", method="tools/call", name="provision", arguments={}, status="running")
+    now = utcnow()
+    lease = Lease(
+        session_id=session.id, version=1, host="bench", pid=os.getpid(), acquired=now, expires=now + timedelta(hours=1)
+    )
+    requests = {"region": {"method": "elicitation/create", "params": {"message": "Which region?"}}}
+    answers = {"region": {"action": "accept", "content": {"region": REGION}}}
+    store.add_round(session.id, attempt=1, requests=requests, request_state="s0", new_session=session, lease=lease)
+    times = []
+    for i in range(WRITES):
+        start = time.perf_counter()
+        store.add_round(session.id, attempt=1, requests=requests, request_state=f"s{i}", answers=answers, lease=lease)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def store_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
+    from mcpcli.store import SessionRecord, open_store
+
+    sqlite = open_store(None, tmp / "home" / "sessions.db")
+    try:
+        print(f"{'round durable write, SQLite (WAL, FULL)':<40} {durable_write_ms(sqlite):>9.3f} ms")
+        base = SessionRecord(server="bench", method="tools/call", name="t", arguments={}, status="done")
+        for i in range(SESSIONS):
+            sqlite.create(base.model_copy(update={"id": f"{i:012x}", "status": "waiting" if i % 10 == 0 else "done"}))
+    finally:
+        sqlite.close()
+    for argv, label in (
+        (["sessions", "list"], "sessions list, 10,000 sessions"),
+        (["sessions", "list", "--waiting"], "sessions list --waiting, 10,000"),
+    ):
+        took = statistics.median(run_once([*mcpcli_argv(), *argv], env) for _ in range(runs))
+        print(f"{label:<40} {took:>9.3f} s  {'':>12} {'':>8}   < 0.3 s     {'ok' if took < 0.3 else 'MISS'}")
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from pg import PgCluster, PgUnavailable  # the tests' throwaway server, here with fsync on
+    except ImportError:
+        print("round durable write, PostgreSQL: skipped (tests/pg.py not importable)")
+        return
+    cluster = PgCluster()
+    try:
+        cluster.start(durable=True)
+        pg = open_store(cluster.database(), tmp / "unused.db")
+        try:
+            print(f"{'round durable write, PostgreSQL (local)':<40} {durable_write_ms(pg):>9.3f} ms")
+        finally:
+            pg.close()
+    except PgUnavailable as exc:
+        print(f"round durable write, PostgreSQL: skipped ({str(exc).splitlines()[0]})")
+    finally:
+        cluster.stop()
+
+
 def row(label: str, ours: float, base: float, target: str, ok: bool, unit: str = "s") -> str:
     scale = 1000.0 if unit == "ms" else 1.0
     return (
@@ -234,6 +300,8 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+        print()
+        store_figures(tmp, env, runs)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,8 @@ class PgCluster:
             raise PgUnavailable(f"{tool} {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}\n{tail}")
         return done
 
-    def start(self) -> PgCluster:
+    def start(self, *, durable: bool = False) -> PgCluster:
+        """Start the server; ``durable`` keeps PostgreSQL's own fsync settings (the benchmark measures them)."""
         self.bindir = find_bindir()
         if self.bindir is None:
             raise PgUnavailable(
@@ -96,8 +97,9 @@ class PgCluster:
         self._run("initdb", "-D", str(data), "-A", "trust", "-U", SUPERUSER, "--no-sync", "-E", "UTF8", "--locale=C")
         for _attempt in range(3):  # another process may take the free port before the server binds it
             self.port = _free_port()
-            options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off"
-            options += " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c max_connections=200"
+            if not durable:  # tests need correctness, not crash safety of the throwaway server
+                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             started = self._run(
                 "pg_ctl", "-D", str(data), "-l", str(self.dir / "server.log"), "-o", options, "-w", "start", check=False
             )
