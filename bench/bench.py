@@ -178,7 +178,9 @@ def durable_write_ms(store: Any) -> float:
 
     from mcpcli.store import Lease, SessionRecord, utcnow
 
-    session = SessionRecord(server="bench", method="tools/call", name="provision", arguments={}, status="running")
+    session = SessionRecord(
+        server="bench", method="tools/call", name="provision", arguments={}, status="running", protocol_version=None
+    )
     now = utcnow()
     lease = Lease(
         session_id=session.id, version=1, host="bench", pid=os.getpid(), acquired=now, expires=now + timedelta(hours=1)
@@ -200,7 +202,9 @@ def store_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
     sqlite = open_store(None, tmp / "home" / "sessions.db")
     try:
         print(f"{'round durable write, SQLite (WAL, FULL)':<40} {durable_write_ms(sqlite):>9.3f} ms")
-        base = SessionRecord(server="bench", method="tools/call", name="t", arguments={}, status="done")
+        base = SessionRecord(
+            server="bench", method="tools/call", name="t", arguments={}, status="done", protocol_version=None
+        )
         for i in range(SESSIONS):
             sqlite.create(base.model_copy(update={"id": f"{i:012x}", "status": "waiting" if i % 10 == 0 else "done"}))
     finally:
