@@ -182,7 +182,6 @@ async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target:
             raise
         finally:
             rt.out.stop_progress()
-            flow.keeper.close()
     return _render(rt, flow.call.method if flow.call else "tools/call", outcome)
 
 

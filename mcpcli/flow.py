@@ -202,10 +202,19 @@ class Flow:
         """Call for the first time; a session is created with the first input request."""
         self.call = call
         self._arm_deadline()
-        return await self._loop()
+        try:
+            return await self._loop()
+        finally:
+            self.keeper.close()  # however the flow ends, its lease is given back
 
     async def resume(self, session: SessionRecord, *, steal: bool = False) -> Outcome:
         """Continue a stored session: answer what is pending and retry with the stored state, byte for byte."""
+        try:
+            return await self._resume(session, steal=steal)
+        finally:
+            self.keeper.close()
+
+    async def _resume(self, session: SessionRecord, *, steal: bool) -> Outcome:
         self.keeper.adopt(session, steal=steal, note=self.reporter.note)
         self.call = Call(session.method, session.name, session.arguments)
         self._arm_deadline()
