@@ -462,7 +462,7 @@ class Flow:
     def _finish(self, result: dict[str, Any]) -> Outcome:
         assert self.call is not None
         code = result_exit_code(self.call.method, result)
-        self.keeper.update(status="done", result=result, exit_code=int(code))
+        self.keeper.update(status="done", result=result, exit_code=int(code), last=True)
         return Outcome(result=result, session=self.session if self._saved else None, exit_code=code)
 
     def _resume_hint(self, extra: str = "") -> str | None:

@@ -101,16 +101,19 @@ class Keeper:
             raise self._beat.lost
 
     def close(self) -> None:
-        """Stop the heartbeat and give the lease back."""
-        if self._beat is not None:
-            self._beat.stop()
-            self._beat = None
+        """Stop the heartbeat and give the lease back (if the last write has not already)."""
+        self._stop_heartbeat()
         if self.lease is not None and self._store is not None:
             try:
                 self._store.release(self.lease)
             except Exception:  # boundary: a release that fails leaves a lease that simply expires
                 log.warning("could not release the lease of %s", self.lease.session_id, exc_info=True)
             self.lease = None
+
+    def _stop_heartbeat(self) -> None:
+        if self._beat is not None:
+            self._beat.stop()
+            self._beat = None
 
     def _start_heartbeat(self) -> None:
         if self.lease is not None and self._beat is None:
@@ -174,9 +177,13 @@ class Keeper:
         record = self.store.last_round(self.session.id)
         return None if record is None else self._opened(record)
 
-    def update(self, **changes: Any) -> None:
+    def update(self, *, last: bool = False, **changes: Any) -> None:
+        """Change the session under the lease; ``last`` also gives the lease back in the same write."""
         if self.session is not None and self.saved:
-            self.session = self.store.update(self.session.id, lease=self.lease, **changes)
+            self.session = self.store.update(self.session.id, lease=self.lease, release=last, **changes)
+            if last:
+                self._stop_heartbeat()
+                self.lease = None
 
     # --- secrets ----------------------------------------------------------------------------------------------------
 

@@ -1059,3 +1059,13 @@ def test_listing_ten_thousand_sessions_on_postgresql_walks_an_index(pg_url: str,
             store._conn.rollback()  # type: ignore[attr-defined]
             assert "Index Scan Backward using sessions_" in plan, plan
             assert "Sort" not in plan, plan  # the index gives the order: no sort of 10,000 rows
+
+
+def test_the_last_update_can_give_the_lease_back_in_the_same_write(store: Store) -> None:
+    session = make_session()
+    store.create(session)
+    lease = store.claim(session.id, host="h", pid=1, ttl=30)
+    done = store.update(session.id, status="done", lease=lease, release=True)
+    assert (done.status, done.lease_host, done.lease_pid, done.lease_expires) == ("done", None, None, None)
+    assert done.version == lease.version
+    assert store.claim(session.id, host="other", pid=2, ttl=30).version == lease.version + 1

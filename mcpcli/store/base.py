@@ -264,10 +264,12 @@ class Store(Protocol):
         exit_code: int | None = None,
         error: str | None = None,
         lease: Lease | None = None,
+        release: bool = False,
     ) -> SessionRecord:
         """Change the given fields (``None`` leaves a field as it is), bump ``updated``, return the session.
 
         With ``lease``: ``LeaseLost`` (and nothing written) once another driver has claimed the session.
+        With ``release``: also give the lease back, in the same transaction (a flow's last write).
         """
         ...
 

@@ -45,6 +45,8 @@ _CLAIM_TRIES = 5
 
 SESSION_FIELDS = tuple(SessionRecord.model_fields)  # the columns are named after the fields
 _SESSION_COLUMNS = ", ".join(SESSION_FIELDS)
+_RELEASED = "lease_host = NULL, lease_pid = NULL, lease_acquired = NULL, lease_expires = NULL"
+"""The assignments that give a lease back (the version stays: it only ever goes up)."""
 _ROUND_COLUMNS = "session_id, round_index, attempt, requests, request_state, answers, received, answered"
 _TIME_FIELDS = frozenset({"created", "updated", "lease_acquired", "lease_expires"})
 _LEASE_CLEARED = {"lease_host": None, "lease_pid": None, "lease_acquired": None, "lease_expires": None}
@@ -413,6 +415,7 @@ class SqlStore:
         exit_code: int | None = None,
         error: str | None = None,
         lease: Lease | None = None,
+        release: bool = False,
     ) -> SessionRecord:
         if status is not None and status not in STATUSES:
             raise ValueError(f"unknown session status {status!r}")
@@ -425,6 +428,8 @@ class SqlStore:
         }
         columns = [column for column, value in changes.items() if value is not None]
         assignments = ", ".join(f"{column} = ?" for column in ["updated", *columns])
+        if release:  # the flow's last write gives the lease back in the same transaction
+            assignments += ", " + _RELEASED
         params = [self._time(self.clock()), *(changes[column] for column in columns), session_id]
         with self._transaction(write=True) as tx:
             self._hold(tx, session_id, lease)
@@ -501,11 +506,7 @@ class SqlStore:
 
     def release(self, lease: Lease) -> None:
         with self._transaction(write=True) as tx:
-            tx.run(
-                "UPDATE sessions SET lease_host = NULL, lease_pid = NULL, lease_acquired = NULL, lease_expires = NULL"
-                " WHERE id = ? AND version = ?",
-                (lease.session_id, lease.version),
-            )
+            tx.run(f"UPDATE sessions SET {_RELEASED} WHERE id = ? AND version = ?", (lease.session_id, lease.version))
 
     # -- moving and pruning ----------------------------------------------------
 
