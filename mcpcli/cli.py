@@ -26,7 +26,7 @@ from mcpcli.errors import ExitCode
 from mcpcli.runtime import AnswerOptions, Globals, Runtime, guarded, lone, run_async
 
 if TYPE_CHECKING:
-    from mcpcli.flow import Flow
+    from mcpcli.flow import Flow, Method
 
 # --- options ---------------------------------------------------------------------------------------------------------
 
@@ -277,6 +277,17 @@ def _flow_command(ctx: typer.Context, values: dict[str, Any], start: Start) -> N
     _run(body, g.debug)
 
 
+def _call_command(
+    ctx: typer.Context, values: dict[str, Any], method: Method, name: str, pairs: list[str], args: str | None
+) -> None:
+    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
+        from mcpcli.commands import run_call
+
+        return await run_call(rt, opts, flows, method, name, pairs, args)
+
+    _flow_command(ctx, values, start)
+
+
 ArgPairs = Annotated[
     list[str] | None,
     typer.Option(
@@ -308,12 +319,7 @@ def call(
     Example: mcpcli call provision --arg name=orders --answer region=eu-west-1
     """
 
-    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        from mcpcli.commands import run_call
-
-        return await run_call(rt, opts, flows, "tools/call", tool, arg or [], args)
-
-    _flow_command(ctx, shared, start)
+    _call_command(ctx, shared, "tools/call", tool, arg or [], args)
 
 
 @app.command()
@@ -327,12 +333,7 @@ def prompt(
 ) -> None:
     """Get a prompt, answering what the server asks."""
 
-    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        from mcpcli.commands import run_call
-
-        return await run_call(rt, opts, flows, "prompts/get", name, arg or [], None)
-
-    _flow_command(ctx, shared, start)
+    _call_command(ctx, shared, "prompts/get", name, arg or [], None)
 
 
 @app.command()
@@ -345,12 +346,7 @@ def read(
 ) -> None:
     """Read a resource, answering what the server asks."""
 
-    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        from mcpcli.commands import run_call
-
-        return await run_call(rt, opts, flows, "resources/read", uri, [], None)
-
-    _flow_command(ctx, shared, start)
+    _call_command(ctx, shared, "resources/read", uri, [], None)
 
 
 @app.command()
