@@ -7,8 +7,10 @@ roots and replay could not answer. Imported only when somebody can answer
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import mcp_types as t
@@ -18,6 +20,7 @@ from mcpcli.answers import Presets
 from mcpcli.display import safe
 from mcpcli.flow import Question
 from mcpcli.inline import Terminal, ask_form
+from mcpcli.sampling import Decision, SamplingView
 
 
 @dataclass
@@ -108,3 +111,84 @@ def url_text(url: str) -> Text:
     text.append(shown[at : at + len(host)], style="bold reverse")
     text.append(shown[at + len(host) :], style="dim")
     return text
+
+
+@dataclass
+class TerminalApprover:
+    """The two sampling gates at the terminal: the request before it is sent, the reply before it is returned.
+
+    ``e`` opens ``$EDITOR`` (the request as JSON, the reply as text); whatever comes back is what is used.
+    """
+
+    term: Terminal
+
+    async def review_request(self, view: SamplingView) -> Decision:
+        console = self.term.console
+        console.print(Text.assemble(("? ", "bold cyan"), safe(view.server), " asks your LLM for a completion:"))
+        console.print(Text(f"  model {view.provider}/{view.model}, at most {view.max_tokens} tokens", style="dim"))
+        if system := view.params.get("systemPrompt"):
+            console.print(Text.assemble(("  system: ", "bold"), safe(system)))
+        for message in view.params.get("messages") or []:
+            console.print(Text.assemble((f"  {message.get('role', '?')}: ", "bold"), safe(_text_of(message))))
+        return self._decide("  Send it? [y]es / [e]dit / [n]o: ", lambda: _edit_json(view.params))
+
+    async def review_reply(self, view: SamplingView, reply: dict[str, Any]) -> Decision:
+        text = _text_of(reply)
+        self.term.console.print(Text.assemble(("  reply: ", "bold"), safe(text)))
+        return self._decide("  Return it to the server? [y]es / [e]dit / [n]o: ", lambda: _edit_text(text))
+
+    def _decide(self, prompt: str, edit: Callable[[], Any]) -> Decision:
+        while True:
+            reply = self.term.read_line(prompt).strip().lower()
+            if reply in ("y", "yes", ""):
+                return Decision("approve")
+            if reply in ("n", "no"):
+                return Decision("reject")
+            if reply in ("e", "edit"):
+                return Decision("edit", edit())
+
+
+def _text_of(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    parts = []
+    for block in blocks:
+        if isinstance(block, Mapping):
+            parts.append(str(block.get("text", f"[{block.get('type', '?')}]")))
+    return " ".join(parts)
+
+
+def _editor(initial: str, suffix: str) -> str:
+    import os
+    import shlex
+    import subprocess
+    import tempfile
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.NamedTemporaryFile("w+", suffix=suffix, encoding="utf-8", delete=False) as f:
+        f.write(initial)
+        path = Path(f.name)
+    try:
+        subprocess.run([*shlex.split(editor), str(path)], check=False)
+        return path.read_text(encoding="utf-8")
+    finally:
+        path.unlink()
+
+
+def _edit_json(params: Mapping[str, Any]) -> dict[str, Any]:
+    import json
+
+    from mcpcli.errors import UsageError
+
+    text = _editor(json.dumps(params, indent=2, ensure_ascii=False), ".json")
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"The edited request is not valid JSON: {exc}.") from None
+    if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
+        raise UsageError("The edited request must stay a JSON object with its messages.")
+    return value
+
+
+def _edit_text(text: str) -> str:
+    return _editor(text, ".txt").strip()

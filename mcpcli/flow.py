@@ -78,6 +78,18 @@ class AnswerSource(Protocol):
         ...
 
 
+class RoundAnswerer(Protocol):
+    """An interactive source that shows a round's open questions together (the TUI's round screen).
+
+    Optional: when an interactive source has ``answer_round``, the flow hands it every question a person
+    must answer in one call, so they are submitted together, as the protocol sends them in one retry.
+    """
+
+    async def answer_round(self, questions: Sequence[Question]) -> dict[str, t.InputResponse]:
+        """Answers by request key; a key left out means nobody answered it (the flow then waits, exit 3)."""
+        ...
+
+
 class NeedInput(McpcliError):
     """Input is required and nobody can answer it: the session is saved, exit 3."""
 
@@ -382,7 +394,13 @@ class Flow:
         unanswered = [q for q in questions if q.key not in answers]
         if unanswered and not any(s.interactive for s in self.sources):
             raise NeedInput(self._session_record(), {q.key: q.wire for q in unanswered})
+        together = next((s for s in self.sources if s.interactive and hasattr(s, "answer_round")), None)
+        if together is not None and unanswered:
+            given = await together.answer_round(unanswered)
+            answers.update({key: dump(answer) for key, answer in given.items()})
         for question in unanswered:
+            if question.key in answers:
+                continue
             answer = await self._ask(question, interactive=True)
             if answer is None:
                 left = {q.key: q.wire for q in unanswered if q.key not in answers}
