@@ -41,6 +41,8 @@ class Presets:
     accept_defaults: bool = False
 
     interactive = False
+    explicit = True
+    """Answers given for this run win over replayed ones (DESIGN.md §Answering)."""
 
     @classmethod
     def parse(
@@ -108,7 +110,12 @@ class Presets:
         if isinstance(request.params, t.ElicitRequestURLParams):
             # --accept on a URL request: the user has visited the page elsewhere.
             return t.ElicitResult(action="accept") if action == "accept" else None
-        specs = self._specs(question)
+        try:
+            specs = self._specs(question)
+        except UsageError:
+            if action is None and not self.accept_defaults and not self._mentions(question):
+                return None  # nothing preset for it: a person may still see the form and decline it (the TUI)
+            raise
         content = self.partial(question, specs)
         if action == "accept" or self.accept_defaults:
             content = {**forms.defaults(specs), **content}
@@ -150,6 +157,13 @@ class Presets:
                 origin = self.fields.get((question.key, name)) or self.fields.get((None, name))
                 raise UsageError(f"{origin[1] if origin else name}: {exc}", title="Invalid answer") from None
         return clean
+
+    def _mentions(self, question: Question) -> bool:
+        """Whether any preset is meant for this request (by key, or a bare field name it has)."""
+        names = _properties(question.wire)
+        return question.key in self.contents or any(
+            key == question.key or (key is None and fname in names) for key, fname in self.fields
+        )
 
     def _check_unambiguous(self, fname: str, question: Question) -> None:
         owners = [key for key, wire in question.round_requests.items() if fname in _properties(wire)]

@@ -85,6 +85,10 @@ ANSWERS: dict[str, tuple[Any, Any]] = {
         Annotated[bool, typer.Option("--no-input", help="Never prompt: save the session and exit 3 instead.")],
         False,
     ),
+    "tui": (
+        Annotated[bool, typer.Option("--tui", help="Answer in the full-screen app (forms, URL consent, sampling).")],
+        False,
+    ),
     "root": (
         _opt(
             "--root",
@@ -102,6 +106,11 @@ ANSWERS: dict[str, tuple[Any, Any]] = {
     ),
     "timeout": (
         _opt("--timeout", help="Wall-clock seconds for the whole flow.", kind=float | None, metavar="SECONDS"),
+        None,
+    ),
+    "llm": (_opt("--llm", help="The LLM provider that answers sampling requests.", metavar="NAME"), None),
+    "approve_sampling": (
+        _opt("--approve-sampling", help="Sampling approval: ask | session | always | never.", metavar="POLICY"),
         None,
     ),
     "json": (Json, False),
@@ -153,6 +162,10 @@ sessions_app = typer.Typer(
     help="Stored flows: list, show, remove, prune, export and import them.", no_args_is_help=True
 )
 app.add_typer(sessions_app, name="sessions")
+llm_app = typer.Typer(help="LLM providers that answer sampling requests: list them, test one.", no_args_is_help=True)
+app.add_typer(llm_app, name="llm")
+keys_app = typer.Typer(help="API keys of LLM providers (kept 0600 under the config dir).", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
 
 
 def _version(value: bool) -> None:
@@ -239,7 +252,10 @@ def info(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
 Start = Callable[[Runtime, AnswerOptions, "list[Flow]"], Coroutine[Any, Any, int]]
 
 
-def _flow_command(ctx: typer.Context, values: dict[str, Any], start: Start) -> None:
+def _flow_command(
+    ctx: typer.Context, values: dict[str, Any], start: Start, job: Callable[[], Any] | None = None
+) -> None:
+    """Run a flow command; with ``--tui`` (and a ``job`` describing the flow) in the full-screen app instead."""
     g: Globals = ctx.obj.merged(**_globals(values))
     opts = AnswerOptions(
         answer=list(values["answer"] or []),
@@ -253,12 +269,18 @@ def _flow_command(ctx: typer.Context, values: dict[str, Any], start: Start) -> N
         max_rounds=values["max_rounds"],
         timeout=values["timeout"],
         json=values["json"],
+        llm=values.get("llm"),
+        approve_sampling=values.get("approve_sampling"),
     )
 
     def body() -> int:
         rt = Runtime(g, json_out=opts.json)
         flows: list[Flow] = []
         try:
+            if values.get("tui"):
+                from mcpcli.commands import run_tui  # the app runs its own event loop
+
+                return run_tui(rt, opts, flows, job=job() if job else None)
             return run_async(lambda: start(rt, opts, flows)) or 0
         except BaseException as exc:
             # The connection's task groups wrap what the body raised; Ctrl-C may arrive inside a group.
@@ -285,7 +307,12 @@ def _call_command(
 
         return await run_call(rt, opts, flows, method, name, pairs, args)
 
-    _flow_command(ctx, values, start)
+    def job() -> Any:
+        from mcpcli.commands import CallJob
+
+        return CallJob(method, name, tuple(pairs), args)
+
+    _flow_command(ctx, values, start, job)
 
 
 ArgPairs = Annotated[
@@ -370,7 +397,42 @@ def resume(
 
         return await run_resume(rt, opts, flows, session, steal=steal)
 
-    _flow_command(ctx, shared, start)
+    def job() -> Any:
+        from mcpcli.commands import ResumeJob
+
+        return ResumeJob(session, steal)
+
+    _flow_command(ctx, shared, start, job)
+
+
+TUI_ANSWERS = {name: spec for name, spec in ANSWERS.items() if name not in ("tui", "json")}
+"""``mcpcli tui`` takes the answer options too (presets pre-fill its forms); it is always full-screen, never JSON."""
+
+
+@app.command()
+@shared(CONNECTION, STORE, TUI_ANSWERS)
+def tui(
+    ctx: typer.Context,
+    session: Annotated[
+        str | None, typer.Argument(help="Resume this session (id or prefix) in the app.", show_default=False)
+    ] = None,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Open the full-screen app: the server's tools, prompts and resources, and your sessions.
+
+    Example: mcpcli tui   ·   mcpcli tui 3f2a (resume that session in the app)
+    """
+
+    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
+        raise AssertionError("mcpcli tui always runs the app")  # pragma: no cover
+
+    def job() -> Any:
+        from mcpcli.commands import ResumeJob
+
+        return ResumeJob(session) if session else None
+
+    _flow_command(ctx, {**shared, "tui": True, "json": False}, start, job)
 
 
 # --- sessions and paths ----------------------------------------------------------------------------------------------
@@ -553,6 +615,87 @@ def sessions_import(
         from mcpcli.bundle import import_session
 
         return import_session(rt, source)
+
+    _sessions_command(ctx, shared, body)
+
+
+# --- LLM providers and their keys ------------------------------------------------------------------------------------
+
+ProviderName = Annotated[str, typer.Argument(help="The provider: a [providers.NAME] of config.toml.", metavar="NAME")]
+
+
+@llm_app.command("list")
+@shared(SESSION_OPTIONS)
+def llm_list(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
+    """List providers, models and where keys come from.
+
+    Never shows a key: only whether it is stored (mcpcli keys set) or read from an environment variable.
+    """
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.llm.commands import list_providers
+
+        return list_providers(rt)
+
+    _sessions_command(ctx, shared, body)
+
+
+@llm_app.command("test")
+@shared(SESSION_OPTIONS)
+def llm_test(
+    ctx: typer.Context,
+    name: Annotated[
+        str | None, typer.Argument(help="The provider (default: [sampling] provider).", metavar="NAME")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", metavar="MODEL", help="An allowed model (default: the first).")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each try may take.")
+    ] = 60.0,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Send one tiny request; print the model and its reply.
+
+    Example: mcpcli llm test local --model llama3.2
+    """
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.llm.commands import test_provider
+
+        return run_async(lambda: test_provider(rt, name, model, timeout)) or 0
+
+    _sessions_command(ctx, shared, body)
+
+
+@keys_app.command("set")
+@shared({"debug": (Debug, None)})
+def keys_set(ctx: typer.Context, name: ProviderName, *, shared: dict[str, Any]) -> None:
+    """Store a provider's API key (hidden prompt, or stdin).
+
+    The key goes to <config dir>/keys/llm-NAME.key (0600) and is sent only to that provider's base_url.
+
+    Example: mcpcli keys set claude < ~/anthropic.key
+    """
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.llm.commands import set_key
+
+        return set_key(rt, name)
+
+    _sessions_command(ctx, shared, body)
+
+
+@keys_app.command("rm")
+@shared({"debug": (Debug, None)})
+def keys_rm(ctx: typer.Context, name: ProviderName, *, shared: dict[str, Any]) -> None:
+    """Delete a provider's stored API key."""
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.llm.commands import rm_key
+
+        return rm_key(rt, name)
 
     _sessions_command(ctx, shared, body)
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -25,7 +27,10 @@ from mcpcli.keeper import Keeper, lease_ttl_from_env
 from mcpcli.output import describe_pending, pending_document
 
 if TYPE_CHECKING:
+    from mcpcli.config import Target
+    from mcpcli.flow import Reporter
     from mcpcli.runtime import AnswerOptions, Runtime
+    from mcpcli.sampling import Policy
 
 
 # --- discovery -------------------------------------------------------------------------------------------------------
@@ -150,15 +155,55 @@ def _flow(rt: Runtime, opts: AnswerOptions, server: str, flows: list[Flow]) -> F
         store_key=lambda: load_store_key(rt.paths.store_key_file),
         lease_ttl=lease_ttl_from_env(),
     )
+    sources = _sources(rt, opts)
+    if (sampler := _sampler(rt, opts, server, keeper)) is not None:
+        sources.append(sampler)
     flow = Flow(
         keeper=keeper,
         server=server,
-        sources=_sources(rt, opts),
+        sources=sources,
         reporter=rt.out,
         limits=Limits(max_rounds=opts.max_rounds, timeout=opts.timeout),
     )
     flows.append(flow)
     return flow
+
+
+def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper) -> AnswerSource | None:
+    """The sampling source when an LLM provider is configured; without one, sampling requests wait (exit 3)."""
+    settings = rt.settings
+    if not settings.providers:
+        return None
+    from mcpcli import llm
+    from mcpcli.sampling import POLICIES, Budget, Sampler, usage_of
+
+    policy = opts.approve_sampling or settings.sampling.policy_for(server)
+    if policy not in POLICIES:
+        raise UsageError(f"Unknown sampling policy {policy!r}.", hint="Use ask, session, always or never.")
+    name, provider = llm.resolve_provider(settings, opts.llm)
+
+    def describe(hints: Sequence[str], requested: int) -> tuple[str, str, int]:
+        return name, llm.pick_model(provider, hints).name, llm.clamp_tokens(requested, provider)
+
+    async def complete(hints: Sequence[str], params: dict[str, Any], max_tokens: int) -> llm.Completion:
+        model = llm.pick_model(provider, hints)
+        key = llm.api_key_for(name, provider, rt.paths)
+        return await llm.complete(name, provider, model, params, api_key=key, max_tokens=max_tokens)
+
+    def used() -> tuple[int, int]:
+        if not keeper.saved:
+            return 0, 0
+        totals = [usage_of(r.answers or {}) for r, _ in keeper.rounds()]
+        return sum(c for c, _ in totals), sum(n for _, n in totals)
+
+    approver = None
+    if not opts.no_input and _interactive():
+        from mcpcli.asking import TerminalApprover
+        from mcpcli.inline import Terminal
+
+        approver = TerminalApprover(Terminal(rt.out.err))
+    budget = Budget(settings.sampling.max_calls, settings.sampling.max_tokens, used)
+    return Sampler(server, cast("Policy", policy), complete, describe, approver=approver, budget=budget)
 
 
 async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, run: Any) -> int:
@@ -286,3 +331,137 @@ def interrupted(rt: Runtime, flows: list[Flow]) -> None:
             )
             return
     rt.out.err.print("\nInterrupted.", markup=False, highlight=False)
+
+
+# --- the full-screen app (``--tui``, ``mcpcli tui``) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallJob:
+    """A flow to start in the app: what ``call``/``prompt``/``read`` would send."""
+
+    method: Method
+    name: str
+    pairs: tuple[str, ...] = ()
+    """``--arg KEY=VALUE`` pairs, typed by the tool's schema."""
+    args: str | None = None
+    """``--args JSON|@FILE|-``."""
+    arguments: dict[str, Any] | None = None
+    """Already typed (the start screen's form): sent as they are."""
+
+
+@dataclass(frozen=True)
+class ResumeJob:
+    """A stored flow to continue in the app."""
+
+    session_id: str
+    steal: bool = False
+
+
+MakeUser = Callable[[Flow, Presets], AnswerSource]
+"""Builds the app's answer source for a flow (it needs the flow's call for its header, the presets to pre-fill)."""
+
+
+async def drive(
+    rt: Runtime,
+    opts: AnswerOptions,
+    flows: list[Flow],
+    job: CallJob | ResumeJob,
+    *,
+    make_user: MakeUser,
+    reporter: Reporter,
+    approver: Any = None,
+) -> Outcome:
+    """The app's core coroutine: the flow ``run_call``/``run_resume`` drive, answered by the full-screen user.
+
+    Returns the outcome for the app to show instead of rendering it; errors (``NeedInput``, ``McpcliError``)
+    propagate to the app, which shows them or exits with their code.
+    """
+    record = None
+    if isinstance(job, ResumeJob):
+        record = rt.store.get(job.session_id)
+        if record.status == "done" and record.result is not None:
+            return Outcome(record.result, record, ExitCode(record.exit_code or 0))
+    target, note = tui_target(rt, record.server if record is not None else None)
+    if note:
+        reporter.note(note)
+    flow = _flow(rt, opts, record.server if record is not None else target.label, flows)
+    flow.sources = _tui_sources(list(flow.sources), opts, lambda presets: make_user(flow, presets), approver)
+    flow.reporter = reporter
+    async with connect(
+        target,
+        rt.paths,
+        protocol=rt.protocol(),
+        elicitation=flow.back_channel("elicitation"),
+        roots=flow.back_channel("roots"),
+        sampling=flow.back_channel("sampling"),
+    ) as client:
+        flow.client = client
+        if isinstance(job, ResumeJob):
+            assert record is not None
+            return await flow.resume(record, steal=job.steal)
+        if job.arguments is not None:
+            arguments = job.arguments
+        elif job.method == "tools/call":
+            arguments = build_arguments(await _input_schema(client, job.name), list(job.pairs), job.args)
+        elif job.method == "prompts/get":
+            schema = await _prompt_schema(client, job.name, list(job.pairs))
+            arguments = build_arguments(schema, list(job.pairs), None, what="prompt")
+        else:
+            arguments = {}
+        return await flow.start(Call(job.method, job.name, arguments))
+
+
+def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | None]:
+    """``-s`` when given, else a resumed session's own server, and the note to show (the app has no stderr).
+
+    Unlike ``rt.target()`` it changes nothing in ``rt`` (the app runs many flows) and prints nothing.
+    """
+    from mcpcli.config import parse_headers, resolve_target
+
+    return resolve_target(rt.g.server or stored, rt.settings, headers=parse_headers(rt.g.headers))
+
+
+def _tui_sources(
+    sources: list[AnswerSource], opts: AnswerOptions, user: Callable[[Presets], AnswerSource], approver: Any
+) -> list[AnswerSource]:
+    """The CLI's sources with the full-screen user in place of the inline prompts, and the sampler's gates on screen."""
+    from mcpcli.asking import TerminalUser
+
+    kept = [source for source in sources if not isinstance(source, TerminalUser)]
+    for source in kept:
+        if approver is not None and hasattr(source, "approver"):
+            source.approver = approver
+    presets = next(source for source in kept if isinstance(source, Presets))
+    return kept if opts.no_input else [*kept, user(presets)]
+
+
+async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
+    """What the start screen lists: every tool, prompt, resource and resource template (a kind refused: none)."""
+    kinds = {"tools": "list_tools", "prompts": "list_prompts", "resources": "list_resources"}
+    kinds["resourceTemplates"] = "list_resource_templates"
+    found: dict[str, list[dict[str, Any]]] = {}
+    async with connect(tui_target(rt)[0], rt.paths, protocol=rt.protocol()) as client:
+        for key, method in kinds.items():
+            try:
+                found[key] = await _all(getattr(client, method), key)
+            except MCPError:
+                found[key] = []
+    return found
+
+
+def run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJob | ResumeJob | None) -> int:
+    """Run the full-screen app; once the terminal is back, print the result (stdout) or the error, as the CLI would."""
+    from mcpcli.tui.app import build_app  # deferred: only --tui and `mcpcli tui` load Textual
+
+    app = build_app(rt, opts, job=job, flows=flows)
+    ended = app.run()
+    if ended is None:
+        return 0
+    if ended.error is not None:
+        raise ended.error
+    if ended.need is not None:
+        return _needs_input(rt, ended.need)
+    if ended.outcome is not None and ended.method is not None:
+        return _render(rt, ended.method, ended.outcome)
+    return ended.code

@@ -8,6 +8,7 @@ user typed after ``-s`` into a ``Target``. Pure: no network, no ``mcp`` import.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import tomllib
 from collections.abc import Mapping
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mcpcli.errors import ConfigError, UsageError
 
@@ -99,6 +100,126 @@ class ServerEntry(BaseModel):
         return self
 
 
+# --- LLM providers and sampling (DESIGN.md §Sampling) ----------------------------------------------------------------
+
+PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""A provider name: it names the key file ``keys/llm-NAME.key``, so nothing that could leave that directory."""
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+Api = Literal["openai-chat", "anthropic"]
+ModelTag = Literal["vision", "tools"]
+Policy = Literal["ask", "session", "always", "never"]
+
+
+class ModelEntry(BaseModel):
+    """One allowed model: ``"llama3.2"``, or ``{name = "llava", tags = ["vision"]}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    """The model id sent to the provider, exactly as the provider spells it."""
+    tags: list[ModelTag] = Field(default_factory=list)
+    """What the model takes besides text: ``vision`` (images) and ``tools`` (tool use in sampling). A request
+    with content the model cannot take stops before anything is sent."""
+
+
+class ProviderConfig(BaseModel):
+    """``[providers.NAME]``: one LLM endpoint that answers sampling requests."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api: Api
+    """Wire format: ``openai-chat`` (OpenAI Chat Completions — also Ollama, vLLM, llama.cpp server, LM Studio)
+    or ``anthropic`` (the Anthropic Messages API)."""
+    base_url: str
+    """Where requests go: ``{base_url}/chat/completions`` (openai-chat) or ``{base_url}/messages`` (anthropic),
+    e.g. ``http://127.0.0.1:11434/v1`` or ``https://api.anthropic.com/v1``. The API key is sent here and nowhere
+    else: redirects are not followed."""
+    api_key_env: str | None = None
+    """Environment variable holding the API key, used when no key was stored with ``mcpcli keys set NAME``.
+    Optional: a local server (Ollama) needs no key."""
+    models: list[ModelEntry] = Field(min_length=1)
+    """The allow-list, as names or ``{name, tags}`` tables; the first is the default. A server's model hints
+    choose among these by substring; a hint is never sent as a model id."""
+    max_tokens_cap: int = Field(default=4096, ge=1)
+    """The most completion tokens one request may ask for; a server's larger ``maxTokens`` is lowered to it."""
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """openai-chat only: the body field carrying the token limit (OpenAI's newer models want
+    ``max_completion_tokens``)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Extra HTTP headers sent with every request to this provider (the API key header is set by mcpcli)."""
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _names_are_entries(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"name": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL, such as http://127.0.0.1:11434/v1")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("must not carry credentials; store the key with 'mcpcli keys set NAME'")
+        if parts.query or parts.fragment:
+            raise ValueError("must not have a query or a fragment")
+        return value.strip().rstrip("/")
+
+    @field_validator("headers")
+    @classmethod
+    def _valid_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a valid header name")
+            if any(c in text for c in "\r\n\0"):
+                raise ValueError(f"the value of header {name!r} has a line break")
+        return value
+
+    @property
+    def default_model(self) -> ModelEntry:
+        return self.models[0]
+
+
+class ServerSampling(BaseModel):
+    """``[sampling.servers."TARGET"]``: settings for one server, by its target (URL or config name)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: Policy
+    """Approval policy for this server's sampling requests; overrides ``[sampling] policy``."""
+
+
+class SamplingConfig(BaseModel):
+    """``[sampling]``: how a server's sampling requests (``CreateMessageRequest``) are answered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str | None = None
+    """The provider (a ``[providers.NAME]``) that answers; ``--llm NAME`` overrides it. Unset with exactly one
+    provider configured means that one."""
+    policy: Policy = "ask"
+    """Approval: ``ask`` (each request and reply), ``session`` (ask once per session), ``always`` (no questions),
+    ``never`` (refuse). Non-interactive runs refuse unless the policy allows the server."""
+    max_calls: int = Field(default=20, ge=0)
+    """Budget per session: completions at most."""
+    max_tokens: int = Field(default=20000, ge=0)
+    """Budget per session: completion tokens at most (as the provider reports them)."""
+    servers: dict[str, ServerSampling] = Field(default_factory=dict)
+    """Per-server settings, keyed by the server target as given to ``-s`` (URL or config name)."""
+
+    def policy_for(self, *targets: str | None) -> Policy:
+        """The policy of the first of ``targets`` (say the label, then the URL) with an entry; else the default."""
+        for target in targets:
+            if target is not None and (entry := self.servers.get(target)) is not None:
+                return entry.policy
+        return self.policy
+
+
 class Settings(BaseModel):
     """The contents of ``config.toml``."""
 
@@ -110,10 +231,19 @@ class Settings(BaseModel):
     """Session store URL: ``sqlite:`` (default, under the state dir), ``sqlite:/path.db``."""
     mcp_servers: dict[str, ServerEntry] = Field(default_factory=dict, alias="mcpServers")
     """Named servers, usable as ``-s NAME``."""
-    providers: dict[str, Any] = Field(default_factory=dict)
-    """LLM providers for sampling (read by the sampling feature)."""
-    sampling: dict[str, Any] = Field(default_factory=dict)
-    """Sampling policy (read by the sampling feature)."""
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    """LLM providers for sampling, by name: ``[providers.NAME]``. The name is used by ``--llm NAME``,
+    ``[sampling] provider`` and ``mcpcli keys set NAME``."""
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    """How sampling requests are answered: which provider, approval policy, budgets."""
+
+    @field_validator("providers")
+    @classmethod
+    def _provider_names(cls, value: dict[str, ProviderConfig]) -> dict[str, ProviderConfig]:
+        for name in value:
+            if not PROVIDER_NAME.fullmatch(name):
+                raise ValueError(f"provider name {name!r} may only use letters, digits, '.', '_' and '-'")
+        return value
 
 
 def load_settings(paths: Paths) -> Settings:

@@ -70,8 +70,10 @@ class Question:
 class AnswerSource(Protocol):
     """Something that can answer some questions: presets, replay, roots, the terminal, an LLM."""
 
-    interactive: bool
-    """True when answering may ask a person (such sources run only after every other source declined)."""
+    @property
+    def interactive(self) -> bool:
+        """True when answering may ask a person (such sources run only after every other source declined)."""
+        ...
 
     async def answer(self, question: Question) -> t.InputResponse | None:
         """The answer, or None when this source cannot answer that question."""
@@ -356,14 +358,21 @@ class Flow:
         questions = self._questions(requests)
         try:
             answers = await self._answer_silently(questions)
-        except BaseException:
-            self._record(requests, state)  # e.g. an invalid preset: nothing is sent, the session is kept
+        except BaseException as exc:
+            self._record(requests, state)  # e.g. an invalid preset or a refused sampling: nothing is sent
+            if isinstance(exc, McpcliError) and not isinstance(exc, NeedInput):
+                self._keep("waiting", error=exc.message)  # why the flow paused, for the session's timeline
             raise
         if len(answers) == len(questions):
             self._record(requests, state, answers)
             return answers
         record = self._record(requests, state)
-        answers = await self._ask_people(questions, answers)
+        try:
+            answers = await self._ask_people(questions, answers)
+        except McpcliError as exc:
+            if not isinstance(exc, NeedInput):
+                self._keep("waiting", error=exc.message)
+            raise
         self.keeper.record_answers(record, answers)
         return answers
 
@@ -409,10 +418,24 @@ class Flow:
         return answers
 
     async def _ask(self, question: Question, *, interactive: bool) -> t.InputResponse | None:
-        for source in self.sources:
-            if source.interactive == interactive and (answer := await source.answer(question)) is not None:
+        """The first answer, in DESIGN.md's order: what the user gave for this run, replay, then the rest.
+
+        Replay comes before every other source so that a restarted flow never asks a person, or bills an LLM,
+        twice for a question already answered.
+        """
+        candidates = [s for s in self.sources if s.interactive == interactive]
+        if not interactive:
+            explicit = [s for s in candidates if getattr(s, "explicit", False)]
+            for source in explicit:
+                if (answer := await source.answer(question)) is not None:
+                    return answer
+            if (replayed := self._replay(question)) is not None:
+                return replayed
+            candidates = [s for s in candidates if s not in explicit]
+        for source in candidates:
+            if (answer := await source.answer(question)) is not None:
                 return answer
-        return None if interactive else self._replay(question)
+        return None
 
     def _replay(self, question: Question) -> t.InputResponse | None:
         """An answer given in an earlier attempt of this flow to the identical question (same key, same request)."""

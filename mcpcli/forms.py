@@ -95,6 +95,46 @@ def parse_schema(schema: Mapping[str, Any]) -> list[FieldSpec]:
     return [_parse_property(str(name), prop, name in required) for name, prop in properties.items()]
 
 
+@dataclass(frozen=True)
+class Unsupported:
+    """A property a form cannot ask for (nested object, unknown type...): shown to the user, never sent."""
+
+    name: str
+    reason: str
+    """Why, in one line (``SchemaError``'s message)."""
+    required: bool
+    """A required one means the form cannot be accepted, only declined or cancelled."""
+
+
+def parse_schema_lenient(schema: Mapping[str, Any]) -> tuple[list[FieldSpec], list[Unsupported]]:
+    """The fields a form can ask, and the properties it cannot — for a UI that shows what it cannot ask.
+
+    ``parse_schema`` refuses a whole schema for one bad property (a preset or a prompt cannot work
+    around it); a full-screen form can still show the rest and let the user decline. A schema that is not
+    an object of properties at all still raises ``SchemaError``.
+    """
+    try:
+        return parse_schema(schema), []
+    except SchemaError:
+        pass
+    if not isinstance(schema, Mapping) or schema.get("type", "object") != "object":
+        raise SchemaError("the requested schema is not a JSON object")
+    if not isinstance(schema.get("properties", {}), Mapping):
+        raise SchemaError("'properties' must be a JSON object")
+    required = schema.get("required", [])
+    required = required if isinstance(required, list) else []
+    fields: list[FieldSpec] = []
+    unsupported: list[Unsupported] = []
+    for name, prop in schema.get("properties", {}).items():
+        try:
+            fields.append(_parse_property(str(name), prop, name in required))
+        except SchemaError as exc:
+            unsupported.append(Unsupported(str(name), str(exc), name in required))
+    known = {field.name for field in fields} | {item.name for item in unsupported}
+    unsupported += [Unsupported(str(n), f"{n}: required but not defined", True) for n in required if n not in known]
+    return fields, unsupported
+
+
 def _parse_property(name: str, prop: Any, required: bool) -> FieldSpec:
     if not isinstance(prop, Mapping):
         raise SchemaError(f"{name}: the property schema is not a JSON object")

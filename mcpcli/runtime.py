@@ -54,6 +54,10 @@ class AnswerOptions:
     max_rounds: int
     timeout: float | None
     json: bool
+    llm: str | None = None
+    """``--llm``: the provider that answers sampling requests (default: ``[sampling] provider``)."""
+    approve_sampling: str | None = None
+    """``--approve-sampling``: overrides the configured sampling policy for this run."""
 
 
 class Runtime:

@@ -14,7 +14,7 @@ TUI's review screen. The provider calls live in ``llm``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -97,8 +97,8 @@ class Sampler:
 
     server: str
     policy: Policy
-    complete: Callable[[str, dict[str, Any], int], Any]
-    """``(model hints joined, params, max_tokens) -> Completion`` — bound to the provider by the caller."""
+    complete: Callable[[Sequence[str], dict[str, Any], int], Awaitable[Any]]
+    """``(model hints, params, max_tokens) -> llm.Completion`` — bound to the provider by the caller."""
     describe: Callable[[Sequence[str], int], tuple[str, str, int]]
     """``(hints, requested max tokens) -> (provider name, model name, clamped max tokens)``; raises on bad config."""
     approver: Approver | None = None
@@ -136,7 +136,7 @@ class Sampler:
                 raise UserStopped("You refused the sampling request; nothing was sent.")
             if decision.action == "edit":
                 view = SamplingView(view.server, provider, model, max_tokens, _forwardable(decision.value))
-        completion = await self.complete(",".join(hints), view.params, max_tokens)
+        completion = await self.complete(hints, view.params, max_tokens)
         reply: dict[str, Any] = dict(completion.result)
         if gated:
             assert self.approver is not None

@@ -232,3 +232,14 @@ def pg_url(pg_cluster: PgCluster) -> Iterator[str]:
     url = pg_cluster.database()
     yield url
     pg_cluster.drop(url)
+
+
+def _snapshot_dirname(cls: Any, *, test_location: Any) -> str:
+    """SVG snapshots live at ``snapshots/<test_module>/<test>.svg`` (syrupy 4.8 has no --snapshot-dirname)."""
+    return str(ROOT / "snapshots" / test_location.basename)
+
+
+with contextlib.suppress(ImportError):  # pytest-textual-snapshot comes with the test extra
+    from pytest_textual_snapshot import SVGImageExtension
+
+    SVGImageExtension.dirname = classmethod(_snapshot_dirname)  # type: ignore[method-assign,assignment]

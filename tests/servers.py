@@ -7,8 +7,12 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
 - ``recorder``: a two-round tool that appends each leg's JSON-RPC id and arguments to ``--record``
   (``--slow S``: it takes S seconds to answer the second leg).
 - ``vault``: asks for a password, then a confirmation, and says which password arrived.
+- ``sampler``: a tool that asks the client's LLM for a completion (system prompt, hints, stop sequences,
+  metadata that must not be forwarded) and returns it.
 - ``no_result_type``: a raw JSON-RPC stdio server whose complete result omits ``resultType``.
 - ``crash``: writes to stderr and exits at once (a server that fails to start).
+- ``rounds``: for the TUI — ``trip`` asks two forms in one round, ``odd`` asks a form with a part no form can
+  hold, ``risky_link`` asks the user to visit a plain-http punycode URL; each says what it received.
 """
 
 from __future__ import annotations
@@ -117,6 +121,112 @@ def vault() -> MCPServer:
     return server
 
 
+def _received(ctx: Context) -> str:
+    """What this leg's answers were, as sorted JSON (action and content per request key)."""
+    got = {
+        key: response.model_dump(mode="json", exclude_none=True)
+        for key, response in sorted((ctx.input_responses or {}).items())
+    }
+    return json.dumps(got, sort_keys=True)
+
+
+def rounds() -> MCPServer:
+    """Rounds shaped for the full-screen app: two requests at once, an odd schema, a risky link."""
+    server = MCPServer("rounds")
+
+    @server.tool()
+    async def trip(city: str, ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Asks who travels and when — two forms in one round — then says what it received."""
+        if ctx.input_responses:
+            return t.CallToolResult(content=[t.TextContent(type="text", text=f"{city}: {_received(ctx)}")])
+        who = {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "title": "Traveller", "minLength": 2},
+                "email": {"type": "string", "title": "Email", "format": "email"},
+            },
+            "required": ["name"],
+        }
+        when = {
+            "type": "object",
+            "properties": {
+                "start": {"type": "string", "title": "Departure", "format": "date"},
+                "nights": {"type": "integer", "title": "Nights", "minimum": 1, "maximum": 14, "default": 3},
+            },
+            "required": ["start", "nights"],
+        }
+        asks = {
+            "traveller": t.ElicitRequest(
+                params=t.ElicitRequestFormParams(message=f"Who goes to {city}?", requested_schema=who)
+            ),
+            "dates": t.ElicitRequest(params=t.ElicitRequestFormParams(message="When?", requested_schema=when)),
+        }
+        return t.InputRequiredResult(input_requests=asks, request_state="asked")
+
+    @server.tool()
+    async def odd(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Asks a form with a nested object (which no elicitation form can hold) beside a plain field."""
+        if ctx.input_responses:
+            return t.CallToolResult(content=[t.TextContent(type="text", text=_received(ctx))])
+        schema = {
+            "type": "object",
+            "properties": {
+                "note": {"type": "string", "title": "Note"},
+                "address": {"type": "object", "properties": {"street": {"type": "string"}}},
+            },
+            "required": ["note", "address"],
+        }
+        ask = t.ElicitRequest(params=t.ElicitRequestFormParams(message="Where to?", requested_schema=schema))
+        return t.InputRequiredResult(input_requests={"where": ask}, request_state="asked")
+
+    @server.tool()
+    async def risky_link(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Asks the user to visit a plain-http page on a punycode host (URL mode)."""
+        if ctx.input_responses:
+            return t.CallToolResult(content=[t.TextContent(type="text", text=_received(ctx))])
+        params = t.ElicitRequestURLParams(
+            message="Sign in to continue.", url="http://xn--pple-43d.example/login?next=1", elicitation_id="login"
+        )
+        return t.InputRequiredResult(input_requests={"login": t.ElicitRequest(params=params)}, request_state="asked")
+
+    return server
+
+
+SAMPLE_PARAMS = {
+    "messages": [{"role": "user", "content": {"type": "text", "text": "Summarize: MCP rounds."}}],
+    "systemPrompt": "You are terse.",
+    "maxTokens": 5000,
+    "temperature": 0.2,
+    "stopSequences": ["END"],
+    "modelPreferences": {"hints": [{"name": "nonexistent-model"}, {"name": "small"}]},
+    "metadata": {"tenant": "secret-tenant"},
+    "includeContext": "thisServer",
+}
+
+
+def sampler() -> MCPServer:
+    """A tool that asks the client's LLM (2026-07-28: in an InputRequiredResult; before: over the back-channel)."""
+    server = MCPServer("sampler")
+
+    @server.tool()
+    async def summarize(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Asks for a completion, then returns what came back."""
+        request = t.CreateMessageRequest(params=t.CreateMessageRequestParams.model_validate(SAMPLE_PARAMS))
+        if ctx.protocol_version and str(ctx.protocol_version) < "2026-07-28":
+            session = ctx.request_context.session
+            raw = await session.send_request(request, t.CreateMessageResult)
+            reply: Any = raw
+        else:
+            reply = (ctx.input_responses or {}).get("llm")
+            if not isinstance(reply, t.CreateMessageResult):
+                return t.InputRequiredResult(input_requests={"llm": request}, request_state="asked")
+        text = reply.content.text if isinstance(reply.content, t.TextContent) else "?"
+        summary = f"summary by {reply.model} ({reply.stop_reason}): {text}"
+        return t.CallToolResult(content=[t.TextContent(type="text", text=summary)])
+
+    return server
+
+
 def no_result_type() -> None:
     """A raw stdio JSON-RPC server (not the SDK): its complete tools/call result has no ``resultType``."""
     for line in sys.stdin:
@@ -159,7 +269,8 @@ def main() -> None:
     if args.kind == "no_result_type":
         no_result_type()
         return
-    server = {"never_stops": never_stops, "hostile": hostile, "vault": vault}.get(args.kind)
+    kinds = {"never_stops": never_stops, "hostile": hostile, "vault": vault, "rounds": rounds, "sampler": sampler}
+    server = kinds.get(args.kind)
     built = recorder(args.record, args.slow) if args.kind == "recorder" else server() if server else None
     if built is None:
         raise SystemExit(f"unknown server kind {args.kind}")

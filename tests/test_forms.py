@@ -460,3 +460,19 @@ def test_display_value_masks_secrets() -> None:
 )
 def test_constraint_hints_are_short(spec: FieldSpec, hint: str) -> None:
     assert constraint_hint(spec) == hint
+
+
+def test_a_lenient_parse_keeps_the_fields_it_can_and_names_the_parts_it_cannot() -> None:
+    from mcpcli.forms import parse_schema_lenient
+
+    schema = {
+        "type": "object",
+        "properties": {"note": {"type": "string"}, "address": {"type": "object"}, "tags": {"type": "array"}},
+        "required": ["address"],
+    }
+    fields, unsupported = parse_schema_lenient(schema)
+    assert [f.name for f in fields] == ["note"]
+    assert [(u.name, u.required) for u in unsupported] == [("address", True), ("tags", False)]
+    assert "nested objects" in unsupported[0].reason
+    with pytest.raises(SchemaError):
+        parse_schema_lenient({"type": "array"})

@@ -100,7 +100,7 @@ def test_the_import_check_does_see_the_sdk_when_a_command_needs_it(home: Path) -
 
 
 CORE = ["mcpcli.flow", "mcpcli.answers", "mcpcli.forms", "mcpcli.store", "mcpcli.config", "mcpcli.inline"]
-CORE += ["mcpcli.commands"]
+CORE += ["mcpcli.commands", "mcpcli.keeper", "mcpcli.vault", "mcpcli.cli"]
 
 
 @pytest.mark.parametrize("module", CORE)
@@ -108,3 +108,17 @@ def test_core_modules_never_import_the_ui(module: str, home: Path) -> None:
     modules = _imported(f"import {module}", home)
     assert module in modules
     assert _matching(modules, UI) == []
+
+
+def test_the_ui_check_does_see_textual_when_the_app_is_imported(home: Path) -> None:
+    """The detector is not vacuous for the UI either: the app's module pulls in Textual."""
+    modules = _imported("import mcpcli.tui.app", home)
+    assert "textual" in _matching(modules, UI)
+    assert "mcpcli.tui" in _matching(modules, UI)
+
+
+@pytest.mark.parametrize("argv", [("call", "--help"), ("tui", "--help")])
+def test_the_tui_options_in_help_import_neither_the_sdk_nor_textual(argv: tuple[str, ...], home: Path) -> None:
+    modules = _imported(_run_main(*argv), home)
+    assert "mcpcli.cli" in modules
+    assert _matching(modules, SDK + UI) == []

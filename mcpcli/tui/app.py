@@ -1,0 +1,223 @@
+"""The app and its one factory, ``build_app`` — used by the CLI and by the tests alike, so tests run the real wiring.
+
+The app owns the workers; screens only show and collect. A flow runs in a named async worker on the
+app's own event loop (``commands.drive``: connect, ``Flow.start``/``resume``), and answers rounds by
+awaiting screens (``source.TuiUser``). Modes:
+
+- ``flow`` (``call|prompt|read|resume --tui``, ``mcpcli tui SESSION``): one flow; its result is shown, and
+  closing the app hands it back to the CLI, which prints it on stdout and exits with its code. A fatal
+  error exits the app at once with the error, which the CLI prints with its exit code.
+- ``start`` (``mcpcli tui``): the server's tools, prompts and resources (``start.StartScreen``); ``s``
+  opens the sessions (``sessions.SessionsScreen``), where a waiting flow is resumed in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import webbrowser
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from mcpcli.errors import ExitCode, McpcliError, UserStopped
+from mcpcli.runtime import lone
+
+if TYPE_CHECKING:
+    from mcpcli.answers import Presets
+    from mcpcli.commands import CallJob, ResumeJob
+    from mcpcli.flow import AnswerSource, Flow, NeedInput, Outcome
+    from mcpcli.runtime import AnswerOptions, Runtime
+    from mcpcli.tui.run import RunScreen
+
+Mode = Literal["flow", "start", "sessions"]
+
+
+@dataclass(frozen=True)
+class TuiExit:
+    """How the app ended, for the CLI to finish: print the result or the error, exit with the code."""
+
+    code: int
+    outcome: Outcome | None = None
+    method: str | None = None
+    error: McpcliError | None = None
+    """A fatal error: the CLI prints it (one line and a hint) once the terminal is restored."""
+    need: NeedInput | None = None
+    """The flow waits for input nobody here can give (e.g. sampling without a provider): exit 3."""
+
+
+class McpcliApp(App[TuiExit]):
+    """Runs flows in workers and shows them; see the module docstring for the modes."""
+
+    CSS_PATH = Path(__file__).with_name("app.tcss")
+    TITLE = "mcpcli"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+
+    def __init__(
+        self,
+        rt: Runtime,
+        opts: AnswerOptions,
+        *,
+        mode: Mode,
+        job: CallJob | ResumeJob | None = None,
+        flows: list[Flow] | None = None,
+        open_url: Callable[[str], object] = webbrowser.open,
+        blink: bool = True,
+    ) -> None:
+        super().__init__()
+        self.rt = rt
+        self.opts = opts
+        self.mode: Mode = mode
+        self.job = job
+        self.flows: list[Flow] = [] if flows is None else flows
+        """Every flow this app drove (the CLI's Ctrl-C handler reads the same list)."""
+        self.browse = open_url
+        """Opens a URL-mode page in the browser — called only after the user's explicit consent."""
+        self.blink = blink
+        """Whether text cursors blink; off for tests and snapshots, which need a steady screen."""
+        self.outcome: tuple[str, Outcome] | None = None
+        """The standalone flow's result, once it arrived."""
+
+    def on_mount(self) -> None:
+        if self.mode == "flow":
+            assert self.job is not None
+            self.start_job(self.job)
+        elif self.mode == "sessions":
+            from mcpcli.tui.sessions import SessionsScreen
+
+            self.push_screen(SessionsScreen())
+        else:
+            from mcpcli.commands import tui_target
+            from mcpcli.tui.start import StartScreen
+
+            self.push_screen(StartScreen(tui_target(self.rt)[0].label))
+            self.run_worker(self._load_catalog(), name="catalog", group="catalog", exit_on_error=False)
+
+    # --- workers -----------------------------------------------------------------------------------------------------
+
+    async def _load_catalog(self) -> None:
+        from mcpcli.commands import catalog
+        from mcpcli.tui.start import StartScreen
+
+        try:
+            found = await catalog(self.rt)
+        except BaseException as exc:  # every failure ends the app with the CLI's code
+            single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            if isinstance(single, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
+                raise
+            self._fatal(single)
+            return
+        for screen in self.screen_stack:
+            if isinstance(screen, StartScreen):
+                screen.set_catalog(found)
+
+    def start_job(self, job: CallJob | ResumeJob) -> None:
+        """Run one flow in a worker, on a new run screen (which the round screens stack on)."""
+        from mcpcli.tui.run import RunScreen
+
+        standalone = self.mode == "flow"
+        screen = RunScreen(_title(job), standalone=standalone)
+        self.push_screen(screen, self._run_closed)
+        self.run_worker(self._drive(job, screen), name="flow", group="flow", exclusive=True, exit_on_error=False)
+
+    async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen) -> None:
+        from mcpcli.commands import drive
+        from mcpcli.flow import NeedInput
+        from mcpcli.tui.sampling import TuiApprover
+        from mcpcli.tui.source import TuiReporter
+
+        reporter = TuiReporter(self, screen, verbose=self.rt.g.verbose)
+        try:
+            outcome = await drive(
+                self.rt, self.opts, self.flows, job, make_user=self._user, reporter=reporter, approver=TuiApprover(self)
+            )
+        except BaseException as exc:  # shown, or the app exits with the CLI's code
+            single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            if isinstance(single, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
+                raise  # the app is closing: let the worker end
+            if isinstance(single, NeedInput) and screen.standalone:
+                self.exit(TuiExit(int(ExitCode.INPUT_REQUIRED), need=single))
+            elif isinstance(single, NeedInput):
+                screen.show_waiting(single)
+            elif screen.standalone or not isinstance(single, McpcliError):
+                self._fatal(single)
+            else:
+                screen.show_error(single)
+                self.notify(single.message, title=single.title, severity="error", markup=False)
+            return
+        method = self.flows[-1].call.method if self.flows and self.flows[-1].call else _method(job)
+        self.outcome = (method, outcome)
+        screen.show_result(method, outcome)
+
+    def _user(self, flow: Flow, presets: Presets) -> AnswerSource:
+        from mcpcli.tui.source import TuiUser
+
+        return TuiUser(self, presets, flow, self.rt.store, self.browse)
+
+    # --- ending ------------------------------------------------------------------------------------------------------
+
+    def _fatal(self, exc: BaseException) -> None:
+        """End the app with the error; the CLI prints it and exits with its code (as it would without --tui)."""
+        if not isinstance(exc, McpcliError):
+            message = f"Unexpected {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            exc = McpcliError(message, title="Internal error", hint="Run again with --debug for the traceback.")
+        self.exit(TuiExit(int(exc.exit_code), error=exc))
+
+    def exit_ok(self) -> None:
+        """Leave the app from a screen that has nothing to hand back."""
+        self.exit(TuiExit(int(ExitCode.OK)))
+
+    def _run_closed(self, _: None = None) -> None:
+        if self.mode == "flow":
+            self._finish()
+
+    def _finish(self) -> None:
+        if self.outcome is not None:
+            method, outcome = self.outcome
+            self.exit(TuiExit(int(outcome.exit_code), outcome=outcome, method=method))
+        else:
+            self.exit(TuiExit(int(ExitCode.OK)))
+
+    async def action_quit(self) -> None:
+        """Ctrl-Q: the result when there is one; mid-flow, stop (exit 5) and say how to resume."""
+        running = any(w.group == "flow" and w.is_running for w in self.workers)
+        if not running or self.mode != "flow":
+            self._finish() if self.mode == "flow" else self.exit(TuiExit(int(ExitCode.OK)))
+            return
+        session = next((f.session for f in reversed(self.flows) if f.session is not None and f.keeper.saved), None)
+        hint = f"Resume it with: mcpcli resume {session.id}" if session else None
+        self.exit(TuiExit(int(ExitCode.STOPPED), error=UserStopped("You quit the full-screen app.", hint=hint)))
+
+
+def _method(job: CallJob | ResumeJob) -> str:
+    return getattr(job, "method", "tools/call")
+
+
+def _title(job: CallJob | ResumeJob) -> str:
+    """The run screen's heading: the call as it will be sent (or the session being resumed)."""
+    from mcpcli.commands import ResumeJob
+    from mcpcli.tui.text import compact_json
+
+    if isinstance(job, ResumeJob):
+        return f"resume session {job.session_id}"
+    given = compact_json(job.arguments) if job.arguments is not None else " ".join([*job.pairs, job.args or ""])
+    return f"{job.method} {job.name} {given}".rstrip()
+
+
+def build_app(
+    rt: Runtime,
+    opts: AnswerOptions,
+    *,
+    job: CallJob | ResumeJob | None = None,
+    mode: Mode | None = None,
+    flows: list[Flow] | None = None,
+    open_url: Callable[[str], object] = webbrowser.open,
+    blink: bool = True,
+) -> McpcliApp:
+    """The one app factory: ``flow`` mode when given a job, else the start screen (or ``mode``)."""
+    chosen: Mode = mode or ("flow" if job is not None else "start")
+    return McpcliApp(rt, opts, mode=chosen, job=job, flows=flows, open_url=open_url, blink=blink)

@@ -1,0 +1,151 @@
+"""The run screen: one flow's call, its progress, and its result (or why it stopped).
+
+The flow runs in the app's worker; this screen only shows what the worker reports. Results are shown
+the way ``output`` prints them — text blocks as text — plus structured content as JSON, images and audio
+described, and a tool error in an error panel. Everything from the server goes through ``text.plain``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, ProgressBar, Static
+
+from mcpcli.errors import McpcliError
+from mcpcli.tui.text import plain, pretty_json
+
+if TYPE_CHECKING:
+    from mcpcli.flow import NeedInput, Outcome
+
+
+def _block(block: Mapping[str, Any]) -> Static:
+    kind = block.get("type")
+    if kind == "text":
+        return Static(plain(block.get("text", "")), classes="result--text")
+    if kind in ("image", "audio"):
+        described = f"[{kind} {block.get('mimeType', '')}, {len(block.get('data', ''))} base64 chars]"
+        return Static(plain(described), classes="result--described")
+    if kind == "resource_link":
+        return Static(plain(f"[link {block.get('name', '')}: {block.get('uri', '')}]"), classes="result--described")
+    if kind == "resource":
+        res = block.get("resource") or {}
+        return Static(plain(res.get("text", f"[resource {res.get('uri', '')}]")), classes="result--text")
+    return Static(pretty_json(dict(block)), classes="result--json")
+
+
+def result_widgets(method: str, result: Mapping[str, Any]) -> Iterable[Static]:
+    """A flow's result as widgets: the same content ``output.result`` prints, plus structured content."""
+    if method == "prompts/get":
+        if result.get("description"):
+            yield Static(plain(result["description"]), classes="result--described")
+        for message in result.get("messages") or []:
+            yield Static(plain(f"{message.get('role', '?')}:"), classes="result--role")
+            yield _block(message.get("content") or {})
+        return
+    if method == "resources/read":
+        for item in result.get("contents") or []:
+            if "text" in item:
+                yield Static(plain(item["text"]), classes="result--text")
+            else:
+                size = len(item.get("blob", ""))
+                shown = f"[binary {item.get('mimeType') or 'data'} at {item.get('uri')}, {size} base64 chars]"
+                yield Static(plain(shown), classes="result--described")
+        return
+    for block in result.get("content") or []:
+        yield _block(block)
+    if result.get("structuredContent") is not None:
+        yield Static("Structured content", classes="result--role")
+        yield Static(pretty_json(result["structuredContent"]), classes="result--json")
+
+
+class RunScreen(Screen[None]):
+    """A flow from call to result. ``standalone``: the app's only job (``call --tui``); enter/q then exit."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "close", "Close"),
+        Binding("enter", "close", "Close", show=False),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self, title: str, *, standalone: bool) -> None:
+        super().__init__()
+        self.title_text = title
+        self.standalone = standalone
+        self.finished = False
+        """The flow has ended (result, error or waiting): closing the screen is now safe."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="run-header"):
+            yield Static(plain(self.title_text, "bold"), id="run-title")
+            yield Static("Connecting…", id="run-status", classes="muted")
+        yield ProgressBar(id="run-progress", show_eta=False)
+        yield VerticalScroll(id="run-result")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(ProgressBar).display = False
+
+    def set_status(self, text: str) -> None:
+        self.query_one("#run-status", Static).update(plain(text))
+
+    def show_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        bar = self.query_one(ProgressBar)
+        bar.display = True
+        bar.update(total=total or None, progress=progress)
+        if message:
+            self.set_status(message)
+
+    def _show(self, *widgets: Static, title: str, classes: str) -> None:
+        self.finished = True
+        self.query_one(ProgressBar).display = False
+        box = self.query_one("#run-result", VerticalScroll)
+        box.remove_children()
+        panel = Vertical(*widgets, classes=f"result {classes}")
+        panel.border_title = title
+        box.mount(panel)
+        hint = "enter or q: close" if self.standalone else "escape: back"
+        self.set_status(hint)
+        self.refresh_bindings()
+
+    def show_result(self, method: str, outcome: Outcome) -> None:
+        result = outcome.result
+        error = method == "tools/call" and bool(result.get("isError"))
+        title = "The tool reported an error" if error else "Result"
+        if outcome.session is not None:
+            title += f" · session {outcome.session.id}"
+        widgets = list(result_widgets(method, result)) or [Static("(empty result)", classes="muted")]
+        self._show(*widgets, title=title, classes="-error" if error else "-ok")
+
+    def show_error(self, exc: McpcliError) -> None:
+        widgets = [Static(plain(exc.message))]
+        if exc.hint:
+            widgets.append(Static(plain(exc.hint), classes="muted"))
+        self._show(*widgets, title=exc.title, classes="-error")
+
+    def show_waiting(self, need: NeedInput) -> None:
+        lines = [Static(plain(need.message))]
+        lines += [Static(plain(f"• {key}"), classes="muted") for key in need.pending]
+        if need.hint:
+            lines.append(Static(plain(need.hint), classes="muted"))
+        self._show(*lines, title="Input required · session saved", classes="-waiting")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Close once the flow has ended; back only to a start or sessions screen (hidden otherwise)."""
+        if action == "close":
+            return self.finished
+        if action == "back":
+            return self.finished and not self.standalone
+        return True
+
+    def action_close(self) -> None:
+        if self.finished:
+            self.dismiss(None)  # the app decides what closing means (exit, or back to the start screen)
+
+    def action_back(self) -> None:
+        if self.finished and not self.standalone:
+            self.dismiss(None)

@@ -1,0 +1,92 @@
+"""The sessions screen: flows waiting for input (and what each waits for), then recent ones.
+
+Read from the store with ``session_views``' helpers — the same inbox ``sessions list --waiting`` prints.
+Enter on a session resumes it in place (a ``ResumeJob`` on a run screen); a finished one shows its
+stored result again. The list is read again whenever the screen comes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from mcpcli.display import safe
+from mcpcli.session_views import pending_requests
+
+if TYPE_CHECKING:
+    from mcpcli.store import SessionRecord
+    from mcpcli.tui.app import McpcliApp
+
+RECENT = 20
+"""How many finished (or failed) sessions are listed under the waiting ones."""
+
+
+def _waits_for(pending: Mapping[str, Mapping[str, Any]]) -> str:
+    parts = []
+    for key, what in pending.items():
+        fields = what.get("fields")
+        parts.append(f"{key} ({', '.join(fields)})" if fields else f"{key}: {what.get('kind')}")
+    return "; ".join(parts) or "(answered; resume sends it)"
+
+
+def _stamp(record: SessionRecord) -> str:
+    return record.updated.strftime("%Y-%m-%d %H:%M")
+
+
+class SessionsScreen(Screen[None]):
+    """Waiting flows first; enter resumes the highlighted one here, escape goes back."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        Binding("ctrl+r", "reload", "Reload"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Static("Waiting for input", classes="section-title")
+        yield DataTable(id="waiting", cursor_type="row", zebra_stripes=True)
+        yield Static("Recent", classes="section-title")
+        yield DataTable(id="recent", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        waiting = self.query_one("#waiting", DataTable)
+        waiting.add_columns("id", "server", "name", "waiting for", "round", "updated (UTC)")
+        recent = self.query_one("#recent", DataTable)
+        recent.add_columns("id", "status", "server", "name", "round", "updated (UTC)")
+        self.action_reload()
+        waiting.focus()
+
+    def on_screen_resume(self) -> None:
+        self.action_reload()
+
+    def action_reload(self) -> None:
+        store = cast("McpcliApp", self.app).rt.store
+        waiting = self.query_one("#waiting", DataTable)
+        recent = self.query_one("#recent", DataTable)
+        waiting.clear()
+        recent.clear()
+        for r in store.list(status="waiting", limit=100):
+            pending = _waits_for(pending_requests(store.last_round(r.id)))
+            waiting.add_row(r.id, safe(r.server), safe(r.name), safe(pending), r.round, _stamp(r), key=r.id)
+        others = [r for r in store.list(limit=RECENT + 100) if r.status != "waiting"][:RECENT]
+        for r in others:
+            recent.add_row(r.id, r.status, safe(r.server), safe(r.name), r.round, _stamp(r), key=r.id)
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        from mcpcli.commands import ResumeJob
+
+        if event.row_key.value is not None:
+            cast("McpcliApp", self.app).start_job(ResumeJob(event.row_key.value))
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.dismiss(None)
+        else:
+            cast("McpcliApp", self.app).exit_ok()

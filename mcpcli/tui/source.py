@@ -1,0 +1,91 @@
+"""The person at the full-screen app, as the flow sees them: an answer source and a reporter.
+
+``TuiUser`` is ``asking.TerminalUser``'s sibling: an interactive ``flow.AnswerSource`` that also has
+``answer_round``, so the flow hands it every open question of a round at once and it answers them from
+one ``RoundScreen``. It runs in the flow's worker and waits for the screen with ``push_screen_wait``.
+``TuiReporter`` turns the flow's notes and the server's progress into notifications and a progress bar.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as t
+
+from mcpcli.answers import Presets
+from mcpcli.errors import UsageError, UserStopped
+from mcpcli.flow import Flow, Question
+from mcpcli.tui.round import RoundInfo, RoundScreen
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from mcpcli.store import Store
+    from mcpcli.tui.run import RunScreen
+
+
+@dataclass
+class TuiUser:
+    """Answers a round's elicitation requests (forms and URLs) on one screen; leaves other kinds to others."""
+
+    app: App[Any]
+    presets: Presets
+    """Preset values pre-fill the form (they were already checked when the flow tried them)."""
+    flow: Flow
+    """The flow being answered: its call is shown in the round's header."""
+    store: Store
+    open_url: Callable[[str], object]
+    interactive = True
+
+    async def answer(self, question: Question) -> t.InputResponse | None:
+        """Nothing one by one: every question a person answers goes through ``answer_round``."""
+        return None
+
+    async def answer_round(self, questions: Sequence[Question]) -> dict[str, t.InputResponse]:
+        shown = [q for q in questions if isinstance(q.request, t.ElicitRequest)]
+        if not shown:
+            return {}  # sampling and roots are for the sampler and --root; unanswered, the flow waits (exit 3)
+        screen = RoundScreen(self._info(shown[0]), shown, presets=self._preset, open_url=self.open_url)
+        answers = await self.app.push_screen_wait(screen)
+        if answers is None:
+            raise UserStopped("You left the form; the session is kept.")
+        return dict(answers)
+
+    def _preset(self, question: Question) -> dict[str, Any]:
+        try:
+            return self.presets.partial(question)
+        except UsageError:
+            return {}  # e.g. a schema the presets cannot use; the screen shows what it can
+
+    def _info(self, question: Question) -> RoundInfo:
+        call = self.flow.call
+        assert call is not None
+        try:
+            number = self.store.get(question.session_id).round
+        except Exception:  # boundary: the header's round number is not worth failing a flow over
+            number = 0
+        return RoundInfo(question.server, call.method, call.name, call.arguments, number, question.session_id)
+
+
+@dataclass
+class TuiReporter:
+    """``flow.Reporter`` for the app: notes as notifications, progress on the run screen."""
+
+    app: App[Any]
+    screen: RunScreen
+    verbose: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+    def note(self, text: str) -> None:
+        self.app.notify(text, title="mcpcli", markup=False, timeout=8)
+
+    def detail(self, text: str) -> None:
+        self.screen.set_status(text)
+        if self.verbose:
+            self.note(text)
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.screen.show_progress(progress, total, message)

@@ -1,0 +1,132 @@
+"""Sampling end to end: a real SDK server that samples, mcpcli, and fake providers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import stdio_server
+from fake_llm import serve
+from test_flows import only_session, store
+
+from mcpcli.config import Paths
+
+KEY = "sk-test-0123456789"
+
+
+def configure(provider: dict[str, Any], **sampling: Any) -> None:
+    """Write config.toml with one provider ``fake`` and the given [sampling] settings."""
+    paths = Paths.from_env()
+    paths.config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lines = ["[providers.fake]"]
+    for key, value in {**provider, "api_key_env": "FAKE_LLM_KEY"}.items():
+        lines.append(f"{key} = {json.dumps(value)}")
+    lines.append("[sampling]")
+    lines += [f"{key} = {json.dumps(value)}" for key, value in {"provider": "fake", **sampling}.items()]
+    paths.config_file.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_LLM_KEY", KEY)
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic"])
+def test_a_tool_that_samples_completes_with_the_configured_provider(cli: Any, api: str) -> None:
+    with serve(api) as fake:
+        configure(fake.provider(models=["big-model", "small-model"], max_tokens_cap=256), policy="always")
+        fake.reply("MCP retries until done.", model="small-model-2026")
+        r = cli("call", "summarize", "-s", stdio_server("sampler"))
+        assert r.code == 0, r.err
+        assert r.out == "summary by small-model-2026 (endTurn): MCP retries until done.\n"
+        body = fake.last
+        assert body["model"] == "small-model"  # the hint 'small' chose among the allowed models
+        assert "metadata" not in body
+        if api == "anthropic":
+            assert body["system"] == "You are terse." and body["max_tokens"] == 256
+            assert body["stop_sequences"] == ["END"]
+        else:
+            assert body["messages"][0] == {"role": "system", "content": "You are terse."}
+            assert body["max_tokens"] == 256 and body["stop"] == ["END"]
+
+
+def test_without_a_person_the_ask_policy_waits_and_sends_nothing(cli: Any) -> None:
+    with serve("openai-chat") as fake:
+        configure(fake.provider(), policy="ask")
+        r = cli("call", "summarize", "-s", stdio_server("sampler"), "--json")
+        assert r.code == 3, r.err
+        assert r.json()["pending"]["llm"]["method"] == "sampling/createMessage"
+        assert fake.requests == []
+        allowed = cli("resume", only_session().id, "--approve-sampling", "always")
+        assert allowed.code == 0, allowed.err
+        assert allowed.out.startswith("summary by ")
+
+
+def test_the_never_policy_pauses_the_flow_with_the_reason_kept(cli: Any) -> None:
+    with serve("openai-chat") as fake:
+        configure(fake.provider(), policy="never")
+        r = cli("call", "summarize", "-s", stdio_server("sampler"))
+        assert r.code == 3
+        assert "not allowed" in r.err
+        assert fake.requests == []
+        session = only_session()
+        assert session.status == "waiting" and "not allowed" in (session.error or "")
+
+
+def test_the_session_budget_pauses_a_request_that_would_pass_it(cli: Any) -> None:
+    with serve("openai-chat") as fake:
+        configure(fake.provider(max_tokens_cap=4096), policy="always", max_tokens=100)
+        r = cli("call", "summarize", "-s", stdio_server("sampler"))
+        assert r.code == 3
+        assert "budget" in r.err
+        assert fake.requests == []
+
+
+def test_a_stored_reply_is_reused_after_a_crash_instead_of_asking_the_llm_again(process: Any) -> None:
+    with serve("openai-chat") as fake:
+        configure(fake.provider(), policy="always")
+        fake.reply("first and only")
+        target = stdio_server("sampler")
+        # Killed after the answered retry went out, before its result was saved: the round is in doubt.
+        crashed = process("call", "summarize", "-s", target, env={"MCPCLI_FAULT": "after_send:2"})
+        assert crashed.code == -9, crashed.err
+        stored = store().rounds(only_session().id)[0].answers
+        assert stored is not None and stored["llm"]["_meta"]["io.mcpcli/usage"] == {"input": 12, "output": 5}
+        # A fresh stdio server has a fresh key: the resend is refused as stale, the flow restarts and the
+        # identical sampling question is answered from the stored reply.
+        done = process("resume", only_session().id)
+        assert done.code == 0, done.err
+        assert done.out.endswith("first and only\n")
+        assert len(fake.requests) == 1
+
+
+def test_a_pre_2026_server_samples_over_the_back_channel(cli: Any) -> None:
+    with serve("anthropic") as fake:
+        configure(fake.provider(), policy="always")
+        fake.reply("legacy works")
+        r = cli("call", "summarize", "-s", stdio_server("sampler"), "--protocol", "legacy")
+        assert r.code == 0, r.err
+        assert "legacy works" in r.out
+
+
+def test_provider_errors_pause_the_flow_in_one_line(cli: Any) -> None:
+    with serve("openai-chat") as fake:
+        configure(fake.provider(), policy="always")
+        fake.error(401, "bad key")
+        r = cli("call", "summarize", "-s", stdio_server("sampler"))
+        assert r.code == 4
+        assert "mcpcli keys set fake" in r.err
+        assert KEY not in r.err + r.out
+        assert only_session().status == "waiting"
+
+
+def test_the_key_never_reaches_the_store_or_the_logs(cli: Any) -> None:
+    with serve("openai-chat") as fake:
+        configure(fake.provider(), policy="always")
+        assert cli("call", "summarize", "-s", stdio_server("sampler"), "--debug").code == 0
+    home = Paths.from_env().state_dir
+    for path in Path(home).rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path

@@ -1,0 +1,174 @@
+"""SVG snapshots of every screen and state worth seeing, at 100x40 with a steady cursor.
+
+Stored under ``snapshots/test_tui_snapshots/`` (see ``conftest.py``); regenerate after a deliberate
+change with ``pytest tests/test_tui_snapshots.py --snapshot-update`` and look at each diff. Session ids and
+times are fixed so that a snapshot shows only what the screen does.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Button, OptionList
+from tuikit import SIZE, finished, make_app, pick, rounds_server, screen_of, until
+
+from mcpcli.commands import CallJob
+from mcpcli.config import Paths
+from mcpcli.store import RoundRecord, SessionRecord, open_store
+from mcpcli.tui.round import RoundScreen
+from mcpcli.tui.sampling import SamplingReview
+from mcpcli.tui.sessions import SessionsScreen
+from mcpcli.tui.start import StartScreen
+from mcpcli.tui.url import UrlConsent
+
+FIXED_ID = "5e55104d0001"
+
+
+@pytest.fixture(autouse=True)
+def fixed_session_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("mcpcli.store.new_session_id", lambda: FIXED_ID)
+
+
+def onboard() -> Any:
+    return make_app(CallJob("tools/call", "onboard", arguments={"team": "data"}))
+
+
+def test_an_empty_form_with_every_field_kind(snap_compare: Any) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await screen_of(pilot, RoundScreen)
+
+    assert snap_compare(onboard(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_filled_form_with_an_error_shown(snap_compare: Any) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await screen_of(pilot, RoundScreen)
+        await pilot.press(*"Data team", "tab", *"data@example", "tab", *"https://data.example.com", "tab")
+        await pilot.press(*"2026-12-01", "tab", *"2026-12-01T09:30", "tab", "ctrl+u", *"51")
+
+    assert snap_compare(onboard(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_the_secret_field_is_masked_with_a_warning(snap_compare: Any) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = await screen_of(pilot, RoundScreen)
+        screen.query_one("#req0-f13-input").focus()
+        await pilot.press(*"hunter2hunter2")
+
+    assert snap_compare(onboard(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_round_of_two_requests(snap_compare: Any) -> None:
+    app = make_app(CallJob("tools/call", "trip", arguments={"city": "Oslo"}), server=rounds_server())
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await screen_of(pilot, RoundScreen)
+        await pilot.press(*"Ada", "tab", *"ada@example.org")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_form_part_that_cannot_be_answered(snap_compare: Any) -> None:
+    app = make_app(CallJob("tools/call", "odd", arguments={}), server=rounds_server())
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await screen_of(pilot, RoundScreen)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_url_consent_with_warnings(snap_compare: Any) -> None:
+    app = make_app(CallJob("tools/call", "risky_link", arguments={}), server=rounds_server())
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await screen_of(pilot, RoundScreen)
+        await pilot.press("enter")
+        await screen_of(pilot, UrlConsent)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def _review(reply: dict[str, Any] | None) -> Any:
+    from test_tui_screens import sampling_view
+
+    app = make_app(mode="sessions")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await screen_of(pilot, SessionsScreen)
+        app.push_screen(SamplingReview(sampling_view(), reply))
+        await screen_of(pilot, SamplingReview)
+
+    return app, run_before
+
+
+def test_sampling_review_of_the_request(snap_compare: Any) -> None:
+    app, run_before = _review(None)
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_sampling_review_of_the_reply(snap_compare: Any) -> None:
+    reply = {"role": "assistant", "content": {"type": "text", "text": "All systems nominal."}, "model": "llama3.2"}
+    app, run_before = _review(reply)
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_the_start_screen_with_a_tool_form(snap_compare: Any) -> None:
+    app = make_app()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        start = await screen_of(pilot, StartScreen)
+        await until(pilot, lambda: bool(start.entries), "the catalog")
+        await pick(pilot, start, "echo")
+        assert start.query_one("#catalog", OptionList).has_focus
+        await pilot.press("enter", *"hello")  # on to the form's first field
+        await until(pilot, lambda: not start.query_one("#run", Button).disabled, "the form")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_the_sessions_screen(snap_compare: Any) -> None:
+    store = open_store(None, Paths.from_env().store_file)
+    when = datetime(2026, 7, 28, 9, 30, tzinfo=UTC)
+    ask = {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": "Region?", "requestedSchema": {"properties": {"region": {}}}},
+    }
+    for index, (status, name) in enumerate([("waiting", "provision"), ("done", "onboard"), ("failed", "connect")]):
+        session = SessionRecord(
+            id=f"5e55104d000{index + 2}", server="demo", method="tools/call", name=name, arguments={},
+            protocol_version="2026-07-28", status=status, round=1, created=when, updated=when,
+        )  # fmt: skip
+        answers = None if status == "waiting" else {"region": {"action": "decline"}}
+        rounds = [
+            RoundRecord(
+                session_id=session.id, index=1, attempt=1, requests={"region": ask}, request_state="s",
+                answers=answers, received=when,
+            )
+        ]  # fmt: skip
+        store.import_session(session, rounds)
+    assert snap_compare(make_app(mode="sessions"), terminal_size=SIZE)
+
+
+def test_the_result_view(snap_compare: Any) -> None:
+    app = make_app(CallJob("tools/call", "provision", arguments={"name": "orders"}))
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await screen_of(pilot, RoundScreen)
+        await pilot.press(*"eu-west-1", "enter")
+        await finished(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_tool_error_in_the_result_view(snap_compare: Any) -> None:
+    app = make_app(CallJob("tools/call", "provision", arguments={"name": "orders"}))
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await screen_of(pilot, RoundScreen)
+        await pilot.press("escape")
+        await finished(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

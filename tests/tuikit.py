@@ -1,0 +1,117 @@
+"""Driving the full-screen app in tests: the CLI's own factory, its options, and waiting on state — never on time.
+
+Every app here comes from ``mcpcli.tui.app.build_app`` (as ``mcpcli call --tui`` builds it), with a
+steady cursor and a recorder instead of a browser.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widget import Widget
+
+from mcpcli.runtime import AnswerOptions, Globals, Runtime
+from mcpcli.tui.app import McpcliApp, build_app
+from mcpcli.tui.fields import FieldWidget
+from mcpcli.tui.run import RunScreen
+
+SIZE = (100, 40)
+"""Every test and snapshot runs at this terminal size."""
+
+S = TypeVar("S", bound=Screen[Any])
+
+
+def options(**given: Any) -> AnswerOptions:
+    """The answer options of ``call`` with no flags given (override any)."""
+    values: dict[str, Any] = {
+        "answer": [],
+        "answers": None,
+        "decline": [],
+        "cancel": [],
+        "accept": [],
+        "accept_defaults": False,
+        "no_input": False,
+        "roots": [],
+        "max_rounds": 10,
+        "timeout": None,
+        "json": False,
+    }
+    return AnswerOptions(**{**values, **given})
+
+
+def make_app(
+    job: Any = None, *, server: str | None = "demo", mode: Any = None, opened: list[str] | None = None, **given: Any
+) -> McpcliApp:
+    """The app as the CLI builds it; URLs the user agreed to open are appended to ``opened``."""
+    rt = Runtime(Globals(server=server))
+    sink = opened if opened is not None else []
+    return build_app(rt, options(**given), job=job, mode=mode, open_url=sink.append, blink=False)
+
+
+async def until(pilot: Pilot[Any], holds: Callable[[], bool], what: str, limit: float = 30.0) -> None:
+    """Let the app run (one idle cycle at a time) until ``holds()``; fail after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while not holds():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}; screen is {pilot.app.screen!r}")
+        await pilot.pause()
+
+
+async def screen_of(pilot: Pilot[Any], kind: type[S]) -> S:
+    """Wait until the top screen is a ``kind``; return it."""
+    await until(pilot, lambda: isinstance(pilot.app.screen, kind) and pilot.app.screen.is_mounted, kind.__name__)
+    screen = pilot.app.screen
+    assert isinstance(screen, kind)
+    return screen
+
+
+async def finished(pilot: Pilot[Any]) -> RunScreen:
+    """Wait until the flow on the run screen has ended (result, error or waiting)."""
+    await until(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.finished, "the result")
+    screen = pilot.app.screen
+    assert isinstance(screen, RunScreen)
+    return screen
+
+
+def field(screen: Screen[Any], name: str) -> FieldWidget:
+    """The field widget of the form field ``name`` (on the given screen)."""
+    found = [w for w in screen.query(FieldWidget) if w.spec.name == name]
+    assert len(found) == 1, f"{len(found)} fields named {name!r}"
+    return found[0]
+
+
+def shown_text(screen: Screen[Any] | Widget) -> str:
+    """Every Static's text on a screen or under a widget, joined (to assert on what the user reads)."""
+    from textual.widgets import Static
+
+    return "\n".join(str(static.render()) for static in screen.query(Static))
+
+
+async def pick(pilot: Pilot[Any], start: Any, name: str) -> None:
+    """Move down the start screen's catalog until the entry ``name`` is shown."""
+    for _ in range(len(start.entries) + 5):
+        if start.current is not None and start.current.name == name:
+            return
+        await pilot.press("down")
+    raise AssertionError(f"no entry {name!r} in the catalog")
+
+
+def rounds_server() -> str:
+    """``tests/servers.py rounds`` over stdio, as the config entry ``rounds`` (a short, machine-independent label)."""
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    from mcpcli.config import private_dir
+
+    home = private_dir(Path(os.environ["MCPCLI_HOME"]))
+    servers = Path(__file__).with_name("servers.py")
+    args = json.dumps([str(servers), "rounds"])
+    entry = f"[mcpServers.rounds]\ncommand = {json.dumps(sys.executable)}\nargs = {args}\n"
+    (home / "config.toml").write_text(entry, encoding="utf-8")
+    return "rounds"
