@@ -224,6 +224,21 @@ def sampler() -> MCPServer:
         summary = f"summary by {reply.model} ({reply.stop_reason}): {text}"
         return t.CallToolResult(content=[t.TextContent(type="text", text=summary)])
 
+    @server.tool()
+    async def look(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Asks the client's LLM what an image shows."""
+        reply = (ctx.input_responses or {}).get("eyes")
+        if isinstance(reply, t.CreateMessageResult):
+            text = reply.content.text if isinstance(reply.content, t.TextContent) else "?"
+            return t.CallToolResult(content=[t.TextContent(type="text", text=f"it shows: {text}")])
+        pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+        image = {"type": "image", "data": pixel, "mimeType": "image/png"}
+        params = {"messages": [{"role": "user", "content": [{"type": "text", "text": "What is this?"}, image]}]}
+        request = t.CreateMessageRequest(
+            params=t.CreateMessageRequestParams.model_validate({**params, "maxTokens": 50})
+        )
+        return t.InputRequiredResult(input_requests={"eyes": request}, request_state="asked")
+
     return server
 
 

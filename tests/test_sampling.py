@@ -16,15 +16,24 @@ from mcpcli.config import Paths
 KEY = "sk-test-0123456789"
 
 
+def toml(value: Any) -> str:
+    """A TOML value (inline tables for dicts); JSON spells strings, numbers, bools and arrays the same way."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {toml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml(v) for v in value) + "]"
+    return json.dumps(value)
+
+
 def configure(provider: dict[str, Any], **sampling: Any) -> None:
     """Write config.toml with one provider ``fake`` and the given [sampling] settings."""
     paths = Paths.from_env()
     paths.config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     lines = ["[providers.fake]"]
     for key, value in {**provider, "api_key_env": "FAKE_LLM_KEY"}.items():
-        lines.append(f"{key} = {json.dumps(value)}")
+        lines.append(f"{key} = {toml(value)}")
     lines.append("[sampling]")
-    lines += [f"{key} = {json.dumps(value)}" for key, value in {"provider": "fake", **sampling}.items()]
+    lines += [f"{key} = {toml(value)}" for key, value in {"provider": "fake", **sampling}.items()]
     paths.config_file.write_text("\n".join(lines) + "\n")
 
 
@@ -130,3 +139,62 @@ def test_the_key_never_reaches_the_store_or_the_logs(cli: Any) -> None:
     for path in Path(home).rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+
+
+# --- the two gates at a terminal -------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_at_a_terminal_the_request_and_the_reply_are_approved_before_anything_is_returned(tmp_path: Path) -> None:
+    from test_terminal import Term
+
+    with serve("anthropic") as fake:
+        configure(fake.provider(), policy="ask")
+        fake.reply("approved text")
+        term = Term("call", "summarize", "-s", stdio_server("sampler"))
+        term.child.expect_exact("You are terse.")  # the system prompt is shown before anything is sent
+        assert fake.requests == []
+        term.answer("Send it? [y]es / [e]dit / [n]o: ", "y")
+        term.child.expect_exact("approved text")
+        term.answer("Return it to the server? [y]es / [e]dit / [n]o: ", "y")
+        assert term.finish() == 0
+        assert "summary by fake-model-2025-01-01 (endTurn): approved text" in term.seen
+        assert len(fake.requests) == 1
+
+
+@pytest.mark.slow
+def test_an_edited_reply_is_what_the_server_gets_and_a_rejected_request_sends_nothing(tmp_path: Path) -> None:
+    from test_terminal import Term
+
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nprintf 'edited by me' > \"$1\"\n")
+    editor.chmod(0o755)
+    with serve("openai-chat") as fake:
+        configure(fake.provider(), policy="ask")
+        term = Term("call", "summarize", "-s", stdio_server("sampler"), env={"EDITOR": str(editor)})
+        term.answer("Send it? [y]es / [e]dit / [n]o: ", "y")
+        term.answer("Return it to the server? [y]es / [e]dit / [n]o: ", "e")
+        assert term.finish() == 0
+        assert "summary by fake-model (endTurn): edited by me" in term.seen
+        rejected = Term("call", "summarize", "-s", stdio_server("sampler"))
+        rejected.answer("Send it? [y]es / [e]dit / [n]o: ", "n")
+        assert rejected.finish() == 5
+        assert "nothing was sent" in rejected.seen
+        assert len(fake.requests) == 1
+
+
+def test_an_image_reaches_a_vision_model_and_stops_the_flow_for_a_text_only_one(cli: Any) -> None:
+    with serve("openai-chat") as fake:
+        configure(fake.provider(models=["plain", {"name": "seer", "tags": ["vision"]}]), policy="always")
+        refused = cli("call", "look", "-s", stdio_server("sampler"), "--llm", "fake")
+        assert refused.code == 4
+        assert "cannot take images" in refused.err
+        assert fake.requests == []
+    with serve("openai-chat") as fake:
+        configure(fake.provider(models=[{"name": "seer", "tags": ["vision"]}]), policy="always")
+        fake.reply("one white pixel")
+        r = cli("call", "look", "-s", stdio_server("sampler"))
+        assert r.code == 0, r.err
+        assert r.out == "it shows: one white pixel\n"
+        parts = fake.last["messages"][0]["content"]
+        assert parts[1]["type"] == "image_url" and parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
