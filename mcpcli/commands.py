@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcpcli.answers import Presets, Roots, answers_template
 from mcpcli.arguments import build_arguments
 from mcpcli.connection import connect
-from mcpcli.errors import ExitCode, ServerError, SessionError, UsageError, UserStopped
+from mcpcli.errors import ExitCode, McpcliError, ServerError, SessionError, UsageError, UserStopped
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump
 from mcpcli.keeper import Keeper, lease_ttl_from_env
 from mcpcli.output import describe_pending, pending_document
@@ -169,6 +169,19 @@ def _flow(rt: Runtime, opts: AnswerOptions, server: str, flows: list[Flow]) -> F
     return flow
 
 
+def _sampling_tools(rt: Runtime, opts: AnswerOptions) -> bool:
+    """Whether to offer tool use in sampling: only when the provider that would answer has a ``tools`` model."""
+    if not rt.settings.providers:
+        return False
+    from mcpcli import llm
+
+    try:
+        _name, provider = llm.resolve_provider(rt.settings, opts.llm)
+    except McpcliError:
+        return False
+    return any("tools" in m.tags for m in provider.models)
+
+
 def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper) -> AnswerSource | None:
     """The sampling source when an LLM provider is configured; without one, sampling requests wait (exit 3)."""
     settings = rt.settings
@@ -214,6 +227,7 @@ async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target:
         elicitation=flow.back_channel("elicitation"),
         roots=flow.back_channel("roots"),
         sampling=flow.back_channel("sampling"),
+        sampling_tools=_sampling_tools(rt, opts),
     ) as client:
         flow.client = client
         try:
@@ -395,6 +409,7 @@ async def drive(
         elicitation=flow.back_channel("elicitation"),
         roots=flow.back_channel("roots"),
         sampling=flow.back_channel("sampling"),
+        sampling_tools=_sampling_tools(rt, opts),
     ) as client:
         flow.client = client
         if isinstance(job, ResumeJob):

@@ -97,6 +97,7 @@ async def connect(
     elicitation: BackChannel | None = None,
     roots: BackChannel | None = None,
     sampling: BackChannel | None = None,
+    sampling_tools: bool = False,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
 
@@ -113,6 +114,8 @@ async def connect(
             elicitation_callback=_callback(elicitation) if elicitation else None,
             list_roots_callback=_roots_callback(roots) if roots else None,
             sampling_callback=_callback(sampling) if sampling else None,
+            # Offered only when the user's provider has a model that can use tools (a ``tools`` tag).
+            sampling_capabilities=t.SamplingCapability(tools=t.SamplingToolsCapability()) if sampling_tools else None,
             cache=None,
         )
         try:

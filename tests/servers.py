@@ -225,6 +225,29 @@ def sampler() -> MCPServer:
         return t.CallToolResult(content=[t.TextContent(type="text", text=summary)])
 
     @server.tool()
+    async def plan(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Offers the client's LLM a tool; reports which tool it chose to call, with what."""
+        reply = (ctx.input_responses or {}).get("brain")
+        if isinstance(reply, t.CreateMessageResultWithTools | t.CreateMessageResult):
+            blocks = reply.content if isinstance(reply.content, list) else [reply.content]
+            uses = [b for b in blocks if isinstance(b, t.ToolUseContent)]
+            text = ", ".join(f"{u.name}({json.dumps(u.input, sort_keys=True)})" for u in uses) or "no tool"
+            return t.CallToolResult(content=[t.TextContent(type="text", text=f"{reply.stop_reason}: {text}")])
+        weather = {
+            "name": "get_weather",
+            "description": "Weather for a city",
+            "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        }
+        params = {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Weather in Oslo?"}}],
+            "maxTokens": 100,
+            "tools": [weather],
+            "toolChoice": {"mode": "auto"},
+        }
+        request = t.CreateMessageRequest(params=t.CreateMessageRequestParams.model_validate(params))
+        return t.InputRequiredResult(input_requests={"brain": request}, request_state="asked")
+
+    @server.tool()
     async def look(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
         """Asks the client's LLM what an image shows."""
         reply = (ctx.input_responses or {}).get("eyes")

@@ -198,3 +198,19 @@ def test_an_image_reaches_a_vision_model_and_stops_the_flow_for_a_text_only_one(
         assert r.out == "it shows: one white pixel\n"
         parts = fake.last["messages"][0]["content"]
         assert parts[1]["type"] == "image_url" and parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic"])
+def test_tools_offered_by_a_server_reach_a_tools_model_and_its_tool_call_comes_back(cli: Any, api: str) -> None:
+    with serve(api) as fake:
+        configure(fake.provider(models=[{"name": "doer", "tags": ["tools"]}]), policy="always")
+        fake.reply(
+            None,
+            stop="tool_use" if api == "anthropic" else "tool_calls",
+            tool_calls=[("call_1", "get_weather", {"city": "Oslo"})],
+        )
+        r = cli("call", "plan", "-s", stdio_server("sampler"))
+        assert r.code == 0, r.err
+        assert r.out == 'toolUse: get_weather({"city": "Oslo"})\n'
+        tools = fake.last["tools"]
+        assert len(tools) == 1 and "get_weather" in json.dumps(tools)
