@@ -11,6 +11,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -219,8 +220,9 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper) -> A
     return Sampler(server, cast("Policy", policy), complete, describe, approver=approver, budget=budget)
 
 
-async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, run: Any) -> int:
-    async with connect(
+def _connect_flow(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any) -> AbstractAsyncContextManager[Client]:
+    """The connection a flow runs on; its back-channel callbacks serve pre-2026 servers with the same sources."""
+    return connect(
         target,
         rt.paths,
         protocol=rt.protocol(),
@@ -228,7 +230,11 @@ async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target:
         roots=flow.back_channel("roots"),
         sampling=flow.back_channel("sampling"),
         sampling_tools=_sampling_tools(rt, opts),
-    ) as client:
+    )
+
+
+async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, run: Any) -> int:
+    async with _connect_flow(rt, opts, flow, target) as client:
         flow.client = client
         try:
             outcome = await run(client)
@@ -402,15 +408,7 @@ async def drive(
     flow = _flow(rt, opts, record.server if record is not None else target.label, flows)
     flow.sources = _tui_sources(list(flow.sources), opts, lambda presets: make_user(flow, presets), approver)
     flow.reporter = reporter
-    async with connect(
-        target,
-        rt.paths,
-        protocol=rt.protocol(),
-        elicitation=flow.back_channel("elicitation"),
-        roots=flow.back_channel("roots"),
-        sampling=flow.back_channel("sampling"),
-        sampling_tools=_sampling_tools(rt, opts),
-    ) as client:
+    async with _connect_flow(rt, opts, flow, target) as client:
         flow.client = client
         if isinstance(job, ResumeJob):
             assert record is not None
