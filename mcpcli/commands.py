@@ -30,6 +30,7 @@ from mcpcli.output import describe_pending, pending_document
 if TYPE_CHECKING:
     from mcpcli.config import Target
     from mcpcli.flow import Reporter
+    from mcpcli.inline import Terminal
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.sampling import Policy
 
@@ -133,19 +134,23 @@ def _sources(rt: Runtime, opts: AnswerOptions) -> list[AnswerSource]:
     )
     roots = Roots([p.expanduser() for p in opts.roots] or [Path.cwd()])
     sources: list[AnswerSource] = [presets, roots]
-    if not opts.no_input and _interactive():
+    if (term := _terminal(rt, opts)) is not None:
         import webbrowser
 
         from mcpcli.asking import TerminalUser  # deferred: only a terminal session needs Rich and the prompts
-        from mcpcli.inline import Terminal
 
-        sources.append(TerminalUser(Terminal(rt.out.err), presets, open_url=webbrowser.open))
+        sources.append(TerminalUser(term, presets, open_url=webbrowser.open))
     return sources
 
 
-def _interactive() -> bool:
-    """Somebody can answer: stdin is a terminal (``MCPCLI_ASSUME_TTY`` lets tests drive a pipe)."""
-    return sys.stdin.isatty() or os.environ.get("MCPCLI_ASSUME_TTY") == "1"
+def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
+    """The person at the terminal, when there is one to ask: stdin is a terminal and ``--no-input`` is not given
+    (``MCPCLI_ASSUME_TTY`` lets tests drive a pipe)."""
+    if opts.no_input or not (sys.stdin.isatty() or os.environ.get("MCPCLI_ASSUME_TTY") == "1"):
+        return None
+    from mcpcli.inline import Terminal
+
+    return Terminal(rt.out.err)
 
 
 def _flow(rt: Runtime, opts: AnswerOptions, server: str, flows: list[Flow]) -> Flow:
@@ -199,10 +204,13 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper) -> A
     def describe(hints: Sequence[str], requested: int) -> tuple[str, str, int]:
         return name, llm.pick_model(provider, hints).name, llm.clamp_tokens(requested, provider)
 
+    keys: list[str | None] = []  # read once, at the first completion (a run that never samples never reads it)
+
     async def complete(hints: Sequence[str], params: dict[str, Any], max_tokens: int) -> llm.Completion:
+        if not keys:
+            keys.append(llm.api_key_for(name, provider, rt.paths))
         model = llm.pick_model(provider, hints)
-        key = llm.api_key_for(name, provider, rt.paths)
-        return await llm.complete(name, provider, model, params, api_key=key, max_tokens=max_tokens)
+        return await llm.complete(name, provider, model, params, api_key=keys[0], max_tokens=max_tokens)
 
     def used() -> tuple[int, int]:
         if not keeper.saved:
@@ -211,11 +219,10 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper) -> A
         return sum(c for c, _ in totals), sum(n for _, n in totals)
 
     approver = None
-    if not opts.no_input and _interactive():
+    if (term := _terminal(rt, opts)) is not None:
         from mcpcli.asking import TerminalApprover
-        from mcpcli.inline import Terminal
 
-        approver = TerminalApprover(Terminal(rt.out.err))
+        approver = TerminalApprover(term)
     budget = Budget(settings.sampling.max_calls, settings.sampling.max_tokens, used)
     return Sampler(server, cast("Policy", policy), complete, describe, approver=approver, budget=budget)
 

@@ -64,7 +64,9 @@ def safe_json(value: Any) -> str:
     return sanitize(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# The same characters ``sanitize`` escapes, less C0 (json.dumps escapes those itself), plus the line and
+# paragraph separators, which some JSON readers take for line breaks.
+_JSON_UNSAFE = re.compile("[" + "".join(re.escape(chr(c)) for c in (*_CONTROLS, 0x2028, 0x2029) if c > 0x1F) + "]")
 
 
 def json_text(value: Any) -> str:
