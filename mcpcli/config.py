@@ -51,6 +51,21 @@ class Paths:
     def demo_key_file(self) -> Path:
         return self.state_dir / "keys" / "demo-request-state.key"
 
+    @property
+    def servers_file(self) -> Path:
+        """Servers added or imported by ``mcpcli servers add|import`` (the ``mcpServers`` JSON shape)."""
+        return self.config_dir / "servers.json"
+
+    @property
+    def token_dir(self) -> Path:
+        """OAuth tokens and client registrations, one 0600 file per server URL (unless the OS keyring holds them)."""
+        return self.config_dir / "tokens"
+
+    @property
+    def cache_dir(self) -> Path:
+        """Throw-away caches (the tool lists that shell completion reads)."""
+        return self.state_dir / "cache"
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Paths:
         env = os.environ if environ is None else environ
@@ -73,6 +88,22 @@ def private_dir(path: Path) -> Path:
     return path
 
 
+class OAuthEntry(BaseModel):
+    """``[mcpServers.NAME.oauth]``: a pre-registered OAuth client for one server."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    client_id: str = Field(min_length=1)
+    """The client id the authorization server issued to you for mcpcli."""
+    client_secret_env: str | None = None
+    """An environment variable holding the client secret, for a confidential client (kept out of this file)."""
+    scope: str | None = None
+    """Scopes to ask for, space-separated; default: what the server says it needs."""
+    redirect_port: int | None = Field(default=None, ge=1024, le=65535)
+    """The loopback port of the registered redirect URI ``http://127.0.0.1:PORT/callback``. Leave unset when the
+    authorization server accepts any loopback port (RFC 8252 §7.3)."""
+
+
 class ServerEntry(BaseModel):
     """One entry of the ``mcpServers`` table (the ``mcp.json`` shape of Claude Desktop, VS Code, Cursor)."""
 
@@ -92,6 +123,12 @@ class ServerEntry(BaseModel):
     """HTTP headers sent with every request to ``url``."""
     type: str | None = None
     """Accepted for compatibility with other clients' files (``stdio``/``http``); mcpcli infers it."""
+    bearer_token_env: str | None = None
+    """HTTP only: an environment variable holding a static bearer token, sent as ``Authorization: Bearer``
+    (for servers that use API tokens rather than OAuth). ``--bearer TOKEN`` overrides it."""
+    oauth: OAuthEntry | None = None
+    """HTTP only: a client registered in advance with the server's authorization server. Without it mcpcli
+    registers itself (dynamic client registration) the first time the server asks it to sign in."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> ServerEntry:
@@ -283,6 +320,10 @@ class Target:
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    bearer_token_env: str | None = None
+    """HTTP: the environment variable holding a static bearer token (from the config entry)."""
+    oauth: OAuthEntry | None = None
+    """HTTP: the pre-registered OAuth client of the config entry, if any."""
 
 
 def parse_headers(values: list[str]) -> dict[str, str]:
@@ -303,14 +344,72 @@ def _set_header(headers: dict[str, str], name: str, value: str) -> None:
     headers[name] = value
 
 
+_REFERENCE = re.compile(r"\$\{([^}]*)\}")
+_ENV_REFERENCE = re.compile(r"(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?", re.DOTALL)
+
+
+def expand_references(text: str, server: str, environ: Mapping[str, str]) -> str:
+    """Expand ``${env:NAME}``, ``${NAME}`` and ``${NAME:-default}`` in one value of server ``server``'s entry.
+
+    Done when a target is built, never when an entry is stored: files keep the reference, so a secret kept in
+    the environment stays out of them. Anything else between ``${`` and ``}`` (a VS Code ``${input:ID}``
+    prompt) is an error, never a literal sent to the server.
+    """
+
+    def one(match: re.Match[str]) -> str:
+        prompt = match.group(1).startswith("input:")
+        ref = None if prompt else _ENV_REFERENCE.fullmatch(match.group(1))
+        if ref is None:
+            raise ConfigError(
+                f"Server {server!r} needs a value for {match.group(0)}"
+                f"{' (a VS Code input prompt)' if prompt else ''}, which mcpcli cannot fill in.",
+                hint=f"Set it: mcpcli servers add {server} ... --env NAME=VALUE --force, or write ${{env:NAME}}.",
+            )
+        name, default = ref.group(1), ref.group(2)
+        value = environ.get(name)
+        if default is not None and not value:  # as in the shell: unset or empty takes the default
+            return default
+        if value is None:
+            raise ConfigError(
+                f"Server {server!r} uses {match.group(0)}, but the environment variable {name} is not set.",
+                hint=f"export {name}=VALUE, then run the command again.",
+            )
+        return value
+
+    return _REFERENCE.sub(one, text)
+
+
+def expand_entry(name: str, entry: ServerEntry, environ: Mapping[str, str]) -> ServerEntry:
+    """A copy of ``entry`` with the references in its command, args, env, cwd, url and headers expanded."""
+
+    def x(text: str | None) -> str | None:
+        return None if text is None else expand_references(text, name, environ)
+
+    return entry.model_copy(
+        update={
+            "command": x(entry.command),
+            "args": [expand_references(a, name, environ) for a in entry.args],
+            "env": {k: expand_references(v, name, environ) for k, v in entry.env.items()},
+            "cwd": x(entry.cwd),
+            "url": x(entry.url),
+            "headers": {k: expand_references(v, name, environ) for k, v in entry.headers.items()},
+        }
+    )
+
+
 def resolve_target(
     given: str | None,
     settings: Settings,
     *,
     headers: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
+    servers: Mapping[str, ServerEntry] | None = None,
 ) -> tuple[Target, str | None]:
     """Pick the server: ``-s`` > ``MCPCLI_SERVER`` > config ``default_server`` > the demo.
+
+    A name is looked up in ``servers`` — the merged table of ``mcpcli.servers.ServerTable`` (config.toml,
+    servers.json, ./.mcp.json), read only when a name is looked up — or, without it, in the config's own
+    ``mcpServers``. Its ``${env:NAME}`` references are expanded from ``environ`` here, at connect time.
 
     Returns the target and, when falling back to the demo, a note for stderr.
     """
@@ -323,12 +422,21 @@ def resolve_target(
     extra = dict(headers or {})
     if choice.startswith(("http://", "https://")):
         return Target(label=choice, kind="http", url=choice, headers=extra), note
-    if entry := settings.mcp_servers.get(choice):
+    table = settings.mcp_servers if servers is None else servers
+    if (stored := table.get(choice)) is not None:
+        entry = expand_entry(choice, stored, env)
         if entry.url is not None:
             merged = dict(entry.headers)
             for name, value in extra.items():  # -H overrides the config's header of the same name, in any case
                 _set_header(merged, name, value)
-            return Target(label=choice, kind="http", url=entry.url, headers=merged), note
+            return Target(
+                label=choice,
+                kind="http",
+                url=entry.url,
+                headers=merged,
+                bearer_token_env=entry.bearer_token_env,
+                oauth=entry.oauth,
+            ), note
         assert entry.command is not None
         return Target(
             label=choice,

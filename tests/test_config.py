@@ -225,9 +225,13 @@ def test_paths_prints_everything_under_mcpcli_home(cli: Any, home: Path) -> None
     rows = dict(line.split(None, 1) for line in r.out.splitlines())
     assert rows == {
         "config": str(home / "config.toml"),
+        "servers": str(home / "servers.json"),
+        "state": str(home),
         "store": str(home / "sessions.db"),
         "logs": str(home / "logs"),
-        "state": str(home),
+        "tokens": str(home / "tokens"),
+        "keys": str(home / "keys"),
+        "cache": str(home / "cache"),
     }
 
 
