@@ -2,7 +2,7 @@
 
 A bundle is::
 
-    {"format": "mcpcli-session-bundle", "version": 1, "exported": ISO-8601,
+    {"format": "mcpcli-session-bundle", "version": 2, "exported": ISO-8601,
      "session": {…the SessionRecord, without its lease…},
      "rounds": [{…a RoundRecord, "answers": null…}, …],
      "answers": null | {…a passphrase box (vault.encrypt_with_passphrase) of {"<round index>": answers}…},
@@ -14,6 +14,10 @@ secrets opened first so the other machine can send them, and are sealed again wi
 machine's store key. The checksum catches a damaged or edited bundle; the box's AES-GCM tag (bound to the
 session id) catches a changed box or a wrong passphrase. Whatever a bundle holds, importing it ends in
 one line and an exit code, never a traceback.
+
+Versions: 2 added the session's ``identity`` (who the flow ran as); a version 1 bundle still imports (its
+session simply has none). A session's trace never travels: it describes this machine's runs, and the
+other machine records its own.
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ if TYPE_CHECKING:
     from mcpcli.runtime import Runtime
 
 FORMAT = "mcpcli-session-bundle"
-VERSION = 1
+VERSION = 2
+"""The version written; ``READABLE`` are the versions imported."""
+READABLE = frozenset({1, 2})
 PASSPHRASE_ENV = "MCPCLI_PASSPHRASE"
 
 MAX_BUNDLE_CHARS = 64 * 2**20
@@ -170,8 +176,9 @@ def parse_bundle(text: str) -> Bundle:
             "This is not an mcpcli session bundle.", hint="Make one with: mcpcli sessions export ID -o FILE"
         )
     version = doc.get("version")
-    if version != VERSION:
-        if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+    number = version if isinstance(version, int) and not isinstance(version, bool) else None
+    if number is None or number not in READABLE:
+        if number is not None and number > VERSION:
             raise BundleError(
                 f"This bundle was written by a newer mcpcli (bundle version {version}).",
                 hint="Upgrade mcpcli: pipx upgrade mcpcli",

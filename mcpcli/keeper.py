@@ -9,6 +9,8 @@
   ever held across either — and every write checks it, so a driver that lost
   the lease cannot commit, nor report success;
 - sealing secret answers before they are stored, and opening them for a retry;
+- the flow's trace: the lines its tracer kept since the last write go into the store with the next write,
+  in the same transaction (no extra commit per message);
 - the test-only fault points (``MCPCLI_FAULT=after_send|before_commit|after_commit[:N]``)
   that kill the process where a crash would hurt most.
 """
@@ -23,7 +25,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from mcpcli.store import Lease, RoundRecord, SessionRecord, Store
@@ -33,6 +35,12 @@ log = logging.getLogger(__name__)
 FaultPoint = Literal["after_send", "before_commit", "after_commit"]
 LEASE_TTL = 30.0
 """Seconds a lease lasts without a heartbeat; the heartbeat renews it every third of that."""
+
+
+class TraceBuffer(Protocol):
+    """What the keeper needs of a tracer (``trace.Tracer``): the lines kept since the last write."""
+
+    def drain(self) -> list[str]: ...
 
 
 def lease_ttl_from_env() -> float:
@@ -56,6 +64,10 @@ class Keeper:
     pid: int = field(default_factory=os.getpid)
     faults: str | None = field(default_factory=lambda: os.environ.get("MCPCLI_FAULT"))
     """Test-only: ``POINT`` or ``POINT:N`` kills this process at the Nth time it passes POINT."""
+    tracer: TraceBuffer | None = None
+    """The flow's trace lines, written with each durable write (``sessions show --trace``)."""
+    last_index: int = 0
+    """The index of the session's newest round (0 before the first): the flow numbers its round events by it."""
     session: SessionRecord | None = None
     saved: bool = False
     lease: Lease | None = None
@@ -89,6 +101,7 @@ class Keeper:
                 note(f"The previous driver of this session (pid {busy.pid}) is gone; taking over.")
             self.lease = self.store.claim(session.id, host=self.host, pid=self.pid, ttl=self.lease_ttl, steal=True)
         self.session, self.saved = session, True
+        self.last_index = session.round
         self._start_heartbeat()
 
     def begin(self, session: SessionRecord) -> None:
@@ -152,7 +165,9 @@ class Keeper:
             answers=None if answers is None else self._seal(requests, answers),
             new_session=new_session,
             lease=lease,
+            trace=self._trace(),
         )
+        self.last_index = record.index
         if not self.saved:
             self.saved, self.lease = True, lease
             self._start_heartbeat()
@@ -164,7 +179,7 @@ class Keeper:
         """Save the answers to a saved round; durable before the retry is sent."""
         self.fault("before_commit")
         sealed = self._seal(record.requests, answers)
-        self.store.record_answers(record.session_id, record.index, sealed, lease=self.lease)
+        self.store.record_answers(record.session_id, record.index, sealed, lease=self.lease, trace=self._trace())
         self.fault("after_commit")
 
     def rounds(self) -> list[tuple[RoundRecord, set[str]]]:
@@ -180,10 +195,15 @@ class Keeper:
     def update(self, *, last: bool = False, **changes: Any) -> None:
         """Change the session under the lease; ``last`` also gives the lease back in the same write."""
         if self.session is not None and self.saved:
-            self.session = self.store.update(self.session.id, lease=self.lease, release=last, **changes)
+            self.session = self.store.update(
+                self.session.id, lease=self.lease, release=last, trace=self._trace(), **changes
+            )
             if last:
                 self._stop_heartbeat()
                 self.lease = None
+
+    def _trace(self) -> list[str]:
+        return [] if self.tracer is None else self.tracer.drain()
 
     # --- secrets ----------------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""``mcpcli sessions list | show | rm | prune``: stored flows as tables, timelines or JSON, and removing them.
+"""``mcpcli sessions list | show | rm | prune``: stored flows as tables, timelines, traces or JSON, and removing them.
 
 Never imports the SDK: ``sessions list`` and ``sessions show`` must start fast (a test checks
 ``sys.modules``). What a server sent — names, messages, field names, values, results — reaches the
@@ -270,6 +270,34 @@ def show_session(rt: Runtime, id_or_prefix: str, *, reveal: bool) -> int:
     return 0
 
 
+def show_trace(rt: Runtime, id_or_prefix: str) -> int:
+    """``sessions show ID --trace``: the redacted messages the session recorded, one line each (or as JSON)."""
+    from rich.text import Text
+
+    from mcpcli.trace_lines import offset, read_lines, summarize
+
+    record = rt.store.get(id_or_prefix)
+    entries = read_lines(rt.store.trace_lines(record.id))
+    if rt.json:
+        rt.out.json(entries)
+        return 0
+    if not entries:
+        rt.out.note(f"Session {record.id} has no recorded trace (recorded by mcpcli since schema 3, never imported).")
+        return 0
+    first = next((e["at"] for e in entries if isinstance(e.get("at"), str)), None)
+    try:
+        start = datetime.fromisoformat(first) if first else None
+    except ValueError:
+        start = None
+    for entry in entries:
+        if "unreadable" in entry:
+            line = "? " + sanitize(str(entry["unreadable"]))[:200]
+        else:
+            line = f"{offset(entry, start)} {summarize(entry)}".lstrip()
+        rt.out.out.print(Text(line), markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
 def _field_line(label: str, value: object) -> Text:
     from rich.text import Text
 
@@ -287,6 +315,7 @@ def _timeline(doc: Mapping[str, Any]) -> Iterable[Text]:
     yield _field_line("call", f"{s['method']} {s['name']}")
     yield _field_line("arguments", json.dumps(s["arguments"], ensure_ascii=False))
     yield _field_line("protocol", s["protocol_version"] or "-")
+    yield _field_line("identity", s.get("identity") or "-")
     yield _field_line("created", _time(datetime.fromisoformat(s["created"])))
     yield _field_line("updated", _time(datetime.fromisoformat(s["updated"])))
     if lease := s.get("lease"):

@@ -11,6 +11,8 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
   metadata that must not be forwarded) and returns it.
 - ``no_result_type``: a raw JSON-RPC stdio server whose complete result omits ``resultType``.
 - ``crash``: writes to stderr and exits at once (a server that fails to start).
+- ``chatty``: a tool that logs at every level (one message full of escape sequences); it honours
+  ``logging/setLevel`` on pre-2026 connections and says which level that asked for.
 - ``rounds``: for the TUI — ``trip`` asks two forms in one round, ``odd`` asks a form with a part no form can
   hold, ``risky_link`` asks the user to visit a plain-http punycode URL; each says what it received.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -265,6 +268,35 @@ def sampler() -> MCPServer:
     return server
 
 
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def chatty() -> MCPServer:
+    """Logs while it works: debug to emergency, the warning full of hostile text."""
+    server = MCPServer("chatty")
+    asked: dict[str, str] = {}  # what logging/setLevel asked for (pre-2026 connections only)
+
+    async def set_level(ctx: Any, params: t.SetLevelRequestParams) -> t.EmptyResult:
+        asked["level"] = params.level
+        return t.EmptyResult()
+
+    # MCPServer has no decorator for it; the low-level server declares the logging capability once it is there.
+    server._lowlevel_server.add_request_handler("logging/setLevel", t.SetLevelRequestParams, set_level)
+
+    @server.tool()
+    async def work(ctx: Context) -> str:
+        """Logs one message per level, then says which level logging/setLevel asked for."""
+        floor = LOG_LEVELS.index(asked.get("level", "debug"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the logging feature is deprecated as of 2026-07-28
+            for level in LOG_LEVELS[floor:]:
+                text = "disk almost full " + EVIL if level == "warning" else f"a {level} message"
+                await ctx.log(level, text, logger_name="worker")
+        return f"worked (setLevel: {asked.get('level', 'none')})"
+
+    return server
+
+
 def no_result_type() -> None:
     """A raw stdio JSON-RPC server (not the SDK): its complete tools/call result has no ``resultType``."""
     for line in sys.stdin:
@@ -308,6 +340,7 @@ def main() -> None:
         no_result_type()
         return
     kinds = {"never_stops": never_stops, "hostile": hostile, "vault": vault, "rounds": rounds, "sampler": sampler}
+    kinds["chatty"] = chatty
     server = kinds.get(args.kind)
     built = recorder(args.record, args.slow) if args.kind == "recorder" else server() if server else None
     if built is None:

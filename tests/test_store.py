@@ -854,7 +854,7 @@ def _columns(path: Path, table: str) -> list[str]:
 def test_a_schema_1_file_is_migrated_to_schema_2_keeping_its_sessions(sqlite_path: Path, tmp_path: Path) -> None:
     _v1_file(sqlite_path)
     with SqliteStore(sqlite_path) as store:
-        assert store._conn.execute("SELECT version FROM schema_version").fetchall() == [{"version": 2}]
+        assert store._conn.execute("SELECT version FROM schema_version").fetchall() == [{"version": SCHEMA_VERSION}]
         session = store.get("0123")
         assert (session.name, session.status, session.updated) == ("provision", "waiting", T0 + timedelta(seconds=5))
         assert (session.version, session.lease_host, session.lease_expires) == (0, None, None)
@@ -862,7 +862,7 @@ def test_a_schema_1_file_is_migrated_to_schema_2_keeping_its_sessions(sqlite_pat
         assert store.claim(session.id, host="h", pid=1, ttl=30).version == 1
     with SqliteStore(tmp_path / "fresh" / "sessions.db") as fresh:
         fresh_path = fresh.path
-    assert _columns(sqlite_path, "sessions") == _columns(fresh_path, "sessions")  # as if created at schema 2
+    assert _columns(sqlite_path, "sessions") == _columns(fresh_path, "sessions")  # as if created at this schema
 
 
 def test_a_failed_migration_leaves_the_schema_1_file_as_it_was(sqlite_path: Path) -> None:

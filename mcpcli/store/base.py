@@ -35,6 +35,12 @@ MIN_PREFIX = 4
 MAX_CANDIDATES = 5
 """How many candidates an ambiguous-prefix error names."""
 
+TRACE_MAX_LINES = 2000
+"""How many trace lines a session keeps; past that, one truncation marker and nothing more."""
+
+TRACE_TRUNCATED = '{"event":"truncated","note":"the trace was cut here: a session keeps at most 2000 lines"}'
+"""The line stored after the last kept one when a session's trace outgrows ``TRACE_MAX_LINES``."""
+
 
 def new_session_id() -> str:
     """A fresh session id: 12 lowercase hex characters (48 random bits)."""
@@ -91,6 +97,9 @@ class SessionRecord(BaseModel):
     """When the holder claimed the session, in UTC ("driven … since")."""
     lease_expires: AwareDatetime | None = None
     """When the lease runs out unless heart-beaten, in UTC; after that anyone may claim the session."""
+    identity: str | None = None
+    """Who the flow ran as: a non-secret description of the credentials used (auth kind, issuer/client, token
+    fingerprint); a resume under another identity is told so."""
 
     _utc = field_validator("created", "updated", "lease_acquired", "lease_expires")(_to_utc)
 
@@ -227,22 +236,30 @@ class Store(Protocol):
         answers: dict[str, Any] | None = None,
         new_session: SessionRecord | None = None,
         lease: Lease | None = None,
+        trace: Sequence[str] = (),
     ) -> RoundRecord:
         """Append a round (index = last + 1), bump the session's round count, and mark it ``waiting``.
 
         With ``answers`` the round is saved already answered (status ``running``); with ``new_session`` that
         session is created first (holding ``lease``, when one is given). Either way it is one transaction —
         one durable write per round. With ``lease``, nothing is written and ``LeaseLost`` is raised once
-        another driver has claimed the session.
+        another driver has claimed the session. ``trace`` lines are appended in the same transaction.
         """
         ...
 
     def record_answers(
-        self, session_id: str, index: int, answers: dict[str, Any], *, lease: Lease | None = None
+        self,
+        session_id: str,
+        index: int,
+        answers: dict[str, Any],
+        *,
+        lease: Lease | None = None,
+        trace: Sequence[str] = (),
     ) -> None:
         """Save the answers to a round and mark the session ``running``; durable when this returns.
 
         With ``lease``: ``LeaseLost`` (and nothing written) once another driver has claimed the session.
+        ``trace`` lines are appended in the same transaction.
         """
         ...
 
@@ -263,18 +280,26 @@ class Store(Protocol):
         result: dict[str, Any] | None = None,
         exit_code: int | None = None,
         error: str | None = None,
+        identity: str | None = None,
         lease: Lease | None = None,
         release: bool = False,
+        trace: Sequence[str] = (),
     ) -> SessionRecord:
         """Change the given fields (``None`` leaves a field as it is), bump ``updated``, return the session.
 
         With ``lease``: ``LeaseLost`` (and nothing written) once another driver has claimed the session.
         With ``release``: also give the lease back, in the same transaction (a flow's last write).
+        ``trace`` lines are appended in the same transaction.
         """
         ...
 
+    def trace_lines(self, session_id: str) -> builtins.list[str]:
+        """The trace lines a session recorded (redacted NDJSON, oldest first; at most ``TRACE_MAX_LINES`` and
+        the truncation marker)."""
+        ...
+
     def delete(self, ids: Sequence[str]) -> int:
-        """Delete sessions (exact ids) with their rounds; return how many existed."""
+        """Delete sessions (exact ids) with their rounds and traces; return how many existed."""
         ...
 
     def claim(self, session_id: str, *, host: str, pid: int, ttl: float, steal: bool = False) -> Lease:
@@ -294,12 +319,12 @@ class Store(Protocol):
         ...
 
     def import_session(self, session: SessionRecord, rounds: Sequence[RoundRecord]) -> None:
-        """Add a session with its rounds in one transaction, unleased (its version kept); ``StoreError`` if the
-        id exists already."""
+        """Add a session with its rounds in one transaction, unleased (its version kept), without a trace;
+        ``StoreError`` if the id exists already."""
         ...
 
     def prune(self, *, older_than: datetime, statuses: Sequence[Status]) -> int:
-        """Delete the sessions (with their rounds) in one of ``statuses`` not updated since ``older_than``.
+        """Delete the sessions (with their rounds and traces) in one of ``statuses`` not updated since ``older_than``.
 
         Sessions whose lease is live are kept: somebody is driving them right now. Returns how many went.
         """

@@ -42,6 +42,13 @@ _SCHEMA_LOCK = 0x6D637063_6C690001  # "mcpcli" + 1: the advisory lock key for cr
 _STATUS_CHECK = "CHECK (status IN ('waiting', 'running', 'done', 'failed', 'expired'))"
 _METHOD_CHECK = "CHECK (method IN ('tools/call', 'prompts/get', 'resources/read'))"
 
+_TRACE_TABLE = f"""CREATE TABLE {SCHEMA}.trace (
+        session_id text COLLATE "C" NOT NULL REFERENCES {SCHEMA}.sessions (id) ON DELETE CASCADE,
+        seq integer NOT NULL,
+        line text NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    )"""
+
 _DDL = (
     # Not CREATE SCHEMA IF NOT EXISTS: that needs the CREATE right on the database even when a DBA made the schema.
     f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_namespace WHERE nspname = '{SCHEMA}') THEN CREATE SCHEMA {SCHEMA};"
@@ -66,7 +73,8 @@ _DDL = (
         lease_host text,
         lease_pid integer,
         lease_acquired timestamptz,
-        lease_expires timestamptz
+        lease_expires timestamptz,
+        identity text
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     f"CREATE INDEX sessions_updated ON {SCHEMA}.sessions (updated, id)",
@@ -83,7 +91,13 @@ _DDL = (
         answered timestamptz,
         PRIMARY KEY (session_id, round_index)
     )""",
+    _TRACE_TABLE,
 )
+
+_MIGRATIONS = {
+    # 3: each session's redacted trace, and who the flow ran as (schema 2 was the first on PostgreSQL).
+    3: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN identity text", _TRACE_TABLE),
+}
 
 
 @lru_cache(maxsize=256)
@@ -130,7 +144,7 @@ class PostgresStore(SqlStore):
 
     for_update = " FOR UPDATE"
     schema = _DDL
-    migrations: Mapping[int, Sequence[str]] = {}  # schema 2 is the first on PostgreSQL
+    migrations: Mapping[int, Sequence[str]] = _MIGRATIONS
 
     def __init__(self, url: str) -> None:
         super().__init__()

@@ -28,6 +28,8 @@ from mcpcli.store.base import (
     MAX_CANDIDATES,
     MIN_PREFIX,
     STATUSES,
+    TRACE_MAX_LINES,
+    TRACE_TRUNCATED,
     Lease,
     LeaseLost,
     RoundRecord,
@@ -37,10 +39,11 @@ from mcpcli.store.base import (
     utcnow,
 )
 
-SCHEMA_VERSION = 2
-"""1: sessions and rounds. 2: the lease columns and ``version``."""
+SCHEMA_VERSION = 3
+"""1: sessions and rounds. 2: the lease columns and ``version``. 3: the ``trace`` table and ``identity``."""
 
 _DELETE_CHUNK = 500  # stays under SQLite's limit on bound parameters
+_TRACE_CHUNK = 200  # rows per INSERT of trace lines: three parameters each, under SQLite's limit
 _CLAIM_TRIES = 5
 
 SESSION_FIELDS = tuple(SessionRecord.model_fields)  # the columns are named after the fields
@@ -343,6 +346,7 @@ class SqlStore:
         answers: dict[str, Any] | None = None,
         new_session: SessionRecord | None = None,
         lease: Lease | None = None,
+        trace: Sequence[str] = (),
     ) -> RoundRecord:
         now = self.clock()
         with self._transaction(write=True) as tx:
@@ -369,10 +373,17 @@ class SqlStore:
                 "UPDATE sessions SET round = ?, status = ?, updated = ? WHERE id = ?",
                 (record.index, "waiting" if answers is None else "running", self._time(now), session_id),
             )
+            self._append_trace(tx, session_id, trace)
         return record
 
     def record_answers(
-        self, session_id: str, index: int, answers: dict[str, Any], *, lease: Lease | None = None
+        self,
+        session_id: str,
+        index: int,
+        answers: dict[str, Any],
+        *,
+        lease: Lease | None = None,
+        trace: Sequence[str] = (),
     ) -> None:
         now = self._time(self.clock())
         with self._transaction(write=True) as tx:
@@ -384,6 +395,7 @@ class SqlStore:
             if not changed:
                 raise SessionError(f"Session {session_id} has no round {index}.")
             tx.run("UPDATE sessions SET status = 'running', updated = ? WHERE id = ?", (now, session_id))
+            self._append_trace(tx, session_id, trace)
         # Committed: durable on disk (SQLite: synchronous=FULL) or on the server (PostgreSQL) by now.
 
     def rounds(self, session_id: str) -> builtins.list[RoundRecord]:
@@ -414,8 +426,10 @@ class SqlStore:
         result: dict[str, Any] | None = None,
         exit_code: int | None = None,
         error: str | None = None,
+        identity: str | None = None,
         lease: Lease | None = None,
         release: bool = False,
+        trace: Sequence[str] = (),
     ) -> SessionRecord:
         if status is not None and status not in STATUSES:
             raise ValueError(f"unknown session status {status!r}")
@@ -425,6 +439,7 @@ class SqlStore:
             "result": None if result is None else dumps(result),
             "exit_code": exit_code,
             "error": error,
+            "identity": identity,
         }
         columns = [column for column, value in changes.items() if value is not None]
         assignments = ", ".join(f"{column} = ?" for column in ["updated", *columns])
@@ -435,9 +450,33 @@ class SqlStore:
             self._hold(tx, session_id, lease)
             # The column names come from the fixed dict above, never from the caller.
             tx.run(f"UPDATE sessions SET {assignments} WHERE id = ?", params)
+            self._append_trace(tx, session_id, trace)
             row = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
         assert row is not None  # held above, in this transaction
         return self._session_from_row(row)
+
+    def trace_lines(self, session_id: str) -> builtins.list[str]:
+        with self._transaction(write=False) as tx:
+            rows = tx.all("SELECT line FROM trace WHERE session_id = ? ORDER BY seq", [session_id])
+            if not rows:
+                self._require(tx, session_id)
+        return [row["line"] for row in rows]
+
+    def _append_trace(self, tx: Tx, session_id: str, lines: Sequence[str]) -> None:
+        """Append trace lines in the caller's transaction, up to ``TRACE_MAX_LINES`` and then one marker."""
+        if not lines:
+            return
+        row = tx.one("SELECT MAX(seq) AS last FROM trace WHERE session_id = ?", [session_id])
+        last = row["last"] if row and row["last"] is not None else 0
+        if last > TRACE_MAX_LINES:  # the marker is in already
+            return
+        room = TRACE_MAX_LINES - last
+        kept = builtins.list(lines[:room]) + ([TRACE_TRUNCATED] if len(lines) > room else [])
+        rows = [(session_id, last + n, line) for n, line in enumerate(kept, start=1)]
+        for start in range(0, len(rows), _TRACE_CHUNK):
+            chunk = rows[start : start + _TRACE_CHUNK]
+            marks = ", ".join(["(?, ?, ?)"] * len(chunk))
+            tx.run(f"INSERT INTO trace (session_id, seq, line) VALUES {marks}", [v for r in chunk for v in r])
 
     def delete(self, ids: Sequence[str]) -> int:
         unique = builtins.list(dict.fromkeys(ids))
@@ -446,7 +485,7 @@ class SqlStore:
             for start in range(0, len(unique), _DELETE_CHUNK):
                 chunk = unique[start : start + _DELETE_CHUNK]
                 marks = ", ".join("?" * len(chunk))
-                # Rounds go with their session: ON DELETE CASCADE.
+                # Rounds and trace lines go with their session: ON DELETE CASCADE.
                 deleted += tx.run(f"DELETE FROM sessions WHERE id IN ({marks})", chunk)
         return deleted
 

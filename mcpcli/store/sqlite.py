@@ -32,6 +32,13 @@ _UMASK_LOCK = threading.RLock()
 _STATUS_CHECK = "CHECK (status IN ('waiting', 'running', 'done', 'failed', 'expired'))"
 _METHOD_CHECK = "CHECK (method IN ('tools/call', 'prompts/get', 'resources/read'))"
 
+_TRACE_TABLE = """CREATE TABLE trace (
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        line TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    )"""
+
 _SCHEMA = (
     "CREATE TABLE schema_version (version INTEGER NOT NULL)",
     f"""CREATE TABLE sessions (
@@ -52,7 +59,8 @@ _SCHEMA = (
         lease_host TEXT,
         lease_pid INTEGER,
         lease_acquired TEXT,
-        lease_expires TEXT
+        lease_expires TEXT,
+        identity TEXT
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     "CREATE INDEX sessions_updated ON sessions (updated, id)",
@@ -69,6 +77,7 @@ _SCHEMA = (
         answered TEXT,
         PRIMARY KEY (session_id, round_index)
     )""",
+    _TRACE_TABLE,
 )
 
 _MIGRATIONS = {
@@ -80,6 +89,8 @@ _MIGRATIONS = {
         "ALTER TABLE sessions ADD COLUMN lease_acquired TEXT",
         "ALTER TABLE sessions ADD COLUMN lease_expires TEXT",
     ),
+    # 3: each session's redacted trace, and who the flow ran as.
+    3: ("ALTER TABLE sessions ADD COLUMN identity TEXT", _TRACE_TABLE),
 }
 
 
