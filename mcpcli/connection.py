@@ -18,14 +18,17 @@ from typing import Any, Literal
 
 import mcp_types as t
 from mcp import Client
-from mcp.client.session import ClientRequestContext
+from mcp.client.session import ClientRequestContext, LoggingFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpcli import __version__
+from mcpcli.auth import Credentials
 from mcpcli.config import Paths, Target, private_dir
-from mcpcli.errors import ServerError, UsageError
+from mcpcli.errors import McpcliError, ServerError, UsageError
+from mcpcli.server_logs import opt_in_to_logs
+from mcpcli.trace import Tracer, traced
 
 Protocol = Literal["auto", "legacy", "2026-07-28"]
 BackChannel = Callable[[t.InputRequest], Awaitable[t.InputResponse | t.ErrorData]]
@@ -98,15 +101,28 @@ async def connect(
     roots: BackChannel | None = None,
     sampling: BackChannel | None = None,
     sampling_tools: bool = False,
+    credentials: Credentials | None = None,
+    tracer: Tracer | None = None,
+    log_level: str | None = None,
+    on_log: LoggingFnT | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
 
     The back-channel callbacks serve pre-2026 servers; on 2026-07-28 nothing flows server → client.
+    ``credentials`` decide how an HTTP server is signed in to (default: OAuth, never interactive).
+    ``tracer`` taps every message (none: no tap at all); ``log_level`` opts in to the server's log messages,
+    which go to ``on_log``.
     """
     if protocol not in ("auto", "legacy", "2026-07-28"):
         raise UsageError(f"Unknown protocol {protocol!r}.", hint="Use --protocol auto, legacy or 2026-07-28.")
     async with AsyncExitStack() as stack:
-        server, log = _server_for(target, paths, stack)
+        creds = credentials or Credentials()
+        if tracer is not None and creds.on_secret is None:
+            creds.on_secret = tracer.register_secret  # every token sent (static, OAuth, refreshed) stays out of it
+        server, log = _server_for(target, paths, stack, creds)
+        if tracer is not None:
+            tracer.register_headers(target.headers)
+            server = traced(server, tracer)
         client = Client(
             server,
             mode=protocol,
@@ -117,21 +133,23 @@ async def connect(
             # Offered only when the user's provider has a model that can use tools (a ``tools`` tag).
             sampling_capabilities=t.SamplingCapability(tools=t.SamplingToolsCapability()) if sampling_tools else None,
             cache=None,
+            logging_callback=on_log,
+            log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
         )
         try:
             # No cancel scope around this: the client's task group must outlive it (anyio scopes nest strictly).
             await stack.enter_async_context(client)
-        except MCPError as exc:
-            raise _start_failure(target, log, exc.message) from None
-        except OSError as exc:
-            raise _start_failure(target, log, exc.strerror or str(exc)) from None
         except Exception as exc:  # boundary: transports raise many shapes (ExceptionGroup, httpx2 errors)
-            raise _start_failure(target, log, _describe(exc)) from None
+            raise _connect_failure(target, log, creds, exc) from None
         _install_flow_legs(client)
+        if log_level is not None:
+            await opt_in_to_logs(client, log_level)
         yield client
 
 
-def _server_for(target: Target, paths: Paths, stack: AsyncExitStack) -> tuple[Any, _ServerLog | None]:
+def _server_for(
+    target: Target, paths: Paths, stack: AsyncExitStack, credentials: Credentials
+) -> tuple[Any, _ServerLog | None]:
     if target.kind == "demo":
         from mcpcli.demo import build_server, load_or_create_key
 
@@ -141,8 +159,14 @@ def _server_for(target: Target, paths: Paths, stack: AsyncExitStack) -> tuple[An
         from mcp.client.streamable_http import streamable_http_client
 
         assert target.url is not None
+        headers, auth = credentials.prepare(target, paths)
         # The SDK's own defaults: a server may hold a response stream open for minutes.
-        http = httpx2.AsyncClient(headers=dict(target.headers), timeout=httpx2.Timeout(30.0, read=300.0))
+        http = httpx2.AsyncClient(
+            headers=headers,
+            auth=auth,
+            timeout=httpx2.Timeout(30.0, read=300.0),
+            event_hooks={"response": [credentials.watch]},
+        )
         stack.push_async_callback(http.aclose)
         return streamable_http_client(target.url, http_client=http), None
     assert target.command is not None
@@ -162,6 +186,18 @@ def _start_failure(target: Target, log: _ServerLog | None, why: str) -> ServerEr
             why = f"{why}\n{tail}"
         hint = f"The server's output is in {log.path}"
     return ServerError(f"Cannot connect to {where}: {why}", title="Connection failed", hint=hint)
+
+
+def _connect_failure(target: Target, log: _ServerLog | None, creds: Credentials, exc: Exception) -> McpcliError:
+    """One line for a failed start: a sign-in that could not happen, a refused token, or what the transport said."""
+    if target.kind == "http":
+        from mcpcli.auth.login import sign_in_error
+
+        if (failure := sign_in_error(target.label, exc) or creds.refusal(target.label)) is not None:
+            return failure
+    if isinstance(exc, OSError):
+        return _start_failure(target, log, exc.strerror or str(exc))
+    return _start_failure(target, log, _describe(exc))
 
 
 def _describe(exc: BaseException) -> str:

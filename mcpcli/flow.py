@@ -28,7 +28,9 @@ from mcpcli.errors import ExitCode, McpcliError, ServerError
 from mcpcli.keeper import Keeper
 
 if TYPE_CHECKING:
+    from mcpcli.auth import Credentials
     from mcpcli.store import RoundRecord, SessionRecord
+    from mcpcli.trace import Tracer
 
 Method = Literal["tools/call", "prompts/get", "resources/read"]
 
@@ -196,6 +198,11 @@ class Flow:
     call: Call | None = None
     client: Client | None = None
     """Set once connected: the back-channel callbacks are built before the connection exists."""
+    credentials: Credentials | None = None
+    """How the connection signs in (HTTP); the session records the identity it names."""
+    tracer: Tracer | None = None
+    """The connection's tap: told where the loop stands (start, rounds, restarts, result) for the trace."""
+    _t0: float = 0.0
     _deadline: float = math.inf
     _attempt: int = 1
     _back_channel_count: dict[str, int] = field(default_factory=dict)
@@ -216,6 +223,7 @@ class Flow:
         """Call for the first time; a session is created with the first input request."""
         self.call = call
         self._arm_deadline()
+        self._event("start", method=call.method, name=call.name)
         try:
             return await self._loop()
         finally:
@@ -230,11 +238,15 @@ class Flow:
 
     async def _resume(self, session: SessionRecord, *, steal: bool) -> Outcome:
         self.keeper.adopt(session, steal=steal, note=self.reporter.note)
+        self._check_identity(session)
         self.call = Call(session.method, session.name, session.arguments)
         self._arm_deadline()
         found = self.keeper.last_round()
         last, lost = found if found else (None, set())
         self._attempt = last.attempt if last else 1
+        self._event("resume", session=session.id, round=session.round, attempt=self._attempt)
+        if last is not None and self.tracer is not None:
+            self.tracer.learn(last.requests)  # which of the answers about to be sent are secret
         if last is None or is_legacy(session.protocol_version):
             # A back-channel question cannot be answered after the call ended: ask the call again, replaying.
             if last is not None:
@@ -248,9 +260,21 @@ class Flow:
         responses = await self._answer_stored(last)
         return await self._loop(responses, last.request_state)
 
+    def _check_identity(self, session: SessionRecord) -> None:
+        """Say so when this run is not who started the flow: the server binds its state to that principal."""
+        now = self.credentials.identity() if self.credentials else None
+        if session.identity is None or now == session.identity:
+            return
+        self.reporter.note(
+            f"This flow was started as {session.identity}; this run is {now or 'not signed in'}. "
+            "If the server refuses the flow's state for that, mcpcli starts the flow over as you."
+        )
+        self.keeper.update(identity=now)
+
     # --- the loop ----------------------------------------------------------------------------------------------------
 
     def _arm_deadline(self) -> None:
+        self._t0 = time.monotonic()
         if self.limits.timeout is not None:
             self._deadline = time.monotonic() + self.limits.timeout
 
@@ -267,6 +291,7 @@ class Flow:
                 if state is not None and is_stale_state(exc) and restarts < MAX_RESTARTS:
                     restarts += 1
                     self._attempt += 1
+                    self._event("restart", session=self._session_record().id, attempt=self._attempt)
                     self.reporter.note(
                         "The server no longer accepts this flow's state (expired or restarted); "
                         "starting over with the same arguments and replaying your answers."
@@ -356,6 +381,8 @@ class Flow:
         the round is saved first (a person may take their time, or press Ctrl-C) and the answers after.
         """
         questions = self._questions(requests)
+        session_id, index = self._session_record().id, self.keeper.last_index + 1
+        self._event("round", session=session_id, round=index, attempt=self._attempt, requests=list(requests))
         try:
             answers = await self._answer_silently(questions)
         except BaseException as exc:
@@ -483,6 +510,7 @@ class Flow:
                     name=self.call.name,
                     arguments=self.call.arguments,
                     protocol_version=self.client.protocol_version if self.client else None,
+                    identity=self.credentials.identity() if self.credentials else None,
                     status="running",
                     created=now,
                     updated=now,
@@ -503,8 +531,13 @@ class Flow:
     def _finish(self, result: dict[str, Any]) -> Outcome:
         assert self.call is not None
         code = result_exit_code(self.call.method, result)
+        self._event("result", session=self.session.id if self.session and self._saved else None, exit_code=int(code))
         self.keeper.update(status="done", result=result, exit_code=int(code), last=True)
         return Outcome(result=result, session=self.session if self._saved else None, exit_code=code)
+
+    def _event(self, kind: str, /, **fields: Any) -> None:
+        if self.tracer is not None:
+            self.tracer.event(kind, **fields, elapsed_ms=round((time.monotonic() - self._t0) * 1000, 3))
 
     def _resume_hint(self, extra: str = "") -> str | None:
         if self.session is None or not self._saved:

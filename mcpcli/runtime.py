@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from mcpcli.config import Paths, Settings, Target
     from mcpcli.output import Output
     from mcpcli.store import Store
+    from mcpcli.trace import Tracer, TraceSinks
 
 
 @dataclass
@@ -31,6 +32,12 @@ class Globals:
     store: str | None = None
     debug: bool = False
     verbose: bool = False
+    trace: str | None = None
+    """``--trace FILE``: every JSON-RPC message of the run, redacted, as NDJSON."""
+    log_level: str | None = None
+    """``--log-level LEVEL``: print the server's log messages at this level and above (none without it)."""
+    bearer: str | None = None
+    """``--bearer TOKEN``: a static token for HTTP servers (wins over the config's ``bearer_token_env`` and OAuth)."""
 
     def merged(self, **after: Any) -> Globals:
         values = {k: v for k, v in after.items() if v not in (None, [])}
@@ -73,6 +80,7 @@ class Runtime:
         self.settings: Settings = load_settings(self.paths)
         self.out: Output = Output(verbose=g.verbose)
         self._store: Store | None = None
+        self._trace: TraceSinks | None = None
         configure_logging(self.paths, g.debug)
 
     @property
@@ -87,9 +95,14 @@ class Runtime:
         return self._store
 
     def target(self) -> Target:
+        """The server to talk to; a name is looked up in config.toml, servers.json and ./.mcp.json (in that order)."""
         from mcpcli.config import parse_headers, resolve_target
+        from mcpcli.servers import ServerTable  # reads its files only when a name is looked up (not for -s URL)
 
-        target, note = resolve_target(self.g.server, self.settings, headers=parse_headers(self.g.headers))
+        servers = ServerTable(self.paths, self.settings)
+        target, note = resolve_target(
+            self.g.server, self.settings, headers=parse_headers(self.g.headers), servers=servers
+        )
         if note:
             self.out.note(note)
         return target
@@ -98,9 +111,28 @@ class Runtime:
         """``--protocol`` as given (``connection.connect`` checks it)."""
         return self.g.protocol or "auto"
 
+    def tracer(self, *, record: bool = False, summaries: bool = True) -> Tracer | None:
+        """The tap for one connection: ``--trace``, ``-v`` summaries (unless ``summaries`` is off: the app owns
+        the terminal) and, with ``record``, the lines a flow's session keeps. None when nobody would read it."""
+        from mcpcli.trace import Tracer, TraceSinks
+
+        if self._trace is None:
+            self._trace = TraceSinks.open(self.g.trace, self.out.err if self.g.verbose else None)
+        if not (record or self._trace.file is not None or (summaries and self._trace.console is not None)):
+            return None
+        return Tracer(self._trace, record=record, summaries=summaries)
+
+    def log_level(self) -> str | None:
+        """``--log-level`` checked (exit 2 with the levels when it is none of them)."""
+        from mcpcli.server_logs import check_log_level
+
+        return check_log_level(self.g.log_level)
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
+        if self._trace is not None:
+            self._trace.close()
 
 
 def configure_logging(paths: Paths, debug: bool) -> None:

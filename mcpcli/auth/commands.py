@@ -1,0 +1,130 @@
+"""``mcpcli auth login | status | logout``: sign in to an OAuth-protected server once, see and forget logins.
+
+Never prints a token: status shows where a login lives, its scope, client and expiry.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from mcpcli.auth.tokens import Login, TokenVault
+from mcpcli.errors import UsageError
+
+if TYPE_CHECKING:
+    from mcpcli.config import Target
+    from mcpcli.runtime import Runtime
+
+
+def _http_target(rt: Runtime, what: str) -> Target:
+    target = rt.target()
+    if target.kind != "http" or target.url is None:
+        raise UsageError(
+            f"{target.label!r} is not an HTTP server; only HTTP servers sign in with OAuth.",
+            hint=f"Pass the server's URL or an HTTP server's name: mcpcli auth {what} -s URL",
+        )
+    return target
+
+
+async def login(rt: Runtime, *, open_browser: bool) -> int:
+    """Sign in afresh (the stored login stays until the new one succeeds), then say as whom and until when."""
+    from mcpcli.auth import Credentials
+    from mcpcli.connection import connect
+
+    target = _http_target(rt, "login")
+    if target.bearer_token_env or any(k.lower() == "authorization" for k in target.headers) or rt.g.bearer:
+        raise UsageError(
+            f"{target.label!r} is set up with a static token (bearer_token_env, --bearer or an Authorization header).",
+            hint="Remove that to use OAuth, or keep using the token.",
+        )
+    creds = Credentials(interactive=True, open_browser=open_browser, fresh=True)
+    async with connect(target, rt.paths, protocol=rt.protocol(), credentials=creds) as client:
+        server = client.server_info.name if client.server_info else target.label
+    record = creds.login
+    if record is None or not record.signed_in or not creds.signed_in_now:
+        rt.out.note(f"{target.label} did not ask to sign in: it accepts requests without OAuth. Nothing was stored.")
+        return 0
+    where = "the OS keyring" if record.backend == "keyring" else str(rt.paths.token_dir)
+    scope = (record.tokens or {}).get("scope")
+    rt.out.note(
+        f"Signed in to {target.label} ({server})"
+        + (f", scope {scope}" if scope else "")
+        + (f", token valid for {_span(record.expires_at - time.time())}" if record.expires_at else "")
+        + f". Stored in {where}."
+    )
+    return 0
+
+
+def status(rt: Runtime, *, server_given: bool) -> int:
+    vault = TokenVault(rt.paths, backend="file")
+    logins = vault.all()
+    if server_given:
+        target = _http_target(rt, "status")
+        logins = [login for login in logins if login.server == target.url]
+    rows = [_row(login) for login in logins]
+    if rt.json:
+        rt.out.json(rows)
+        return 0
+    table = [(r["server"], r["state"], _until(r["expires_in"]), r["scope"] or "", r["stored"]) for r in rows]
+    rt.out.table(
+        "OAuth logins",
+        ("server", "state", "expires", "scope", "stored in"),
+        table,
+        "No OAuth logins. Sign in with: mcpcli auth login -s URL",
+    )
+    return 0
+
+
+def logout(rt: Runtime) -> int:
+    target = _http_target(rt, "logout")
+    assert target.url is not None
+    if TokenVault(rt.paths, backend="file").forget(target.url):
+        rt.out.note(f"Signed out of {target.label}: its tokens and client registration are deleted here.")
+    else:
+        rt.out.note(f"No login stored for {target.label}.")
+    return 0
+
+
+def _row(login: Login) -> dict[str, Any]:
+    tokens = login.tokens or {}
+    left = None if login.expires_at is None else login.expires_at - time.time()
+    if not login.signed_in:
+        state = "registered, not signed in"
+    elif left is not None and left <= 0:
+        state = "expired, will refresh" if tokens.get("refresh_token") else "expired"
+    else:
+        state = "signed in"
+    expires = None
+    if login.expires_at is not None:
+        expires = datetime.fromtimestamp(login.expires_at, UTC).isoformat(timespec="seconds")
+    return {
+        "server": login.server,
+        "state": state,
+        "expires": expires,
+        "expires_in": None if left is None else int(left),
+        "scope": tokens.get("scope"),
+        "client_id": (login.client or {}).get("client_id"),
+        "login_id": login.login_id,
+        "logged_in": login.logged_in,
+        "refreshed": login.refreshed,
+        "stored": login.backend,
+        "refreshable": bool(tokens.get("refresh_token")),
+        "login_command": f"mcpcli auth login -s {shlex.quote(login.server)}",
+    }
+
+
+def _until(seconds: int | None) -> str:
+    if seconds is None:
+        return "never"
+    return f"in {_span(seconds)}" if seconds > 0 else f"{_span(-seconds)} ago"
+
+
+def _span(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds >= 7200:
+        return f"{seconds // 3600} h"
+    if seconds >= 120:
+        return f"{seconds // 60} min"
+    return f"{seconds} s"
