@@ -2,7 +2,8 @@
 
     python bench/bench.py [--runs N]
 
-- startup: ``mcpcli --version`` / ``--help`` against ``python -c pass`` (target ≤ 0.15 s);
+- startup: ``mcpcli --version`` / ``--help`` against ``python -c pass`` (target ≤ 0.15 s), and one shell
+  completion (TAB after ``mcpcli call ec``) with the tool list cached (target ≤ 0.25 s);
 - one call, whole process: ``mcpcli call echo`` against a minimal SDK client script doing
   the same call, over stdio and over HTTP (target ratio ≤ 1.10);
 - per flow, in one process over HTTP: mcpcli's hand-run loop (``Flow`` with its durable
@@ -269,6 +270,12 @@ def main() -> None:
         for flag in ("--version", "--help"):
             ours, base = alternate(runs, lambda f=flag: run_once([*mcpcli, f], env), lambda: run_once(floor, env))
             print(row(f"mcpcli {flag} vs python -c pass", ours, base, "≤ 0.15 s", ours <= 0.15))
+
+        # TAB after `mcpcli call ec`, as bash asks it, with the demo's tool list cached (legacy: 1 h fresh).
+        run_once([*mcpcli, "tools", "--protocol", "legacy"], env)
+        tab = {**env, "_MCPCLI_COMPLETE": "complete_bash", "COMP_WORDS": "mcpcli\ncall\nec", "COMP_CWORD": "2"}
+        ours, base = alternate(runs, lambda: run_once(mcpcli, tab, "echo"), lambda: run_once(floor, env))
+        print(row("completion, warm cache vs python -c pass", ours, base, "≤ 0.25 s", ours <= 0.25))
 
         demo = [PY, "-m", "mcpcli.demo", "--key-file", str(key)]
         ours, base = alternate(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import sys
 import typing
 from collections.abc import Callable, Coroutine
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mcpcli import __version__
+from mcpcli.completion import complete_args, complete_prompts, complete_servers, complete_sessions, complete_tools
 from mcpcli.errors import ExitCode
 from mcpcli.runtime import AnswerOptions, Globals, Runtime, guarded, lone, run_async
 
@@ -31,18 +33,38 @@ if TYPE_CHECKING:
 # --- options ---------------------------------------------------------------------------------------------------------
 
 
-def _opt(*names: str, help: str, kind: Any = str | None, metavar: str | None = None) -> Any:
-    return Annotated[kind, typer.Option(*names, help=help, show_default=False, metavar=metavar)]
+def _opt(*names: str, help: str, kind: Any = str | None, metavar: str | None = None, complete: Any = None) -> Any:
+    option = typer.Option(*names, help=help, show_default=False, metavar=metavar, autocompletion=complete)
+    return Annotated[kind, option]
 
 
-Server = _opt("-s", "--server", help="URL, config name, 'demo', or a stdio command line.", metavar="TARGET")
+Server = _opt(
+    "-s",
+    "--server",
+    help="URL, config name, 'demo', or a stdio command line.",
+    metavar="TARGET",
+    complete=complete_servers,
+)
 Header = _opt(
     "-H", "--header", help='HTTP header "Name: value" (repeatable).', kind=list[str] | None, metavar="'NAME: VALUE'"
 )
 ProtocolOpt = _opt("--protocol", help="auto | legacy | 2026-07-28 (default auto).", metavar="VERSION")
 StoreOpt = _opt("--store", help="Session store URL (default: sqlite: under the state dir).", metavar="URL")
 Debug = _opt("--debug", help="Show tracebacks and SDK logs.", kind=bool | None)
-Verbose = _opt("-v", "--verbose", help="Say what happens round by round.", kind=bool | None)
+Bearer = _opt(
+    "--bearer",
+    help="Static bearer token for an HTTP server (prefer bearer_token_env in the config: flags show in ps).",
+    metavar="TOKEN",
+)
+Verbose = _opt(
+    "-v", "--verbose", help="Say what happens round by round, and each JSON-RPC message in one line.", kind=bool | None
+)
+TraceOpt = _opt("--trace", help="Write every JSON-RPC message, redacted, as NDJSON to FILE (0600).", metavar="FILE")
+LogLevel = _opt(
+    "--log-level",
+    help="Print the server's log messages at LEVEL and up: debug|info|notice|warning|error|critical|alert|emergency.",
+    metavar="LEVEL",
+)
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 Keys = list[str] | None
 
@@ -50,8 +72,11 @@ CONNECTION: dict[str, tuple[Any, Any]] = {
     "server": (Server, None),
     "header": (Header, None),
     "protocol": (ProtocolOpt, None),
+    "bearer": (Bearer, None),
     "debug": (Debug, None),
     "verbose": (Verbose, None),
+    "trace": (TraceOpt, None),
+    "log_level": (LogLevel, None),
 }
 """Global options that may also follow the subcommand (the later value wins)."""
 
@@ -153,7 +178,7 @@ app = typer.Typer(
         "Try: mcpcli call provision --arg name=orders   (against the built-in demo server)"
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion; what TAB offers: mcpcli.completion
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -190,7 +215,7 @@ def _main(
 
 def _globals(values: dict[str, Any]) -> dict[str, Any]:
     """The global options among a command's values, named as ``Globals`` fields."""
-    names = {"server", "protocol", "store", "debug", "verbose"}
+    names = {"server", "protocol", "store", "debug", "verbose", "bearer", "trace", "log_level"}
     found = {k: v for k, v in values.items() if k in names}
     if values.get("header"):
         found["headers"] = list(values["header"])
@@ -318,7 +343,12 @@ def _call_command(
 ArgPairs = Annotated[
     list[str] | None,
     typer.Option(
-        "--arg", "-a", metavar="KEY=VALUE", help="Typed by the schema; KEY=@file reads a file.", show_default=False
+        "--arg",
+        "-a",
+        metavar="KEY=VALUE",
+        help="Typed by the schema; KEY=@file reads a file.",
+        show_default=False,
+        autocompletion=complete_args,
     ),
 ]
 ArgsJson = Annotated[
@@ -335,7 +365,7 @@ StatusOpt = Annotated[
 @shared(CONNECTION, STORE, ANSWERS)
 def call(
     ctx: typer.Context,
-    tool: Annotated[str, typer.Argument(help="The tool to call.")],
+    tool: Annotated[str, typer.Argument(help="The tool to call.", autocompletion=complete_tools)],
     arg: ArgPairs = None,
     args: ArgsJson = None,
     *,
@@ -353,7 +383,7 @@ def call(
 @shared(CONNECTION, STORE, ANSWERS)
 def prompt(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The prompt to get.")],
+    name: Annotated[str, typer.Argument(help="The prompt to get.", autocompletion=complete_prompts)],
     arg: ArgPairs = None,
     *,
     shared: dict[str, Any],
@@ -380,7 +410,12 @@ def read(
 @shared(CONNECTION, STORE, ANSWERS)
 def resume(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id, or a unique prefix of at least 4 characters.")],
+    session: Annotated[
+        str,
+        typer.Argument(
+            help="Session id, or a unique prefix of at least 4 characters.", autocompletion=complete_sessions
+        ),
+    ],
     steal: Annotated[
         bool, typer.Option("--steal", help="Take the session over from a driver that is gone (its lease holder).")
     ] = False,
@@ -414,7 +449,10 @@ TUI_ANSWERS = {name: spec for name, spec in ANSWERS.items() if name not in ("tui
 def tui(
     ctx: typer.Context,
     session: Annotated[
-        str | None, typer.Argument(help="Resume this session (id or prefix) in the app.", show_default=False)
+        str | None,
+        typer.Argument(
+            help="Resume this session (id or prefix) in the app.", show_default=False, autocompletion=complete_sessions
+        ),
     ] = None,
     *,
     shared: dict[str, Any],
@@ -444,7 +482,10 @@ SESSION_OPTIONS: dict[str, tuple[Any, Any]] = {
     "json": (Json, False),
 }
 SessionId = Annotated[
-    str, typer.Argument(help="Session id, or a unique prefix of at least 4 characters.", metavar="ID")
+    str,
+    typer.Argument(
+        help="Session id, or a unique prefix of at least 4 characters.", metavar="ID", autocompletion=complete_sessions
+    ),
 ]
 
 
@@ -469,7 +510,14 @@ def sessions_list(
     status: StatusOpt = None,
     server: Annotated[
         str | None,
-        typer.Option("-s", "--server", metavar="TARGET", help="Only sessions of this server.", show_default=False),
+        typer.Option(
+            "-s",
+            "--server",
+            metavar="TARGET",
+            help="Only sessions of this server.",
+            show_default=False,
+            autocompletion=complete_servers,
+        ),
     ] = None,
     waiting: Annotated[
         bool, typer.Option("--waiting", help="The inbox: flows waiting for input, and what each waits for.")
@@ -497,18 +545,22 @@ def sessions_show(
     ctx: typer.Context,
     session: SessionId,
     reveal: Annotated[bool, typer.Option("--reveal", help="Show secret answers instead of masking them.")] = False,
+    trace: Annotated[
+        bool, typer.Option("--trace", help="Print the JSON-RPC messages the session recorded (redacted).")
+    ] = False,
     *,
     shared: dict[str, Any],
 ) -> None:
     """Show a session: its call, and each round's questions and answers (secrets masked).
 
-    The request_state is shown only as its size and hash.
+    The request_state is shown only as its size and hash. With --trace: its recorded messages instead,
+    one line each (--json: the NDJSON lines as a JSON array).
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.session_views import show_session
+        from mcpcli.session_views import show_session, show_trace
 
-        return show_session(rt, session, reveal=reveal)
+        return show_trace(rt, session) if trace else show_session(rt, session, reveal=reveal)
 
     _sessions_command(ctx, shared, body)
 
@@ -517,7 +569,10 @@ def sessions_show(
 @shared(STORE, SESSION_OPTIONS)
 def sessions_rm(
     ctx: typer.Context,
-    sessions: Annotated[list[str], typer.Argument(help="Session ids or unique prefixes.", metavar="ID...")],
+    sessions: Annotated[
+        list[str],
+        typer.Argument(help="Session ids or unique prefixes.", metavar="ID...", autocompletion=complete_sessions),
+    ],
     *,
     shared: dict[str, Any],
 ) -> None:
@@ -700,34 +755,260 @@ def keys_rm(ctx: typer.Context, name: ProviderName, *, shared: dict[str, Any]) -
     _sessions_command(ctx, shared, body)
 
 
+# --- servers ---------------------------------------------------------------------------------------------------------
+
+servers_app = typer.Typer(
+    help=(
+        "Named servers (-s NAME): list them, add or remove your own, import those other MCP clients know.\n\n"
+        "Looked up in config.toml's mcpServers, then servers.json (managed here), then ./.mcp.json."
+    ),
+    no_args_is_help=True,
+)
+app.add_typer(servers_app, name="servers")
+QUIET: dict[str, tuple[Any, Any]] = {"debug": (Debug, None), "verbose": (Verbose, None)}
+Force = Annotated[bool, typer.Option("--force", help="Replace an entry of the same name in servers.json.")]
+
+
+@servers_app.command("list")
+@shared(SESSION_OPTIONS)
+def servers_list(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
+    """List the named servers: kind, target, where each is defined, and which one shadows which.
+
+    Connects to nothing; env and header values are not shown, only their names.
+    """
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.server_commands import list_servers
+
+        return list_servers(rt)
+
+    _sessions_command(ctx, shared, body)
+
+
+@servers_app.command("import")
+@shared(QUIET)
+def servers_import(
+    ctx: typer.Context,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="claude|vscode|cursor|FILE",
+            help="Where from (default: every known place).",
+            show_default=False,
+        ),
+    ] = None,
+    name: Annotated[
+        list[str] | None,
+        typer.Option("--name", metavar="NAME", help="Import only this server (repeatable).", show_default=False),
+    ] = None,
+    force: Force = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be imported; write nothing.")] = False,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Copy the servers Claude Desktop/Code, VS Code or Cursor know into servers.json.
+
+    Entries are copied as written: ${env:NAME} references stay references, expanded when mcpcli connects.
+
+    Example: mcpcli servers import --from vscode --dry-run
+    """
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.server_commands import import_servers
+
+        return import_servers(rt, source, list(name or []), force=force, dry_run=dry_run)
+
+    _sessions_command(ctx, shared, body)
+
+
+@servers_app.command("add")
+@shared(QUIET)
+def servers_add(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The name to use with -s.", metavar="NAME")],
+    target: Annotated[
+        list[str], typer.Argument(help="A URL, a quoted command line, or -- command args...", metavar="TARGET")
+    ],
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env", "-e", metavar="K=V", help="Environment for a stdio server (repeatable).", show_default=False
+        ),
+    ] = None,
+    header: Annotated[
+        list[str] | None,
+        typer.Option("--header", "-H", metavar="'NAME: VALUE'", help="HTTP header (repeatable).", show_default=False),
+    ] = None,
+    cwd: Annotated[
+        str | None,
+        typer.Option("--cwd", metavar="DIR", help="Working directory of a stdio server.", show_default=False),
+    ] = None,
+    force: Force = False,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Add a server to servers.json.
+
+    Quote references so the shell leaves them for mcpcli to expand at connect time.
+
+    Example: mcpcli servers add files -e ROOT='${env:HOME}' -- npx -y @modelcontextprotocol/server-filesystem /tmp
+    """
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.server_commands import add_server
+
+        return add_server(rt, name, target, env=list(env or []), headers=list(header or []), cwd=cwd, force=force)
+
+    _sessions_command(ctx, shared, body)
+
+
+@servers_app.command("remove")
+@shared(QUIET)
+def servers_remove(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="A server of servers.json.", metavar="NAME")],
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Remove a server from servers.json (those of config.toml and ./.mcp.json are edited there)."""
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.server_commands import remove_server
+
+        return remove_server(rt, name)
+
+    _sessions_command(ctx, shared, body)
+
+
+# --- OAuth sign-in ---------------------------------------------------------------------------------------------------
+
+auth_app = typer.Typer(
+    help=(
+        "Sign in to OAuth-protected HTTP servers once; mcpcli refreshes the tokens and uses them for calls "
+        "and resumes.\n\n"
+        "A call to a server that answers 401 signs in by itself when you are at a terminal."
+    ),
+    no_args_is_help=True,
+)
+app.add_typer(auth_app, name="auth")
+AuthServer = Annotated[
+    str | None,
+    typer.Argument(help="URL or config name (default: -s / MCPCLI_SERVER / default_server).", metavar="SERVER"),
+]
+AUTH_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "server": (Server, None),
+    "debug": (Debug, None),
+    "verbose": (Verbose, None),
+}
+
+
+def _auth_command(
+    ctx: typer.Context, given: str | None, values: dict[str, Any], body: Callable[[Runtime], int]
+) -> None:
+    _sessions_command(ctx, {**values, "server": given or values.get("server")}, body)
+
+
+@auth_app.command("login")
+@shared(AUTH_OPTIONS)
+def auth_login(
+    ctx: typer.Context,
+    given: AuthServer = None,
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Print the sign-in URL instead of opening a browser.")
+    ] = False,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Sign in to a server with OAuth (in your browser) and keep the tokens (0600 file, or the OS keyring).
+
+    The browser comes back to a one-shot listener on 127.0.0.1, so sign in on this machine.
+    $BROWSER is honoured as Python's webbrowser reads it.
+
+    Example: mcpcli auth login https://mcp.example.com/mcp
+    """
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.auth.commands import login
+
+        return run_async(lambda: login(rt, open_browser=not no_browser)) or 0
+
+    _auth_command(ctx, given, shared, body)
+
+
+@auth_app.command("status")
+@shared({**AUTH_OPTIONS, "json": (Json, False)})
+def auth_status(ctx: typer.Context, given: AuthServer = None, *, shared: dict[str, Any]) -> None:
+    """List stored OAuth logins: state, expiry, scope, client — never the tokens."""
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.auth.commands import status
+
+        return status(rt, server_given=bool(given or shared.get("server")))
+
+    _auth_command(ctx, given, shared, body)
+
+
+@auth_app.command("logout")
+@shared(AUTH_OPTIONS)
+def auth_logout(ctx: typer.Context, given: AuthServer = None, *, shared: dict[str, Any]) -> None:
+    """Forget a server's tokens and client registration on this machine."""
+
+    def body(rt: Runtime) -> int:
+        from mcpcli.auth.commands import logout
+
+        return logout(rt)
+
+    _auth_command(ctx, given, shared, body)
+
+
 @app.command()
 def paths(ctx: typer.Context, json: Json = False) -> None:
-    """Print where the config, the session store and the logs live."""
+    """Print where the config, the named servers, the session store, logs, tokens and caches live."""
 
     def body() -> int:
         from mcpcli.config import Paths
+        from mcpcli.servers import project_file
 
         p = Paths.from_env()
+        project = project_file()
         where = {
             "config": str(p.config_file),
+            "servers": str(p.servers_file),
+            **({"project": str(project)} if project.is_file() else {}),
+            "state": str(p.state_dir),
             "store": str(p.store_file),
             "logs": str(p.log_dir),
-            "state": str(p.state_dir),
+            "tokens": str(p.token_dir),
+            "keys": str(p.store_key_file.parent),
+            "cache": str(p.cache_dir),
         }
         if json:
             import json as j
 
             sys.stdout.write(j.dumps(where, indent=2) + "\n")
         else:
-            sys.stdout.write("".join(f"{k:<7} {v}\n" for k, v in where.items()))
+            sys.stdout.write("".join(f"{k:<8} {v}\n" for k, v in where.items()))
         return 0
 
     _run(body, ctx.obj.debug)
 
 
+@app.command("_refresh-cache", hidden=True)
+def refresh_cache(target: Annotated[str | None, typer.Argument()] = None) -> None:
+    """Rewrite shell completion's cached tool and prompt lists of TARGET (started by completion, prints nothing)."""
+    from mcpcli.listcache import refresh
+
+    raise typer.Exit(refresh(target))
+
+
 def main() -> None:
     """Console-script entry point."""
     try:
+        if os.environ.get("_MCPCLI_COMPLETE"):  # the shell asks what TAB offers (Typer's protocol)
+            from mcpcli.completion import answer_shell
+
+            answer_shell(app)
         app()
     except KeyboardInterrupt:  # interrupted outside a command body (e.g. while parsing)
         sys.stderr.write("\nInterrupted.\n")

@@ -14,13 +14,14 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcpcli.answers import Presets, Roots, answers_template
 from mcpcli.arguments import build_arguments
+from mcpcli.auth import Credentials
 from mcpcli.connection import connect
 from mcpcli.errors import ExitCode, McpcliError, ServerError, SessionError, UsageError, UserStopped
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump
@@ -38,18 +39,31 @@ if TYPE_CHECKING:
 # --- discovery -------------------------------------------------------------------------------------------------------
 
 
+def credentials(rt: Runtime, *, interactive: bool) -> Credentials:
+    """How this run signs in to an HTTP server: ``--bearer``, else the config, else OAuth (a browser only when
+    ``interactive``: a person is at the terminal)."""
+    return Credentials(interactive=interactive, bearer=rt.g.bearer)
+
+
+def _at_terminal() -> bool:
+    return sys.stdin.isatty() or os.environ.get("MCPCLI_ASSUME_TTY") == "1"
+
+
 async def discover(rt: Runtime, what: str) -> int:
     target = rt.target()
-    async with connect(target, rt.paths, protocol=rt.protocol()) as client:
+    creds = credentials(rt, interactive=_at_terminal())
+    logs = _server_logs(rt, rt.out.note)
+    tracer = rt.tracer()
+    async with connect(target, rt.paths, protocol=rt.protocol(), credentials=creds, tracer=tracer, **logs) as client:
         try:
             if what == "info":
                 return _info(rt, client)
             if what == "tools":
-                tools = await _all(client.list_tools, "tools")
+                tools = await _all(client.list_tools, "tools", _keep(rt, target, client, "tools"))
                 rows = [(x["name"], _args_summary(x.get("inputSchema")), x.get("description", "")) for x in tools]
                 return _emit(rt, {"tools": tools}, "Tools", ("name", "arguments", "description"), rows)
             if what == "prompts":
-                prompts = await _all(client.list_prompts, "prompts")
+                prompts = await _all(client.list_prompts, "prompts", _keep(rt, target, client, "prompts"))
                 rows = [(p["name"], _prompt_args(p), p.get("description", "")) for p in prompts]
                 return _emit(rt, {"prompts": prompts}, "Prompts", ("name", "arguments", "description"), rows)
             resources = await _all(client.list_resources, "resources")
@@ -65,17 +79,33 @@ async def discover(rt: Runtime, what: str) -> int:
             raise ServerError(f"The server refused to list {what}: {exc.message}.") from None
 
 
-async def _all(fetch: Any, key: str) -> list[dict[str, Any]]:
-    """Every page of a listing (bounded: a paginator that never ends cannot hang us)."""
+Keep = Callable[[list[Any]], None]
+"""Takes the pages of a complete listing (see ``_keep``)."""
+
+
+async def _all(fetch: Any, key: str, keep: Keep | None = None) -> list[dict[str, Any]]:
+    """Every page of a listing (bounded: a paginator that never ends cannot hang us); ``keep`` gets the pages of a
+    complete one."""
     items: list[dict[str, Any]] = []
+    pages: list[Any] = []
     cursor = None
     for _ in range(100):
-        page = dump(await fetch(cursor=cursor))
+        pages.append(await fetch(cursor=cursor))
+        page = dump(pages[-1])
         items.extend(page.get(key) or [])
         cursor = page.get("nextCursor")
         if not cursor:
+            if keep is not None:
+                keep(pages)
             break
     return items
+
+
+def _keep(rt: Runtime, target: Target, client: Client, kind: Literal["tools", "prompts"]) -> Keep:
+    """Hands a complete tools or prompts listing to shell completion's cache (``mcpcli.listcache``)."""
+    from mcpcli.listcache import remember
+
+    return lambda pages: remember(rt.paths, target, kind, pages, client.protocol_version)
 
 
 def _emit(rt: Runtime, doc: dict[str, Any], title: str, cols: tuple[str, ...], rows: list[Any]) -> int:
@@ -146,7 +176,7 @@ def _sources(rt: Runtime, opts: AnswerOptions) -> list[AnswerSource]:
 def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
     """The person at the terminal, when there is one to ask: stdin is a terminal and ``--no-input`` is not given
     (``MCPCLI_ASSUME_TTY`` lets tests drive a pipe)."""
-    if opts.no_input or not (sys.stdin.isatty() or os.environ.get("MCPCLI_ASSUME_TTY") == "1"):
+    if opts.no_input or not _at_terminal():
         return None
     from mcpcli.inline import Terminal
 
@@ -170,9 +200,22 @@ def _flow(rt: Runtime, opts: AnswerOptions, server: str, flows: list[Flow]) -> F
         sources=sources,
         reporter=rt.out,
         limits=Limits(max_rounds=opts.max_rounds, timeout=opts.timeout),
+        credentials=credentials(rt, interactive=_terminal(rt, opts) is not None),
     )
+    # Every flow records its trace in its session (bounded); --trace and -v read the same tap.
+    flow.tracer = keeper.tracer = rt.tracer(record=True)
     flows.append(flow)
     return flow
+
+
+def _server_logs(rt: Runtime, say: Callable[[str], None]) -> dict[str, Any]:
+    """``--log-level``: the opt-in and where each server log line goes (``say``); without it, none of either."""
+    level = rt.log_level()
+    if level is None:
+        return {}
+    from mcpcli.server_logs import log_printer
+
+    return {"log_level": level, "on_log": log_printer(level, say)}
 
 
 def _sampling_tools(rt: Runtime, opts: AnswerOptions) -> bool:
@@ -237,6 +280,9 @@ def _connect_flow(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any) -> 
         roots=flow.back_channel("roots"),
         sampling=flow.back_channel("sampling"),
         sampling_tools=_sampling_tools(rt, opts),
+        credentials=flow.credentials,
+        tracer=flow.tracer,
+        **_server_logs(rt, flow.reporter.note),
     )
 
 
@@ -265,9 +311,12 @@ async def run_call(
 
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
-            arguments = build_arguments(await _input_schema(client, name), pairs, args)
+            arguments = build_arguments(
+                await _input_schema(client, name, _keep(rt, target, client, "tools")), pairs, args
+            )
         elif method == "prompts/get":
-            arguments = build_arguments(await _prompt_schema(client, name, pairs), pairs, None, what="prompt")
+            schema = await _prompt_schema(client, name, pairs, _keep(rt, target, client, "prompts"))
+            arguments = build_arguments(schema, pairs, None, what="prompt")
         else:
             arguments = {}
         return await flow.start(Call(method, name, arguments))
@@ -275,9 +324,9 @@ async def run_call(
     return await _connect_and_run(rt, opts, flow, target, run)
 
 
-async def _prompt_schema(client: Client, prompt: str, pairs: list[str]) -> dict[str, Any]:
+async def _prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Keep | None = None) -> dict[str, Any]:
     """Prompt arguments are strings; the prompt's listing says which are required."""
-    listed = next((p for p in await _all(client.list_prompts, "prompts") if p["name"] == prompt), None)
+    listed = next((p for p in await _all(client.list_prompts, "prompts", keep) if p["name"] == prompt), None)
     if listed is None:
         raise UsageError(f"The server has no prompt {prompt!r}.", hint="See them with: mcpcli prompts")
     arguments = listed.get("arguments") or []
@@ -288,17 +337,21 @@ async def _prompt_schema(client: Client, prompt: str, pairs: list[str]) -> dict[
     }
 
 
-async def _input_schema(client: Client, tool: str) -> dict[str, Any] | None:
+async def _input_schema(client: Client, tool: str, keep: Keep | None = None) -> dict[str, Any] | None:
     """The tool's inputSchema; an unknown tool is a usage error (nothing is sent)."""
     cursor = None
     names: list[str] = []
+    pages: list[Any] = []
     for _ in range(100):
         page = await client.list_tools(cursor=cursor)
+        pages.append(page)
+        cursor = page.next_cursor
+        if not cursor and keep is not None:  # the whole list
+            keep(pages)
         for item in page.tools:
             if item.name == tool:
                 return dict(item.input_schema)
             names.append(item.name)
-        cursor = page.next_cursor
         if not cursor:
             break
     shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
@@ -350,7 +403,7 @@ def interrupted(rt: Runtime, flows: list[Flow]) -> None:
     for flow in flows:
         if flow.session is not None:
             with contextlib.suppress(SessionError):
-                rt.store.update(flow.session.id, status="waiting")
+                rt.store.update(flow.session.id, status="waiting", trace=flow.tracer.drain() if flow.tracer else ())
             rt.out.err.print(
                 f"\nInterrupted; session {flow.session.id} saved. Resume it with: mcpcli resume {flow.session.id}",
                 markup=False,
@@ -415,6 +468,8 @@ async def drive(
     flow = _flow(rt, opts, record.server if record is not None else target.label, flows)
     flow.sources = _tui_sources(list(flow.sources), opts, lambda presets: make_user(flow, presets), approver)
     flow.reporter = reporter
+    flow.tracer = flow.keeper.tracer = rt.tracer(record=True, summaries=False)  # the app owns the terminal
+    flow.credentials = credentials(rt, interactive=False)  # the app owns the terminal: `mcpcli auth login` signs in
     async with _connect_flow(rt, opts, flow, target) as client:
         flow.client = client
         if isinstance(job, ResumeJob):
@@ -423,9 +478,10 @@ async def drive(
         if job.arguments is not None:
             arguments = job.arguments
         elif job.method == "tools/call":
-            arguments = build_arguments(await _input_schema(client, job.name), list(job.pairs), job.args)
+            schema = await _input_schema(client, job.name, _keep(rt, target, client, "tools"))
+            arguments = build_arguments(schema, list(job.pairs), job.args)
         elif job.method == "prompts/get":
-            schema = await _prompt_schema(client, job.name, list(job.pairs))
+            schema = await _prompt_schema(client, job.name, list(job.pairs), _keep(rt, target, client, "prompts"))
             arguments = build_arguments(schema, list(job.pairs), None, what="prompt")
         else:
             arguments = {}
@@ -438,8 +494,10 @@ def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | No
     Unlike ``rt.target()`` it changes nothing in ``rt`` (the app runs many flows) and prints nothing.
     """
     from mcpcli.config import parse_headers, resolve_target
+    from mcpcli.servers import ServerTable
 
-    return resolve_target(rt.g.server or stored, rt.settings, headers=parse_headers(rt.g.headers))
+    servers = ServerTable(rt.paths, rt.settings)
+    return resolve_target(rt.g.server or stored, rt.settings, headers=parse_headers(rt.g.headers), servers=servers)
 
 
 def _tui_sources(
@@ -461,7 +519,9 @@ async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
     kinds = {"tools": "list_tools", "prompts": "list_prompts", "resources": "list_resources"}
     kinds["resourceTemplates"] = "list_resource_templates"
     found: dict[str, list[dict[str, Any]]] = {}
-    async with connect(tui_target(rt)[0], rt.paths, protocol=rt.protocol()) as client:
+    creds = credentials(rt, interactive=False)  # the app owns the terminal: sign in with `mcpcli auth login`
+    tracer = rt.tracer(summaries=False)
+    async with connect(tui_target(rt)[0], rt.paths, protocol=rt.protocol(), credentials=creds, tracer=tracer) as client:
         for key, method in kinds.items():
             try:
                 found[key] = await _all(getattr(client, method), key)
