@@ -116,6 +116,7 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
     from mcpcli.keeper import Keeper
     from mcpcli.output import Output
     from mcpcli.store import open_store
+    from mcpcli.trace import Tracer
 
     paths = Paths.from_env()
     store = open_store(None, paths.store_file)  # the default store: SQLite, WAL, synchronous=FULL
@@ -125,6 +126,7 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
         out_console=Console(file=io.StringIO()), err_console=Console(file=io.StringIO())
     )  # the CLI's own, unseen
     current: list[Flow] = []  # as the CLI does, the back-channel callbacks belong to the running flow
+    tracer = Tracer(record=True)  # as the CLI does: every flow's session records its (redacted) trace
 
     async def back_channel(kind: str, request: Any) -> Any:
         return await current[-1].back_channel(kind)(request)
@@ -142,6 +144,7 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
                 elicitation=lambda r: back_channel("elicitation", r),
                 roots=lambda r: back_channel("roots", r),
                 sampling=lambda r: back_channel("sampling", r),
+                tracer=tracer,
             ) as client,
             Client(url, elicitation_callback=sdk_elicit) as sdk,
         ):
@@ -152,6 +155,7 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
                     keeper=Keeper(open_store=lambda: store), server=target.label, sources=[presets], reporter=reporter
                 )
                 flow.client = client
+                flow.tracer = flow.keeper.tracer = tracer
                 current.append(flow)
                 start = time.perf_counter()
                 outcome = await flow.start(Call("tools/call", "provision", {"name": name}))

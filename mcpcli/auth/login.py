@@ -167,7 +167,6 @@ class Browser:
                 _say("No browser could be started; open the URL above yourself.")
         else:
             _say(f"To sign in to {sanitize(self.label)}, open this URL in a browser on this machine:\n  {shown}")
-        _say(f"Waiting for the browser (up to {int(login_timeout())} s; Ctrl-C to stop)…")
 
     async def callback(self) -> AuthorizationCodeResult:
         import anyio
@@ -175,6 +174,8 @@ class Browser:
         receiver = self.receiver
         if receiver is None:  # the SDK always redirects first
             raise LoginFailed("The sign-in was not started.")
+        if not receiver.done.is_set():
+            _say(f"Waiting for the browser (up to {int(login_timeout())} s; Ctrl-C to stop)…")
         try:
             with anyio.fail_after(login_timeout()):
                 while not receiver.done.is_set():
