@@ -478,3 +478,21 @@ def test_a_refusal_in_the_browser_is_shown_escaped_and_reported() -> None:
         receiver.close()
     assert status == 400 and "&lt;script&gt;" in page and "<script>" not in page
     assert receiver.result is None and receiver.error == "<script>no</script>"
+
+
+def test_a_call_with_a_stored_login_does_not_import_keyring(cli: Any, oauth: Any, browser: Path) -> None:
+    """Importing keyring costs ~40 ms (its backends are discovered at import): only a write of a login needs it."""
+    server = oauth()
+    assert cli("auth", "login", server.url).code == 0
+    code = (
+        "import sys\n"
+        "from mcpcli.cli import app\n"
+        "try:\n"
+        f"    app(['call', 'whoami', '-s', {server.url!r}, '--no-input'], standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('KEYRING' if any(m == 'keyring' or m.startswith('keyring.') for m in sys.modules) else 'NONE')\n"
+    )
+    proc = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert "alice via" in proc.stdout, proc.stderr
+    assert proc.stdout.strip().endswith("NONE")

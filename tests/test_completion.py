@@ -374,6 +374,34 @@ def test_real_bash_completes_a_tool_and_a_value_with_the_installed_script(
         sh.close(force=True)
 
 
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="needs zsh")
+def test_real_zsh_completes_a_tool_and_a_value_with_the_installed_script(
+    cli: Any, home: Path, tmp_path: Path, hinted: dict[str, Target]
+) -> None:
+    import pexpect
+
+    assert cli("tools", "-s", "hinted").code == 0
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "mcpcli").write_text(f'#!/bin/sh\nexec {shlex.quote(PY)} -m mcpcli "$@"\n')
+    (bin_dir / "mcpcli").chmod(0o755)
+    (tmp_path / "completion.zsh").write_text(show_completion("zsh", tmp_path))
+
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT), "TERM": "dumb"}
+    sh = pexpect.spawn("zsh", ["-f", "-i"], cwd=str(tmp_path), env=env, encoding="utf-8", timeout=30)
+    try:
+        sh.sendline("PS1='%% '; autoload -U compinit && compinit -u && source completion.zsh && echo sour''ced")
+        sh.expect_exact("sourced")
+        sh.send("mcpcli -s hinted call dep\t")
+        sh.expect_exact("deploy")
+        sh.send(" --arg env=st\t")
+        sh.expect_exact("env=staging")
+        sh.send("\x01echo \r")  # Ctrl-A: to the start of the line, to echo it instead of running it
+        sh.expect(r"mcpcli -s hinted call deploy +--arg env=staging *\r\n")
+    finally:
+        sh.close(force=True)
+
+
 # --- sessions --------------------------------------------------------------------------------------------------------
 
 

@@ -113,7 +113,17 @@ class TokenVault:
 
     def __init__(self, paths: Paths, backend: Backend | None = None) -> None:
         self.dir = paths.token_dir
-        self.backend: Backend = backend or _choose_backend()
+        self._backend = backend
+        if backend is None and _wanted() != "auto":
+            self._backend = _choose_backend()  # chosen by name: say at once when it is wrong or cannot be had
+
+    @property
+    def backend(self) -> Backend:
+        """Where new logins are written; decided at the first write (importing ``keyring`` costs ~40 ms, and most
+        runs only read a login)."""
+        if self._backend is None:
+            self._backend = _choose_backend()
+        return self._backend
 
     # --- reading ---
 
@@ -129,7 +139,7 @@ class TokenVault:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return Login(server=server, backend=self.backend)
+            return Login(server=server)
         except OSError as exc:
             raise ConfigError(f"Cannot read {path}: {exc.strerror}.") from None
         return Login.from_json(_parse(text, str(path)), "file")
@@ -223,9 +233,13 @@ def _write_private(path: Path, text: str) -> None:
 # --- the optional keyring ---------------------------------------------------------------------------------------------
 
 
+def _wanted() -> str:
+    return os.environ.get("MCPCLI_TOKEN_STORE", "auto").strip().lower()
+
+
 def _choose_backend() -> Backend:
     """``MCPCLI_TOKEN_STORE=file|keyring`` decides; by default the keyring when it is installed and works."""
-    wanted = os.environ.get("MCPCLI_TOKEN_STORE", "auto").strip().lower()
+    wanted = _wanted()
     if wanted == "file":
         return "file"
     if wanted not in ("auto", "keyring"):
