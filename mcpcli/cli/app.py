@@ -1,0 +1,104 @@
+"""The Typer app: its global options, the sub-command groups, and the one way every command body runs
+(``guarded``: one line and an exit code for every failure)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from mcpcli import __version__
+from mcpcli.cli.options import (
+    CONNECTION,
+    STORE,
+    shared,
+)
+from mcpcli.errors import ExitCode
+from mcpcli.runtime import Globals, Runtime, guarded
+
+# --- the app ---------------------------------------------------------------------------------------------------------
+
+app = typer.Typer(
+    name="mcpcli",
+    help=(
+        "Call MCP servers from a shell, and carry flows that need more than one round trip to the end.\n\n"
+        "Try: mcpcli call provision --arg name=orders   (against the built-in demo server)"
+    ),
+    no_args_is_help=True,
+    add_completion=True,  # --install-completion / --show-completion; what TAB offers: mcpcli.completion
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+sessions_app = typer.Typer(
+    help="Stored flows: list, show, remove, prune, export and import them.", no_args_is_help=True
+)
+app.add_typer(sessions_app, name="sessions")
+llm_app = typer.Typer(help="LLM providers that answer sampling requests: list them, test one.", no_args_is_help=True)
+app.add_typer(llm_app, name="llm")
+keys_app = typer.Typer(help="API keys of LLM providers (kept 0600 under the config dir).", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"mcpcli {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+@shared(CONNECTION, STORE)
+def _main(
+    ctx: typer.Context,
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = None,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    ctx.obj = Globals().merged(**global_values(shared))
+
+
+def global_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The global options among a command's values, named as ``Globals`` fields."""
+    names = {"server", "protocol", "store", "debug", "verbose", "bearer", "trace", "log_level"}
+    found = {k: v for k, v in values.items() if k in names}
+    if values.get("header"):
+        found["headers"] = list(values["header"])
+    return found
+
+
+def run_guarded(body: Callable[[], int | None], debug: bool) -> None:
+    raise typer.Exit(int(guarded(body, debug)))
+
+
+def local_command(ctx: typer.Context, values: dict[str, Any], body: Callable[[Runtime], int]) -> None:
+    """Run a command that needs no server connection of its own (sessions, llm, keys, servers, auth): a ``Runtime``,
+    the body, the exit code."""
+    g: Globals = ctx.obj.merged(**global_values(values))
+
+    def run() -> int:
+        rt = Runtime(g, json_out=values.get("json", False))
+        try:
+            return body(rt)
+        finally:
+            rt.close()
+
+    run_guarded(run, g.debug)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        if os.environ.get("_MCPCLI_COMPLETE"):  # the shell asks what TAB offers (Typer's protocol)
+            from mcpcli.completion import answer_shell
+
+            answer_shell(app)
+        app()
+    except KeyboardInterrupt:  # interrupted outside a command body (e.g. while parsing)
+        sys.stderr.write("\nInterrupted.\n")
+        sys.exit(int(ExitCode.INTERRUPTED))

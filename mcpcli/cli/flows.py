@@ -1,0 +1,271 @@
+"""Commands that talk to a server: discovery (tools, prompts, resources, info) and flows (call, prompt, read,
+resume, tui). Each parses, builds the options and runs one core coroutine from ``mcpcli.commands``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from mcpcli.cli.app import (
+    app,
+    global_values,
+    run_guarded,
+)
+from mcpcli.cli.options import (
+    ANSWERS,
+    CONNECTION,
+    STORE,
+    Json,
+    shared,
+)
+from mcpcli.completion import complete_args, complete_prompts, complete_sessions, complete_tools
+from mcpcli.errors import ExitCode
+from mcpcli.runtime import AnswerOptions, Globals, Runtime, lone, run_async
+
+if TYPE_CHECKING:
+    from mcpcli.flow import Flow, Method
+
+
+# --- discovery -------------------------------------------------------------------------------------------------------
+
+
+def _discovery(ctx: typer.Context, what: str, values: dict[str, Any]) -> None:
+    g: Globals = ctx.obj.merged(**global_values(values))
+
+    def body() -> int:
+        from mcpcli.commands import discover
+
+        rt = Runtime(g, json_out=values["json"])
+        return run_async(lambda: discover(rt, what)) or 0
+
+    run_guarded(body, g.debug)
+
+
+LISTING = {**CONNECTION, "json": (Json, False)}
+
+
+@app.command()
+@shared(LISTING)
+def tools(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
+    """List the server's tools and their arguments."""
+    _discovery(ctx, "tools", shared)
+
+
+@app.command()
+@shared(LISTING)
+def prompts(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
+    """List the server's prompts."""
+    _discovery(ctx, "prompts", shared)
+
+
+@app.command()
+@shared(LISTING)
+def resources(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
+    """List the server's resources and resource templates."""
+    _discovery(ctx, "resources", shared)
+
+
+@app.command()
+@shared(LISTING)
+def info(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
+    """Show the server's name, version, negotiated protocol and capabilities."""
+    _discovery(ctx, "info", shared)
+
+
+# --- flows -----------------------------------------------------------------------------------------------------------
+
+Start = Callable[[Runtime, AnswerOptions, "list[Flow]"], Coroutine[Any, Any, int]]
+
+
+def _flow_command(
+    ctx: typer.Context, values: dict[str, Any], start: Start, job: Callable[[], Any] | None = None
+) -> None:
+    """Run a flow command; with ``--tui`` (and a ``job`` describing the flow) in the full-screen app instead."""
+    g: Globals = ctx.obj.merged(**global_values(values))
+    opts = AnswerOptions(
+        answer=list(values["answer"] or []),
+        answers=values["answers"],
+        decline=list(values["decline"] or []),
+        cancel=list(values["cancel"] or []),
+        accept=list(values["accept"] or []),
+        accept_defaults=values["accept_defaults"],
+        no_input=values["no_input"],
+        roots=list(values["root"] or []),
+        max_rounds=values["max_rounds"],
+        timeout=values["timeout"],
+        json=values["json"],
+        llm=values.get("llm"),
+        approve_sampling=values.get("approve_sampling"),
+    )
+
+    def body() -> int:
+        rt = Runtime(g, json_out=opts.json)
+        flows: list[Flow] = []
+        try:
+            if values.get("tui"):
+                from mcpcli.commands import run_tui  # the app runs its own event loop
+
+                return run_tui(rt, opts, flows, job=job() if job else None)
+            return run_async(lambda: start(rt, opts, flows)) or 0
+        except BaseException as exc:
+            # The connection's task groups wrap what the body raised; Ctrl-C may arrive inside a group.
+            single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            if isinstance(single, KeyboardInterrupt):
+                from mcpcli.commands import interrupted
+
+                interrupted(rt, flows)
+                return int(ExitCode.INTERRUPTED)
+            if single is not exc:
+                raise single from None
+            raise
+        finally:
+            rt.close()
+
+    run_guarded(body, g.debug)
+
+
+def _call_command(
+    ctx: typer.Context, values: dict[str, Any], method: Method, name: str, pairs: list[str], args: str | None
+) -> None:
+    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
+        from mcpcli.commands import run_call
+
+        return await run_call(rt, opts, flows, method, name, pairs, args)
+
+    def job() -> Any:
+        from mcpcli.commands import CallJob
+
+        return CallJob(method, name, tuple(pairs), args)
+
+    _flow_command(ctx, values, start, job)
+
+
+ArgPairs = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--arg",
+        "-a",
+        metavar="KEY=VALUE",
+        help="Typed by the schema; KEY=@file reads a file.",
+        show_default=False,
+        autocompletion=complete_args,
+    ),
+]
+ArgsJson = Annotated[
+    str | None,
+    typer.Option("--args", metavar="JSON", help="All arguments as JSON, @FILE, or - for stdin.", show_default=False),
+]
+
+
+@app.command()
+@shared(CONNECTION, STORE, ANSWERS)
+def call(
+    ctx: typer.Context,
+    tool: Annotated[str, typer.Argument(help="The tool to call.", autocompletion=complete_tools)],
+    arg: ArgPairs = None,
+    args: ArgsJson = None,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Call a tool; answer what the server asks, round after round, until the result.
+
+    Example: mcpcli call provision --arg name=orders --answer region=eu-west-1
+    """
+
+    _call_command(ctx, shared, "tools/call", tool, arg or [], args)
+
+
+@app.command()
+@shared(CONNECTION, STORE, ANSWERS)
+def prompt(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The prompt to get.", autocompletion=complete_prompts)],
+    arg: ArgPairs = None,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Get a prompt, answering what the server asks."""
+
+    _call_command(ctx, shared, "prompts/get", name, arg or [], None)
+
+
+@app.command()
+@shared(CONNECTION, STORE, ANSWERS)
+def read(
+    ctx: typer.Context,
+    uri: Annotated[str, typer.Argument(help="The resource URI (a template's URI filled in).")],
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Read a resource, answering what the server asks."""
+
+    _call_command(ctx, shared, "resources/read", uri, [], None)
+
+
+@app.command()
+@shared(CONNECTION, STORE, ANSWERS)
+def resume(
+    ctx: typer.Context,
+    session: Annotated[
+        str,
+        typer.Argument(
+            help="Session id, or a unique prefix of at least 4 characters.", autocompletion=complete_sessions
+        ),
+    ],
+    steal: Annotated[
+        bool, typer.Option("--steal", help="Take the session over from a driver that is gone (its lease holder).")
+    ] = False,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Continue a saved flow: answer what is pending and retry with the stored state.
+
+    Example: mcpcli resume 3f2a --answer region=eu-west-1
+    """
+
+    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
+        from mcpcli.commands import run_resume
+
+        return await run_resume(rt, opts, flows, session, steal=steal)
+
+    def job() -> Any:
+        from mcpcli.commands import ResumeJob
+
+        return ResumeJob(session, steal)
+
+    _flow_command(ctx, shared, start, job)
+
+
+TUI_ANSWERS = {name: spec for name, spec in ANSWERS.items() if name not in ("tui", "json")}
+"""``mcpcli tui`` takes the answer options too (presets pre-fill its forms); it is always full-screen, never JSON."""
+
+
+@app.command()
+@shared(CONNECTION, STORE, TUI_ANSWERS)
+def tui(
+    ctx: typer.Context,
+    session: Annotated[
+        str | None,
+        typer.Argument(
+            help="Resume this session (id or prefix) in the app.", show_default=False, autocompletion=complete_sessions
+        ),
+    ] = None,
+    *,
+    shared: dict[str, Any],
+) -> None:
+    """Open the full-screen app: the server's tools, prompts and resources, and your sessions.
+
+    Example: mcpcli tui   ·   mcpcli tui 3f2a (resume that session in the app)
+    """
+
+    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
+        raise AssertionError("mcpcli tui always runs the app")  # pragma: no cover
+
+    def job() -> Any:
+        from mcpcli.commands import ResumeJob
+
+        return ResumeJob(session) if session else None
+
+    _flow_command(ctx, {**shared, "tui": True, "json": False}, start, job)
