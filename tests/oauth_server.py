@@ -179,8 +179,22 @@ def authorization_server(provider: Provider) -> Starlette:
         client_registration_options=ClientRegistrationOptions(
             enabled=True, valid_scopes=["mcp"], default_scopes=["mcp"]
         ),
-        revocation_options=RevocationOptions(enabled=True),
+        revocation_options=RevocationOptions(enabled=True),  # advertised; served by ``revoke`` below
     )
+
+    async def revoke(request: Request) -> Response:
+        # RFC 7009 as a public client sends it (client_id, no secret); the SDK's handler insists on the field.
+        form = await request.form()
+        client = provider.clients.get(str(form.get("client_id")))
+        if client is None or (client.client_secret and form.get("client_secret") != client.client_secret):
+            return JSONResponse({"error": "unauthorized_client"}, status_code=401)
+        token = str(form.get("token"))
+        found = provider.access.get(token) or provider.refresh.get(token)
+        if found is not None and found.client_id == client.client_id:
+            await provider.revoke_token(found)
+        return Response(status_code=200)
+
+    routes = [Route("/revoke", revoke, methods=["POST"]), *routes]
     routes += [
         Route("/consent", consent),
         Route("/_test/events", events),

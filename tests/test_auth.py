@@ -277,8 +277,11 @@ def test_auth_logout_forgets_the_login_and_the_next_unattended_call_needs_a_logi
 ) -> None:
     server = oauth()
     assert cli("auth", "login", server.url).code == 0
+    old = _stored(home)["tokens"]["access_token"]
     result = cli("auth", "logout", server.url)
-    assert result.code == 0 and "Signed out" in result.err
+    assert result.code == 0 and "revoked at the authorization server and deleted here" in result.err
+    assert server.kinds().count("revoke") == 2  # the refresh token and the access token (RFC 7009)
+    assert cli("call", "whoami", "-s", server.url, "--bearer", old, "--no-input").code == 4  # it is dead there too
     assert _token_files(home) == []
     assert cli("auth", "status", "--json").json() == []
     assert cli("call", "whoami", "-s", server.url, "--no-input").code == 4

@@ -77,14 +77,54 @@ def status(rt: Runtime, *, server_given: bool) -> int:
     return 0
 
 
-def logout(rt: Runtime) -> int:
+async def logout(rt: Runtime) -> int:
+    """Revoke the tokens at the authorization server when it offers revocation (best effort), then forget them."""
     target = _http_target(rt, "logout")
     assert target.url is not None
-    if TokenVault(rt.paths, backend="file").forget(target.url):
-        rt.out.note(f"Signed out of {target.label}: its tokens and client registration are deleted here.")
+    vault = TokenVault(rt.paths, backend="file")
+    record = vault.load(target.url)
+    revoked = await revoke(record) if record.signed_in else False
+    if vault.forget(target.url):
+        where = "revoked at the authorization server and deleted here" if revoked else "deleted here"
+        rt.out.note(f"Signed out of {target.label}: its tokens were {where}, with the client registration.")
     else:
         rt.out.note(f"No login stored for {target.label}.")
     return 0
+
+
+REVOKE_TIMEOUT = 5.0
+
+
+async def revoke(record: Login) -> bool:
+    """RFC 7009: ask the authorization server to revoke the refresh and access tokens; whether it said yes.
+
+    Never fails the logout: a server without revocation, unreachable, or refusing, leaves only the local delete.
+    """
+    import httpx2
+
+    endpoint = ((record.auth_server or {}).get("metadata") or {}).get("revocation_endpoint")
+    client = record.client or {}
+    tokens = record.tokens or {}
+    if not endpoint or not client.get("client_id"):
+        return False
+    ok = False
+    async with httpx2.AsyncClient(timeout=REVOKE_TIMEOUT, follow_redirects=False) as http:
+        for hint in ("refresh_token", "access_token"):
+            if not tokens.get(hint):
+                continue
+            form = {"token": tokens[hint], "token_type_hint": hint, "client_id": client["client_id"]}
+            auth = None
+            if secret := client.get("client_secret"):  # authenticated as at the token endpoint
+                if client.get("token_endpoint_auth_method") == "client_secret_basic":
+                    auth = httpx2.BasicAuth(client["client_id"], secret)
+                else:
+                    form["client_secret"] = secret
+            try:
+                response = await http.post(endpoint, data=form, auth=auth)
+            except httpx2.HTTPError:
+                return ok
+            ok = ok or response.status_code == 200
+    return ok
 
 
 def _row(login: Login) -> dict[str, Any]:

@@ -180,6 +180,6 @@ def auth_logout(ctx: typer.Context, given: AuthServer = None, *, shared: dict[st
     def body(rt: Runtime) -> int:
         from mcpcli.auth.commands import logout
 
-        return logout(rt)
+        return run_async(lambda: logout(rt)) or 0
 
     _auth_command(ctx, given, shared, body)
