@@ -384,6 +384,8 @@ def test_a_pre_registered_client_from_the_config_signs_in_without_registering(
     assert server.kinds() == ["authorize", "consent", "token:authorization_code"]
     assert cli("call", "whoami", "-s", "corp", "--no-input").out.strip().endswith("alice via mcpcli-test")
     assert "s3cret" not in json.dumps(_stored(home))
+    assert "revoked at the authorization server" in cli("auth", "logout", "corp").err  # as a confidential client
+    assert server.kinds()[-2:] == ["revoke", "revoke"]
 
 
 def test_login_to_a_server_without_oauth_says_there_was_nothing_to_do(

@@ -113,18 +113,26 @@ async def revoke(record: Login) -> bool:
             if not tokens.get(hint):
                 continue
             form = {"token": tokens[hint], "token_type_hint": hint, "client_id": client["client_id"]}
-            auth = None
+            headers: dict[str, str] = {}
             if secret := client.get("client_secret"):  # authenticated as at the token endpoint
                 if client.get("token_endpoint_auth_method") == "client_secret_basic":
-                    auth = httpx2.BasicAuth(client["client_id"], secret)
+                    headers["Authorization"] = _basic(client["client_id"], secret)
                 else:
                     form["client_secret"] = secret
             try:
-                response = await http.post(endpoint, data=form, auth=auth)
+                response = await http.post(endpoint, data=form, headers=headers)
             except httpx2.HTTPError:
                 return ok
             ok = ok or response.status_code == 200
     return ok
+
+
+def _basic(client_id: str, secret: str) -> str:
+    """RFC 6749 §2.3.1 client credentials: both parts form-encoded, then base64 (as the SDK sends them)."""
+    import base64
+    from urllib.parse import quote
+
+    return "Basic " + base64.b64encode(f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()).decode()
 
 
 def _row(login: Login) -> dict[str, Any]:
