@@ -5,6 +5,7 @@ Never prints a token: status shows where a login lives, its scope, client and ex
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from datetime import UTC, datetime
@@ -83,7 +84,12 @@ async def logout(rt: Runtime) -> int:
     assert target.url is not None
     vault = TokenVault(rt.paths, backend="file")
     record = vault.load(target.url)
-    revoked = await revoke(record) if record.signed_in else False
+    client = record.client
+    if target.oauth is not None:  # pre-registered: the client is the config's, never stored with the tokens
+        secret = os.environ.get(target.oauth.client_secret_env) if target.oauth.client_secret_env else None
+        method = "client_secret_post" if secret else "none"
+        client = {"client_id": target.oauth.client_id, "client_secret": secret, "token_endpoint_auth_method": method}
+    revoked = await revoke(record, client or {}) if record.signed_in else False
     if vault.forget(target.url):
         where = "revoked at the authorization server and deleted here" if revoked else "deleted here"
         rt.out.note(f"Signed out of {target.label}: its tokens were {where}, with the client registration.")
@@ -95,7 +101,7 @@ async def logout(rt: Runtime) -> int:
 REVOKE_TIMEOUT = 5.0
 
 
-async def revoke(record: Login) -> bool:
+async def revoke(record: Login, client: dict[str, Any]) -> bool:
     """RFC 7009: ask the authorization server to revoke the refresh and access tokens; whether it said yes.
 
     Never fails the logout: a server without revocation, unreachable, or refusing, leaves only the local delete.
@@ -103,7 +109,6 @@ async def revoke(record: Login) -> bool:
     import httpx2
 
     endpoint = ((record.auth_server or {}).get("metadata") or {}).get("revocation_endpoint")
-    client = record.client or {}
     tokens = record.tokens or {}
     if not endpoint or not client.get("client_id"):
         return False
