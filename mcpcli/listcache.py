@@ -131,18 +131,19 @@ def remember(paths: Paths, target: Target, kind: Kind, pages: Sequence[Any], pro
 def _write(path: Path, doc: dict[str, Any]) -> None:
     """Replace ``path`` atomically with a 0600 file in 0700 directories."""
     import json
-    import tempfile
+    import secrets
 
     from mcpcli.config import private_dir
 
     directory = private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)  # mkstemp makes it 0600
+    tmp = directory / f".{path.name}.{secrets.token_hex(4)}"  # not tempfile: its import costs more than the write
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(doc, f)
-        Path(tmp).replace(path)
+        tmp.replace(path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -97,9 +97,12 @@ class Runtime:
     def target(self) -> Target:
         """The server to talk to; a name is looked up in config.toml, servers.json and ./.mcp.json (in that order)."""
         from mcpcli.config import parse_headers, resolve_target
-        from mcpcli.servers import ServerTable  # reads its files only when a name is looked up (not for -s URL)
 
-        servers = ServerTable(self.paths, self.settings)
+        servers = None
+        if not (self.g.server or "").startswith(("http://", "https://")):
+            from mcpcli.servers import ServerTable  # reads its files only when a name is looked up
+
+            servers = ServerTable(self.paths, self.settings)
         target, note = resolve_target(
             self.g.server, self.settings, headers=parse_headers(self.g.headers), servers=servers
         )

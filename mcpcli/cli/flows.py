@@ -18,9 +18,12 @@ from mcpcli.cli.options import (
     CONNECTION,
     STORE,
     Json,
+    complete_args,
+    complete_prompts,
+    complete_sessions,
+    complete_tools,
     shared,
 )
-from mcpcli.completion import complete_args, complete_prompts, complete_sessions, complete_tools
 from mcpcli.errors import ExitCode
 from mcpcli.runtime import AnswerOptions, Globals, Runtime, lone, run_async
 

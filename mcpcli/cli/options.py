@@ -12,9 +12,40 @@ from typing import Annotated, Any
 
 import typer
 
-from mcpcli.completion import complete_servers, complete_sessions
-
 # --- options ---------------------------------------------------------------------------------------------------------
+
+
+# Completion callbacks, imported from ``mcpcli.completion`` only when the shell asks (not on every command's start).
+
+
+def complete_servers(ctx: typer.Context, incomplete: str) -> list[Any]:
+    from mcpcli import completion
+
+    return completion.complete_servers(ctx, incomplete)
+
+
+def complete_tools(ctx: typer.Context, incomplete: str) -> list[Any]:
+    from mcpcli import completion
+
+    return completion.complete_tools(ctx, incomplete)
+
+
+def complete_prompts(ctx: typer.Context, incomplete: str) -> list[Any]:
+    from mcpcli import completion
+
+    return completion.complete_prompts(ctx, incomplete)
+
+
+def complete_args(ctx: typer.Context, incomplete: str) -> list[Any]:
+    from mcpcli import completion
+
+    return completion.complete_args(ctx, incomplete)
+
+
+def complete_sessions(ctx: typer.Context, incomplete: str) -> list[Any]:
+    from mcpcli import completion
+
+    return completion.complete_sessions(ctx, incomplete)
 
 
 def _opt(*names: str, help: str, kind: Any = str | None, metavar: str | None = None, complete: Any = None) -> Any:

@@ -18,9 +18,10 @@ from mcpcli.cli.options import (
     SessionId,
     StatusOpt,
     Verbose,
+    complete_servers,
+    complete_sessions,
     shared,
 )
-from mcpcli.completion import complete_servers, complete_sessions
 from mcpcli.runtime import Runtime
 
 # --- sessions and paths ----------------------------------------------------------------------------------------------
