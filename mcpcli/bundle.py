@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from mcpcli.config import write_private
 from mcpcli.errors import SessionError, StoreError, UsageError
 from mcpcli.session_views import LEASE_FIELDS, lease_holder
 from mcpcli.store import RoundRecord, SessionRecord, utcnow
@@ -309,17 +309,8 @@ def _write_private(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` as a 0600 file, atomically: a reader never sees half a bundle."""
     path = path.expanduser()
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path())  # mkstemp makes it 0600
+        write_private(path, text, private_parent=False)  # the user chose the directory: its mode stays theirs
     except OSError as exc:
-        raise UsageError(f"Cannot write {path}: {exc.strerror or exc}.") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        Path(tmp).replace(path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise UsageError(f"Cannot write {path}: {exc.strerror or exc}.") from None
 
 

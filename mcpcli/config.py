@@ -80,6 +80,28 @@ class Paths:
         )
 
 
+def write_private(path: Path, text: str, *, durable: bool = True, private_parent: bool = True) -> None:
+    """Replace ``path`` atomically with a 0600 file holding ``text``: a reader never sees half a file.
+
+    A temporary file beside it is written (and fsynced unless ``durable`` is off, as for a throw-away cache), then
+    renamed over ``path``. The parent is created 0700 unless ``private_parent`` is off (a place the user chose).
+    ``OSError`` propagates: each caller says what could not be written.
+    """
+    directory = private_dir(path.parent) if private_parent else path.parent
+    tmp = directory / f".{path.name}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def private_dir(path: Path) -> Path:
     """Create ``path`` and any missing parents as 0700 directories; leave existing ones' modes alone."""
     missing = [p for p in (path, *path.parents) if not p.exists()]
@@ -333,11 +355,11 @@ def parse_headers(values: list[str]) -> dict[str, str]:
         name, sep, rest = value.partition(":")
         if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
             raise UsageError(f"Bad header {value!r}.", hint='Write headers as -H "Name: value".')
-        _set_header(headers, name.strip(), rest.strip())
+        set_header(headers, name.strip(), rest.strip())
     return headers
 
 
-def _set_header(headers: dict[str, str], name: str, value: str) -> None:
+def set_header(headers: dict[str, str], name: str, value: str) -> None:
     """Set ``name``, replacing any header of the same name in another case (HTTP names are case-insensitive)."""
     for old in [k for k in headers if k.lower() == name.lower()]:
         del headers[old]
@@ -428,7 +450,7 @@ def resolve_target(
         if entry.url is not None:
             merged = dict(entry.headers)
             for name, value in extra.items():  # -H overrides the config's header of the same name, in any case
-                _set_header(merged, name, value)
+                set_header(merged, name, value)
             return Target(
                 label=choice,
                 kind="http",

@@ -131,20 +131,10 @@ def remember(paths: Paths, target: Target, kind: Kind, pages: Sequence[Any], pro
 def _write(path: Path, doc: dict[str, Any]) -> None:
     """Replace ``path`` atomically with a 0600 file in 0700 directories."""
     import json
-    import secrets
 
-    from mcpcli.config import private_dir
+    from mcpcli.config import write_private
 
-    directory = private_dir(path.parent)
-    tmp = directory / f".{path.name}.{secrets.token_hex(4)}"  # not tempfile: its import costs more than the write
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_private(path, json.dumps(doc), durable=False)  # a cache: losing it to a crash costs one listing
 
 
 def start_refresh(path: Path, given: str | None) -> subprocess.Popen[bytes] | None:

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from mcpcli.config import Paths, ServerEntry, Settings, private_dir
+from mcpcli.config import Paths, ServerEntry, Settings, write_private
 from mcpcli.errors import ConfigError
 
 Source = Literal["config", "servers.json", "project"]
@@ -238,16 +237,9 @@ def save_managed(paths: Paths, entries: Mapping[str, ServerEntry]) -> Path:
     """Write ``servers.json`` whole: a 0600 temporary file in the 0700 config dir, then renamed over the old one."""
     path = paths.servers_file
     text = json.dumps({"mcpServers": {name: stored(e) for name, e in entries.items()}}, indent=2, ensure_ascii=False)
-    directory = private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)  # mkstemp makes it 0600
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        Path(tmp).replace(path)
+        write_private(path, text + "\n")
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}.") from None
     return path
 

@@ -344,6 +344,17 @@ def test_values_after_key_equals_come_from_enums_and_booleans_in_bash_and_zsh(
     assert list(zsh("mcpcli -s hinted call deploy --arg env=p", tmp_path)) == ["env=prod"]
 
 
+def _installed(shell: str, tmp_path: Path) -> dict[str, str]:
+    """An ``mcpcli`` on PATH and ``completion.SHELL`` (the script ``--show-completion`` prints) in ``tmp_path``;
+    returns the environment a real shell runs them in."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "mcpcli").write_text(f'#!/bin/sh\nexec {shlex.quote(PY)} -m mcpcli "$@"\n')
+    (bin_dir / "mcpcli").chmod(0o755)
+    (tmp_path / f"completion.{shell}").write_text(show_completion(shell, tmp_path))
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_real_bash_completes_a_tool_and_a_value_with_the_installed_script(
     cli: Any, home: Path, tmp_path: Path, hinted: dict[str, Target]
@@ -351,13 +362,7 @@ def test_real_bash_completes_a_tool_and_a_value_with_the_installed_script(
     import pexpect
 
     assert cli("tools", "-s", "hinted").code == 0
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "mcpcli").write_text(f'#!/bin/sh\nexec {shlex.quote(PY)} -m mcpcli "$@"\n')
-    (bin_dir / "mcpcli").chmod(0o755)
-    (tmp_path / "completion.bash").write_text(show_completion("bash", tmp_path))
-
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT), "PS1": "$ "}
+    env = {**_installed("bash", tmp_path), "PS1": "$ "}
     sh = pexpect.spawn("bash", ["--norc", "--noprofile"], cwd=str(tmp_path), env=env, encoding="utf-8", timeout=30)
     try:
         sh.expect_exact("$ ")
@@ -381,13 +386,7 @@ def test_real_zsh_completes_a_tool_and_a_value_with_the_installed_script(
     import pexpect
 
     assert cli("tools", "-s", "hinted").code == 0
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "mcpcli").write_text(f'#!/bin/sh\nexec {shlex.quote(PY)} -m mcpcli "$@"\n')
-    (bin_dir / "mcpcli").chmod(0o755)
-    (tmp_path / "completion.zsh").write_text(show_completion("zsh", tmp_path))
-
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT), "TERM": "dumb"}
+    env = {**_installed("zsh", tmp_path), "TERM": "dumb"}
     sh = pexpect.spawn("zsh", ["-f", "-i"], cwd=str(tmp_path), env=env, encoding="utf-8", timeout=30)
     try:
         sh.sendline("PS1='%% '; autoload -U compinit && compinit -u && source completion.zsh && echo sour''ced")

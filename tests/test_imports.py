@@ -23,20 +23,25 @@ SDK = ("mcp", "mcp_types")
 UI = ("textual", "mcpcli.tui")
 
 
-def _imported(code: str, home: Path) -> set[str]:
-    """Run ``code`` in a fresh interpreter and return every module it left in ``sys.modules``."""
+def _imported(code: str, home: Path, cwd: Path = ROOT) -> set[str]:
+    """Run ``code`` in a fresh interpreter (in ``cwd``) and return every module it left in ``sys.modules``."""
+    return run_and_list_modules(code, home, cwd)[1]
+
+
+def run_and_list_modules(code: str, home: Path, cwd: Path = ROOT) -> tuple[str, set[str]]:
+    """Run ``code`` in a fresh interpreter (in ``cwd``): what it printed, and every module it left loaded."""
     script = code + f"\nimport json, sys\nprint({MARKER!r} + json.dumps(sorted(sys.modules)))\n"
     proc = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
-        env={**os.environ, "MCPCLI_HOME": str(home)},
+        cwd=cwd,
+        env={**os.environ, "MCPCLI_HOME": str(home), "PYTHONPATH": str(ROOT)},
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith(MARKER)]
     assert lines, f"no module list printed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-    return set(json.loads(lines[-1].removeprefix(MARKER)))
+    return proc.stdout, set(json.loads(lines[-1].removeprefix(MARKER)))
 
 
 def _matching(modules: set[str], packages: tuple[str, ...]) -> list[str]:

@@ -8,17 +8,15 @@ test reads the real home.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_imports import MARKER, SDK, UI, _matching, _run_main
+from test_imports import SDK, UI, _matching, _run_main, run_and_list_modules
 
 from mcpcli.config import Paths, ServerEntry, Settings, private_dir, resolve_target
 from mcpcli.errors import ConfigError, ExitCode
@@ -493,17 +491,8 @@ def test_servers_list_imports_neither_the_sdk_nor_textual(home: Path, tmp_path: 
     write_config(home, '[mcpServers.conf]\nurl = "https://config.example/mcp"\n')
     write_managed(home, {"tool": echo_entry("x")})
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {"url": "https://p.example/sse"}}}))
-    script = _run_main("servers", "list") + f"\nimport json, sys\nprint({MARKER!r} + json.dumps(sorted(sys.modules)))\n"
-    proc = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env={**os.environ, "MCPCLI_HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
-    )
-    assert "proj" in proc.stdout and "conf" in proc.stdout, proc.stderr  # the command really listed them
-    modules = set(json.loads(proc.stdout.splitlines()[-1].removeprefix(MARKER)))
+    out, modules = run_and_list_modules(_run_main("servers", "list"), home, cwd=tmp_path)
+    assert "proj" in out and "conf" in out  # the command really listed them
     assert "mcpcli.server_commands" in modules
     assert _matching(modules, SDK + UI) == []
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from mcpcli.config import set_header
 from mcpcli.errors import ConfigError, McpcliError, ServerError
 
 if TYPE_CHECKING:
@@ -50,20 +51,12 @@ class Credentials:
         headers = dict(target.headers)
         token = self.bearer
         if token is None and target.bearer_token_env:
-            token = os.environ.get(target.bearer_token_env)
-            if not token:
-                raise ConfigError(
-                    f"Server {target.label!r} takes its bearer token from ${target.bearer_token_env}, "
-                    "which is not set.",
-                    hint=f"export {target.bearer_token_env}=... (or pass --bearer TOKEN)",
-                )
+            token = _from_env(target.bearer_token_env, target.label, "bearer token", " (or pass --bearer TOKEN)")
         if token is not None:
             token = token.strip()
             if not token or any(c in token for c in "\r\n\0 "):
                 raise ConfigError("The bearer token is empty or has spaces or line breaks.", hint="Check --bearer.")
-            for name in [k for k in headers if k.lower() == "authorization"]:
-                del headers[name]
-            headers["Authorization"] = f"Bearer {token}"
+            set_header(headers, "Authorization", f"Bearer {token}")
             self._remember("bearer", token)
             return headers, None
         given = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
@@ -77,13 +70,7 @@ class Credentials:
         oauth = target.oauth
         secret = None
         if oauth is not None and oauth.client_secret_env:
-            secret = os.environ.get(oauth.client_secret_env)
-            if not secret:
-                raise ConfigError(
-                    f"Server {target.label!r} takes its OAuth client secret from ${oauth.client_secret_env}, "
-                    "which is not set.",
-                    hint=f"export {oauth.client_secret_env}=...",
-                )
+            secret = _from_env(oauth.client_secret_env, target.label, "OAuth client secret")
         provider, login = oauth_provider(
             target.url,
             target.label,
@@ -140,3 +127,14 @@ class Credentials:
         if self.kind == "header":
             return f"Authorization header sha256:{self._fingerprint}"
         return None
+
+
+def _from_env(variable: str, label: str, what: str, more: str = "") -> str:
+    """A secret the config names by its environment variable; unset is a usage error saying how to set it."""
+    value = os.environ.get(variable)
+    if not value:
+        raise ConfigError(
+            f"Server {label!r} takes its {what} from ${variable}, which is not set.",
+            hint=f"export {variable}=...{more}",
+        )
+    return value

@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
@@ -377,11 +376,6 @@ def oauth_provider(
     if on_token is not None and login.signed_in and login.tokens and not fresh:
         on_token(str(login.tokens["access_token"]))
     return provider, login
-
-
-def expires_in(login: Login) -> float | None:
-    """Seconds until the stored access token expires (negative: expired), if it says."""
-    return None if login.expires_at is None else login.expires_at - time.time()
 
 
 def sign_in_error(label: str, exc: BaseException) -> McpcliError | None:

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from mcpcli.config import Paths, private_dir
+from mcpcli.config import Paths, write_private
 from mcpcli.errors import ConfigError
 
 Backend = Literal["file", "keyring"]
@@ -147,8 +147,9 @@ class TokenVault:
     def all(self) -> list[Login]:
         """Every stored login, by server URL."""
         logins: dict[str, Login] = {}
-        for server in self._index():
-            logins[server] = self.load(server)
+        for server, where in self._index().items():
+            if isinstance(where, dict) and where.get("backend") == "keyring":  # file logins are read below, once
+                logins[server] = self.load(server)
         if self.dir.is_dir():
             for path in sorted(self.dir.glob("*.json")):
                 if path.name == "index.json":
@@ -169,7 +170,7 @@ class TokenVault:
             _keyring_set(login.server, text)
             self._file(login.server).unlink(missing_ok=True)
         else:
-            _write_private(self._file(login.server), text)
+            write_private(self._file(login.server), text)
         login.backend = self.backend
         self._set_index(login.server, self.backend)
 
@@ -205,7 +206,7 @@ class TokenVault:
                 return
         else:
             index[server] = {"backend": backend}
-        _write_private(self.dir / "index.json", json.dumps(index, indent=2))
+        write_private(self.dir / "index.json", json.dumps(index, indent=2))
 
 
 def _parse(text: str, where: str) -> dict[str, Any]:
@@ -216,18 +217,6 @@ def _parse(text: str, where: str) -> dict[str, Any]:
     if not isinstance(data, dict) or "server" not in data:
         raise ConfigError(f"The stored login in {where} is damaged.", hint="Sign in again: mcpcli auth login SERVER")
     return data
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, 0600 in a 0700 directory."""
-    private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
 
 
 # --- the optional keyring ---------------------------------------------------------------------------------------------

@@ -15,37 +15,23 @@ import typer
 # --- options ---------------------------------------------------------------------------------------------------------
 
 
-# Completion callbacks, imported from ``mcpcli.completion`` only when the shell asks (not on every command's start).
+def _lazy(name: str) -> Callable[[typer.Context, str], list[Any]]:
+    """A completion callback that imports ``mcpcli.completion`` only when the shell asks (not at every start)."""
+
+    def complete(ctx: typer.Context, incomplete: str) -> list[Any]:
+        from mcpcli import completion
+
+        found: list[Any] = getattr(completion, name)(ctx, incomplete)
+        return found
+
+    return complete
 
 
-def complete_servers(ctx: typer.Context, incomplete: str) -> list[Any]:
-    from mcpcli import completion
-
-    return completion.complete_servers(ctx, incomplete)
-
-
-def complete_tools(ctx: typer.Context, incomplete: str) -> list[Any]:
-    from mcpcli import completion
-
-    return completion.complete_tools(ctx, incomplete)
-
-
-def complete_prompts(ctx: typer.Context, incomplete: str) -> list[Any]:
-    from mcpcli import completion
-
-    return completion.complete_prompts(ctx, incomplete)
-
-
-def complete_args(ctx: typer.Context, incomplete: str) -> list[Any]:
-    from mcpcli import completion
-
-    return completion.complete_args(ctx, incomplete)
-
-
-def complete_sessions(ctx: typer.Context, incomplete: str) -> list[Any]:
-    from mcpcli import completion
-
-    return completion.complete_sessions(ctx, incomplete)
+complete_servers = _lazy("complete_servers")
+complete_tools = _lazy("complete_tools")
+complete_prompts = _lazy("complete_prompts")
+complete_args = _lazy("complete_args")
+complete_sessions = _lazy("complete_sessions")
 
 
 def _opt(*names: str, help: str, kind: Any = str | None, metavar: str | None = None, complete: Any = None) -> Any:

@@ -19,6 +19,7 @@ from mcpcli.llm.base import (
     stop_sequences,
     temperature,
     text_of,
+    token_count,
     tool_choice_mode,
     tool_result_parts,
     tools_of,
@@ -136,10 +137,8 @@ def parse(data: Mapping[str, Any], *, with_tools: bool) -> tuple[dict[str, Any],
     if isinstance(data.get("model"), str):
         result["model"] = data["model"]
     usage = data.get("usage") or {}
-    counts = [_int(usage.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
+    counts = [
+        token_count(usage.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    ]
     prompt = None if counts[0] is None else sum(c or 0 for c in counts)
-    return result, prompt, _int(usage.get("output_tokens"))
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    return result, prompt, token_count(usage.get("output_tokens"))

@@ -256,6 +256,11 @@ def one_line(text: str, *, secret: str | None = None, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def token_count(value: Any) -> int | None:
+    """A usage count as a provider reported it, or None when it is not a non-negative integer."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def result_content(parts: list[dict[str, Any]], *, with_tools: bool) -> dict[str, Any] | list[dict[str, Any]]:
     """The MCP result's ``content``: a list when the request offered tools, else the text as one block."""
     if with_tools:

@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from mcpcli.config import PROVIDER_NAME, private_dir
+from mcpcli.config import PROVIDER_NAME, private_dir, write_private
 from mcpcli.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -78,17 +78,7 @@ def save_key(paths: Paths, name: str, key: str) -> Path:
     directory = private_dir(path.parent)
     if stat.S_IMODE(directory.stat().st_mode) & 0o077:
         raise ConfigError(f"The keys directory {directory} can be read by other users.", hint=f"chmod 700 {directory}")
-    tmp = directory / f".{path.name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(key + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_private(path, key + "\n")
     return path
 
 

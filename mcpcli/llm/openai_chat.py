@@ -21,6 +21,7 @@ from mcpcli.llm.base import (
     stop_sequences,
     temperature,
     text_of,
+    token_count,
     tool_choice_mode,
     tool_result_parts,
     tools_of,
@@ -152,8 +153,4 @@ def parse(data: Mapping[str, Any], *, with_tools: bool) -> tuple[dict[str, Any],
     if isinstance(data.get("model"), str):
         result["model"] = data["model"]
     usage = data.get("usage") or {}
-    return result, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    return result, token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
