@@ -74,12 +74,8 @@ class _Storage:
         return OAuthToken.model_validate(self.login.tokens)
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        if self.signing_in:
-            self.login.login_id = None  # a new sign-in, maybe as somebody else
-            self.login.signed_in_now = True
-            self.signing_in = False
-        self.fresh = False
-        self.login.set_tokens(tokens.model_dump(mode="json", exclude_none=True))
+        self.login.set_tokens(tokens.model_dump(mode="json", exclude_none=True), sign_in=self.signing_in)
+        self.signing_in = self.fresh = False
         self._keep_discovery()
         self.vault.save(self.login)
         if self.on_token is not None:

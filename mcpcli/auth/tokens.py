@@ -87,12 +87,13 @@ class Login:
             backend=backend,
         )
 
-    def set_tokens(self, tokens: dict[str, Any]) -> None:
-        """Record a token response: a fresh sign-in gets a new login id, a refresh keeps it."""
+    def set_tokens(self, tokens: dict[str, Any], *, sign_in: bool) -> None:
+        """Record a token response: a sign-in gets a new login id (maybe somebody else), a refresh keeps it."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        if self.tokens is None or self.login_id is None:
+        if sign_in or self.login_id is None:
             self.login_id = secrets.token_hex(6)
             self.logged_in = now
+            self.signed_in_now = sign_in
         else:
             self.refreshed = now
         self.tokens = tokens
