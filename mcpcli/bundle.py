@@ -15,8 +15,14 @@ machine's store key. The checksum catches a damaged or edited bundle; the box's 
 session id) catches a changed box or a wrong passphrase. Whatever a bundle holds, importing it ends in
 one line and an exit code, never a traceback.
 
-Versions: 2 added the session's ``identity`` (who the flow ran as); a version 1 bundle still imports (its
-session simply has none). A session's trace never travels: it describes this machine's runs, and the
+Versions: 2 added the session's ``identity`` (who the flow ran as); 3 its ``connection`` (how it was
+connected: protocol era, target kind, header and environment names). Older bundles still import (their
+sessions simply have none).
+
+The checksum protects against damage (a truncated or garbled file), not against tampering: anyone who
+edits a bundle can recompute it. So nothing in a bundle is trusted to run: a session whose server is a
+command line runs it only after the user confirms the exact command at a terminal, or with
+``resume --trust-server`` (``mcpcli.trust``). A session's trace never travels: it describes this machine's runs, and the
 other machine records its own.
 """
 
@@ -43,9 +49,9 @@ if TYPE_CHECKING:
     from mcpcli.runtime import Runtime
 
 FORMAT = "mcpcli-session-bundle"
-VERSION = 2
+VERSION = 3
 """The version written; ``READABLE`` are the versions imported."""
-READABLE = frozenset({1, 2})
+READABLE = frozenset({1, 2, 3})
 PASSPHRASE_ENV = "MCPCLI_PASSPHRASE"
 
 MAX_BUNDLE_CHARS = 64 * 2**20
@@ -358,7 +364,10 @@ def import_session(rt: Runtime, source: str) -> int:
                 safe(session.server),
             )
         )
-        rt.out.note(f"Check it first, or resume against another server: mcpcli resume {session.id} -s TARGET")
+        rt.out.note(
+            f"mcpcli resume {session.id} asks before running it (--trust-server runs it without asking);"
+            " or resume against another server: -s TARGET"
+        )
     else:
         rt.out.note(f"Resume it with: mcpcli resume {session.id}")
     return 0

@@ -7,10 +7,10 @@ server (it pulls in the SDK).
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,14 +19,18 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from mcpcli import trust
 from mcpcli.answers import Presets, Roots, answers_template
 from mcpcli.arguments import build_arguments
 from mcpcli.auth import Credentials
-from mcpcli.connection import connect
-from mcpcli.errors import ExitCode, McpcliError, ServerError, SessionError, UsageError, UserStopped
-from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump
-from mcpcli.keeper import Keeper, lease_ttl_from_env
+from mcpcli.config import connection_settings
+from mcpcli.connection import Protocol, connect, transport_failure
+from mcpcli.display import sanitize
+from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError, UserStopped
+from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump, is_legacy
+from mcpcli.keeper import Finished, Keeper, lease_ttl_from_env
 from mcpcli.output import describe_pending, pending_document
+from mcpcli.runtime import lone
 
 if TYPE_CHECKING:
     from mcpcli.config import Target
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from mcpcli.inline import Terminal
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.sampling import Policy
+    from mcpcli.store import SessionRecord
 
 
 # --- discovery -------------------------------------------------------------------------------------------------------
@@ -183,7 +188,9 @@ def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
     return Terminal(rt.out.err)
 
 
-def _flow(rt: Runtime, opts: AnswerOptions, server: str, flows: list[Flow]) -> Flow:
+def _flow(
+    rt: Runtime, opts: AnswerOptions, server: str, flows: list[Flow], *, connection: dict[str, Any] | None = None
+) -> Flow:
     from mcpcli.vault import load_store_key
 
     keeper = Keeper(
@@ -201,6 +208,7 @@ def _flow(rt: Runtime, opts: AnswerOptions, server: str, flows: list[Flow]) -> F
         reporter=rt.out,
         limits=Limits(max_rounds=opts.max_rounds, timeout=opts.timeout),
         credentials=credentials(rt, interactive=_terminal(rt, opts) is not None),
+        connection=connection,
     )
     # Every flow records its trace in its session (bounded); --trace and -v read the same tap.
     flow.tracer = keeper.tracer = rt.tracer(record=True)
@@ -270,12 +278,14 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper) -> A
     return Sampler(server, cast("Policy", policy), complete, describe, approver=approver, budget=budget)
 
 
-def _connect_flow(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any) -> AbstractAsyncContextManager[Client]:
+def _connect_flow(
+    rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, protocol: Any
+) -> AbstractAsyncContextManager[Client]:
     """The connection a flow runs on; its back-channel callbacks serve pre-2026 servers with the same sources."""
     return connect(
         target,
         rt.paths,
-        protocol=rt.protocol(),
+        protocol=protocol,
         elicitation=flow.back_channel("elicitation"),
         roots=flow.back_channel("roots"),
         sampling=flow.back_channel("sampling"),
@@ -286,20 +296,56 @@ def _connect_flow(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any) -> 
     )
 
 
-async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, run: Any) -> int:
-    async with _connect_flow(rt, opts, flow, target) as client:
-        flow.client = client
-        try:
-            outcome = await run(client)
-        except NeedInput as need:
-            rt.out.stop_progress()
-            return _needs_input(rt, need)
-        except UserStopped as stop:
-            if flow.session is not None:
-                stop.hint = f"Resume it with: mcpcli resume {flow.session.id}"
+Body = Callable[[Client], Awaitable[Outcome]]
+
+
+async def _drive_connected(
+    rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, protocol: Any, body: Body
+) -> Outcome:
+    """Connect, run ``body``; however it ends, the flow's session is left resumable and its lease given back.
+
+    The lease is held until the connection is closed: a transport that dies under the loop surfaces only
+    then (from the connection's task group), and its failure is recorded under the lease like any other.
+    """
+    try:
+        async with _connect_flow(rt, opts, flow, target, protocol) as client:
+            flow.client = client
+            return await body(client)
+    except BaseException as exc:
+        settled = _settled(flow, exc)
+        if settled is exc:
             raise
-        finally:
-            rt.out.stop_progress()
+        raise settled from None
+    finally:
+        flow.keeper.close()
+
+
+def _settled(flow: Flow, exc: BaseException) -> BaseException:
+    """What a run that raised ``exc`` ends with: an ``McpcliError`` as it is; a dead transport as one line (exit 4,
+    the session kept waiting); anything else — Ctrl-C, a signal, a bug — with the session put back to waiting."""
+    single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+    if isinstance(single, McpcliError):
+        return single
+    if isinstance(single, Exception) and (why := transport_failure(single)) is not None:
+        return flow.lost(why)
+    flow.interrupted()
+    return exc
+
+
+async def _connect_and_run(
+    rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, run: Body, *, protocol: Any = None
+) -> int:
+    try:
+        outcome = await _drive_connected(rt, opts, flow, target, protocol or rt.protocol(), run)
+    except NeedInput as need:
+        rt.out.stop_progress()
+        return _needs_input(rt, need)
+    except UserStopped as stop:
+        if flow.session is not None and flow.keeper.saved:
+            stop.hint = f"Resume it with: mcpcli resume {flow.session.id}"
+        raise
+    finally:
+        rt.out.stop_progress()
     return _render(rt, flow.call.method if flow.call else "tools/call", outcome)
 
 
@@ -307,7 +353,10 @@ async def run_call(
     rt: Runtime, opts: AnswerOptions, flows: list[Flow], method: Method, name: str, pairs: list[str], args: str | None
 ) -> int:
     target = rt.target()
-    flow = _flow(rt, opts, target.label, flows)
+    protocol = rt.protocol()
+    _check_store(rt)
+    trust.remember(rt.paths, target)  # the user typed this command line: a later resume may run it unasked
+    flow = _flow(rt, opts, target.label, flows, connection=connection_settings(target, protocol))
 
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
@@ -321,7 +370,13 @@ async def run_call(
             arguments = {}
         return await flow.start(Call(method, name, arguments))
 
-    return await _connect_and_run(rt, opts, flow, target, run)
+    return await _connect_and_run(rt, opts, flow, target, run, protocol=protocol)
+
+
+def _check_store(rt: Runtime) -> None:
+    """Before the first request: a flow may need the store at any round, so a store that cannot be written fails
+    now, in one line naming it, instead of after the server has acted on round 1."""
+    rt.store.check_writable()
 
 
 async def _prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Keep | None = None) -> dict[str, Any]:
@@ -359,22 +414,97 @@ async def _input_schema(client: Client, tool: str, keep: Keep | None = None) -> 
 
 
 async def run_resume(
-    rt: Runtime, opts: AnswerOptions, flows: list[Flow], session_id: str, *, steal: bool = False
+    rt: Runtime,
+    opts: AnswerOptions,
+    flows: list[Flow],
+    session_id: str,
+    *,
+    steal: bool = False,
+    trust_server: bool = False,
 ) -> int:
     record = rt.store.get(session_id)
     if record.status == "done" and record.result is not None:
         rt.out.note(f"Session {record.id} already finished; here is its result again.")
         return _render(rt, record.method, Outcome(record.result, record, ExitCode(record.exit_code or 0)))
-    g = rt.g
-    if g.server is None:
-        g.server = record.server
-    target = rt.target()
-    flow = _flow(rt, opts, record.server, flows)
+    target, protocol = resume_target(rt, record, trust_server=trust_server, ask=_terminal(rt, opts))
+    rt.store.check_writable()
+    flow = _flow(rt, opts, record.server, flows, connection=connection_settings(target, protocol))
+    try:
+        flow.adopt(record, steal=steal)  # before connecting: a loser of a race starts nothing and sends nothing
+    except Finished as done:
+        flow.keeper.close()
+        finished = done.session
+        rt.out.note(f"Session {finished.id} was finished by another run meanwhile; here is its result.")
+        return _render(rt, finished.method, Outcome(finished.result or {}, finished, ExitCode(finished.exit_code or 0)))
+    except BaseException:
+        flow.keeper.close()
+        raise
 
     async def run(client: Client) -> Outcome:
-        return await flow.resume(record, steal=steal)
+        return await flow.resume()
 
-    return await _connect_and_run(rt, opts, flow, target, run)
+    return await _connect_and_run(rt, opts, flow, target, run, protocol=protocol)
+
+
+def resume_protocol(rt: Runtime, record: SessionRecord) -> Protocol:
+    """``--protocol`` when given; else the era the flow ran in (a 2025-11-25 flow reconnects as legacy), else what
+    the flow asked for when it started."""
+    if rt.g.protocol:
+        return cast("Protocol", rt.g.protocol)
+    if is_legacy(record.protocol_version):
+        return "legacy"
+    asked = (record.connection or {}).get("protocol")
+    return cast("Protocol", asked) if asked in ("auto", "legacy", "2026-07-28") else "auto"
+
+
+def resume_target(
+    rt: Runtime, record: SessionRecord, *, trust_server: bool, ask: Terminal | None
+) -> tuple[Target, Protocol]:
+    """The server a resume connects to, and how: ``-s`` when given, else the session's own, reconnected the way
+    the flow was; a command line that came from the session (not from the user) runs only once trusted."""
+    from mcpcli.config import parse_headers, resolve_target
+    from mcpcli.servers import ServerTable
+
+    given = rt.g.server
+    servers = ServerTable(rt.paths, rt.settings)
+    target, _note = resolve_target(
+        given or record.server, rt.settings, headers=parse_headers(rt.g.headers), servers=servers
+    )
+    if given:
+        trust.remember(rt.paths, target)
+    elif not trust.is_trusted(rt.paths, target):
+        _confirm_command(rt, record, target, trust_server=trust_server, ask=ask)
+    stored = (record.connection or {}).get("headers") or []
+    sent = {name.lower() for name in target.headers}
+    if missing := [name for name in stored if isinstance(name, str) and name.lower() not in sent]:
+        rt.out.note(
+            f"This flow was connected with the header(s) {', '.join(sanitize(m) for m in missing)}, which this run"
+            " does not send (their values are never stored); add them with -H 'Name: value' if the server needs them."
+        )
+    return target, resume_protocol(rt, record)
+
+
+def _confirm_command(
+    rt: Runtime, record: SessionRecord, target: Target, *, trust_server: bool, ask: Terminal | None
+) -> None:
+    """A stored command line runs only after the user confirms the exact command, or with ``--trust-server``."""
+    import shlex
+
+    command = shlex.join([target.command or "", *target.args])
+    if trust_server:
+        trust.remember(rt.paths, target)
+        return
+    if ask is None:
+        raise UsageError(
+            f"Session {record.id} starts its server with a command line that did not come from you or your config:"
+            f" {sanitize(command)}",
+            hint=f"Check it; run it only if you trust it: mcpcli resume {record.id} --trust-server",
+        )
+    from mcpcli.inline import confirm_command
+
+    if not confirm_command(ask, sanitize(command), cwd=target.cwd):
+        raise UserStopped("The session's server command was not run; nothing was sent.", hint=None)
+    trust.remember(rt.paths, target)
 
 
 def _render(rt: Runtime, method: str, outcome: Outcome) -> int:
@@ -397,20 +527,24 @@ def _needs_input(rt: Runtime, need: NeedInput) -> int:
     return int(ExitCode.INPUT_REQUIRED)
 
 
-def interrupted(rt: Runtime, flows: list[Flow]) -> None:
-    """Ctrl-C: every round is already committed; say where the flow can be picked up."""
+def interrupted(rt: Runtime, flows: list[Flow], what: str = "Interrupted") -> None:
+    """Ctrl-C, SIGTERM or SIGHUP: every round is already committed (the flow put a running session back to
+    waiting under its lease); say where the flow can be picked up, and whether a resume sends something again."""
     rt.out.stop_progress()
+    say = functools.partial(rt.out.err.print, markup=False, highlight=False)
     for flow in flows:
-        if flow.session is not None:
-            with contextlib.suppress(SessionError):
-                rt.store.update(flow.session.id, status="waiting", trace=flow.tracer.drain() if flow.tracer else ())
-            rt.out.err.print(
-                f"\nInterrupted; session {flow.session.id} saved. Resume it with: mcpcli resume {flow.session.id}",
-                markup=False,
-                highlight=False,
+        session = flow.session
+        if session is None or not flow.keeper.saved:
+            continue
+        if flow.in_doubt:
+            say(
+                f"\n{what}; session {session.id} saved. Its answered round may already have reached the server;"
+                f" mcpcli resume {session.id} sends it again."
             )
-            return
-    rt.out.err.print("\nInterrupted.", markup=False, highlight=False)
+        else:
+            say(f"\n{what}; session {session.id} saved. Resume it with: mcpcli resume {session.id}")
+        return
+    say(f"\n{what}; nothing was saved (the server had asked for nothing yet).")
 
 
 # --- the full-screen app (``--tui``, ``mcpcli tui``) ------------------------------------------------------------------
@@ -436,6 +570,8 @@ class ResumeJob:
 
     session_id: str
     steal: bool = False
+    trust_server: bool = False
+    """``--trust-server``: run the session's stored command line without asking."""
 
 
 MakeUser = Callable[[Flow, Presets], AnswerSource]
@@ -462,19 +598,38 @@ async def drive(
         record = rt.store.get(job.session_id)
         if record.status == "done" and record.result is not None:
             return Outcome(record.result, record, ExitCode(record.exit_code or 0))
-    target, note = tui_target(rt, record.server if record is not None else None)
-    if note:
-        reporter.note(note)
-    flow = _flow(rt, opts, record.server if record is not None else target.label, flows)
+        target, protocol = resume_target(rt, record, trust_server=job.trust_server, ask=None)
+    else:
+        target, note = tui_target(rt)
+        protocol = rt.protocol()
+        if note:
+            reporter.note(note)
+        trust.remember(rt.paths, target)
+    rt.store.check_writable()
+    flow = _flow(
+        rt,
+        opts,
+        record.server if record is not None else target.label,
+        flows,
+        connection=connection_settings(target, protocol),
+    )
     flow.sources = _tui_sources(list(flow.sources), opts, lambda presets: make_user(flow, presets), approver)
     flow.reporter = reporter
     flow.tracer = flow.keeper.tracer = rt.tracer(record=True, summaries=False)  # the app owns the terminal
     flow.credentials = credentials(rt, interactive=False)  # the app owns the terminal: `mcpcli auth login` signs in
-    async with _connect_flow(rt, opts, flow, target) as client:
-        flow.client = client
+    if record is not None:
+        try:
+            flow.adopt(record, steal=job.steal if isinstance(job, ResumeJob) else False)
+        except Finished as done:
+            flow.keeper.close()
+            return Outcome(done.session.result or {}, done.session, ExitCode(done.session.exit_code or 0))
+        except BaseException:
+            flow.keeper.close()
+            raise
+
+    async def body(client: Client) -> Outcome:
         if isinstance(job, ResumeJob):
-            assert record is not None
-            return await flow.resume(record, steal=job.steal)
+            return await flow.resume()
         if job.arguments is not None:
             arguments = job.arguments
         elif job.method == "tools/call":
@@ -486,6 +641,8 @@ async def drive(
         else:
             arguments = {}
         return await flow.start(Call(job.method, job.name, arguments))
+
+    return await _drive_connected(rt, opts, flow, target, protocol, body)
 
 
 def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | None]:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -346,6 +347,9 @@ class Target:
     """HTTP: the environment variable holding a static bearer token (from the config entry)."""
     oauth: OAuthEntry | None = None
     """HTTP: the pre-registered OAuth client of the config entry, if any."""
+    source: Literal["url", "name", "demo", "command"] = "command"
+    """Where the target came from: a URL, a named server of the user's config files, the demo, or a command line
+    taken as given (a command line that came from a stored session runs only once trusted: ``mcpcli.trust``)."""
 
 
 def parse_headers(values: list[str]) -> dict[str, str]:
@@ -443,7 +447,7 @@ def resolve_target(
         note = "No server given (-s, MCPCLI_SERVER or default_server); using the built-in demo server."
     extra = dict(headers or {})
     if choice.startswith(("http://", "https://")):
-        return Target(label=choice, kind="http", url=choice, headers=extra), note
+        return Target(label=choice, kind="http", url=choice, headers=extra, source="url"), note
     table = settings.mcp_servers if servers is None else servers
     if (stored := table.get(choice)) is not None:
         entry = expand_entry(choice, stored, env)
@@ -458,6 +462,7 @@ def resolve_target(
                 headers=merged,
                 bearer_token_env=entry.bearer_token_env,
                 oauth=entry.oauth,
+                source="name",
             ), note
         assert entry.command is not None
         return Target(
@@ -467,9 +472,10 @@ def resolve_target(
             args=tuple(entry.args),
             env=dict(entry.env),
             cwd=entry.cwd,
+            source="name",
         ), note
     if choice == "demo":
-        return Target(label="demo", kind="demo"), note
+        return Target(label="demo", kind="demo", source="demo"), note
     try:
         argv = shlex.split(choice)
     except ValueError as exc:
@@ -477,3 +483,23 @@ def resolve_target(
     if not argv:
         raise UsageError("The server target is empty.", hint="Pass -s URL, -s NAME, -s demo or -s 'command args'.")
     return Target(label=choice, kind="stdio", command=argv[0], args=tuple(argv[1:])), note
+
+
+def connection_settings(target: Target, protocol: str) -> dict[str, Any]:
+    """How a flow connected, as its session keeps it so that ``resume`` reconnects the same way.
+
+    Nothing secret: the names of headers and environment variables, never their values; a URL without its
+    user part and query. Shown by ``sessions show``; travels in bundles.
+    """
+    settings: dict[str, Any] = {"protocol": protocol, "kind": target.kind, "source": target.source}
+    if target.kind == "http" and target.url is not None:
+        parts = urlsplit(target.url)
+        host = parts.netloc.rpartition("@")[2]  # no user or password
+        settings["url"] = urlunsplit((parts.scheme, host, parts.path, "", ""))  # no query: it may carry a key
+        settings["headers"] = sorted(target.headers)
+    elif target.kind == "stdio":
+        settings["command"] = target.command
+        settings["env"] = sorted(target.env)
+        if target.cwd:
+            settings["cwd"] = target.cwd
+    return settings

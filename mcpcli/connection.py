@@ -14,6 +14,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import mcp_types as t
@@ -72,15 +73,21 @@ class _ServerLog:
     """A stdio server's stderr, appended to a private log file; its tail explains a failed start."""
 
     def __init__(self, paths: Paths, target: Target) -> None:
-        private_dir(paths.log_dir)
         self.path = paths.log_dir / "servers.log"
-        self.file = open(self.path, "a", encoding="utf-8", errors="replace", opener=_private_opener)  # noqa: SIM115
+        try:
+            private_dir(paths.log_dir)
+            self.file = open(self.path, "a", encoding="utf-8", errors="replace", opener=_private_opener)  # noqa: SIM115
+        except OSError:  # a read-only home: the server's stderr goes nowhere (mcpcli already warned about logs)
+            self.path = Path(os.devnull)
+            self.file = self.path.open("w", encoding="utf-8")
         self.file.write(f"--- {datetime.now(UTC).isoformat()} {target.label}\n")
         self.file.flush()
         self.start = self.file.tell()
 
     def tail(self) -> str:
         self.file.flush()
+        if str(self.path) == os.devnull:
+            return ""
         with self.path.open(encoding="utf-8", errors="replace") as f:
             f.seek(self.start)
             lines = [line.rstrip() for line in f.read().splitlines() if line.strip()]
@@ -208,6 +215,23 @@ def _describe(exc: BaseException) -> str:
         return exc.message
     text = str(exc) or type(exc).__name__
     return text.splitlines()[0]
+
+
+def transport_failure(exc: BaseException) -> str | None:
+    """One line for a transport that failed under a running flow (it surfaces from the connection's task group),
+    or ``None`` when ``exc`` is not a transport failure."""
+    import anyio
+    import httpx2
+
+    if isinstance(exc, httpx2.RemoteProtocolError | anyio.EndOfStream | anyio.BrokenResourceError | ConnectionError):
+        return f"The server closed the connection before answering ({_describe(exc).rstrip('.')})."
+    if isinstance(exc, anyio.ClosedResourceError):
+        return "The server closed the connection before answering."
+    if isinstance(exc, httpx2.TimeoutException):
+        return f"The server stopped answering ({_describe(exc).rstrip('.')})."
+    if isinstance(exc, httpx2.TransportError | OSError):
+        return f"The connection to the server failed: {_describe(exc).rstrip('.')}."
+    return None
 
 
 def _callback(handler: BackChannel) -> Any:

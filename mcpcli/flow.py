@@ -10,6 +10,7 @@ can run many side by side.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import time
@@ -202,11 +203,15 @@ class Flow:
     """How the connection signs in (HTTP); the session records the identity it names."""
     tracer: Tracer | None = None
     """The connection's tap: told where the loop stands (start, rounds, restarts, result) for the trace."""
+    connection: dict[str, Any] | None = None
+    """How the flow connects (``config.connection_settings``): kept with its session, so a resume reconnects
+    the same way."""
     _t0: float = 0.0
     _deadline: float = math.inf
     _attempt: int = 1
     _back_channel_count: dict[str, int] = field(default_factory=dict)
     _back_channel_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _in_flight: bool = False
 
     @property
     def session(self) -> SessionRecord | None:
@@ -220,25 +225,28 @@ class Flow:
     # --- entry points ------------------------------------------------------------------------------------------------
 
     async def start(self, call: Call) -> Outcome:
-        """Call for the first time; a session is created with the first input request."""
+        """Call for the first time; a session is created with the first input request.
+
+        The caller gives the session's lease back however the run ends (``Keeper.close``), after the
+        connection is closed, so that a connection that died can still be recorded under the lease.
+        """
         self.call = call
         self._arm_deadline()
         self._event("start", method=call.method, name=call.name)
-        try:
-            return await self._loop()
-        finally:
-            self.keeper.close()  # however the flow ends, its lease is given back
+        return await self._loop()
 
-    async def resume(self, session: SessionRecord, *, steal: bool = False) -> Outcome:
-        """Continue a stored session: answer what is pending and retry with the stored state, byte for byte."""
-        try:
-            return await self._resume(session, steal=steal)
-        finally:
-            self.keeper.close()
+    def adopt(self, session: SessionRecord, *, steal: bool = False) -> SessionRecord:
+        """Claim a stored session before anything is sent (before connecting, even): ``SessionBusy``, or
+        ``keeper.Finished`` when another driver finished it since it was read."""
+        return self.keeper.adopt(session, steal=steal, note=self.reporter.note)
 
-    async def _resume(self, session: SessionRecord, *, steal: bool) -> Outcome:
-        self.keeper.adopt(session, steal=steal, note=self.reporter.note)
+    async def resume(self) -> Outcome:
+        """Continue the adopted session: answer what is pending and retry with the stored state, byte for byte."""
+        session = self.keeper.session
+        assert session is not None and self.keeper.lease is not None, "adopt() the session first"
         self._check_identity(session)
+        if self.connection is not None and self.connection != session.connection:
+            self.keeper.update(connection=self.connection)  # resumed another way (-s, --protocol): keep how
         self.call = Call(session.method, session.name, session.arguments)
         self._arm_deadline()
         found = self.keeper.last_round()
@@ -247,7 +255,16 @@ class Flow:
         self._event("resume", session=session.id, round=session.round, attempt=self._attempt)
         if last is not None and self.tracer is not None:
             self.tracer.learn(last.requests)  # which of the answers about to be sent are secret
-        if last is None or is_legacy(session.protocol_version):
+        now_legacy = is_legacy(self.client.protocol_version if self.client else None)
+        if last is not None and now_legacy != is_legacy(session.protocol_version):
+            self.reporter.note(
+                f"This flow ran as protocol {session.protocol_version}; the server now speaks "
+                f"{self.client.protocol_version if self.client else '?'}: starting it over, replaying your answers."
+            )
+            self.keeper.update(protocol_version=self.client.protocol_version if self.client else None)
+            self._attempt += 1
+            return await self._loop()
+        if last is None or now_legacy:
             # A back-channel question cannot be answered after the call ended: ask the call again, replaying.
             if last is not None:
                 self._attempt += 1
@@ -259,6 +276,24 @@ class Flow:
             return await self._loop(last.answers, last.request_state)
         responses = await self._answer_stored(last)
         return await self._loop(responses, last.request_state)
+
+    def lost(self, message: str) -> ServerError:
+        """The connection died mid-flow (the transport failed under the loop): keep the session resumable."""
+        return self._fail(message)
+
+    def interrupted(self) -> None:
+        """Ctrl-C, SIGTERM or SIGHUP stopped the run: a session left running goes back to waiting (resumable),
+        under the lease, before the lease is given back."""
+        session = self.keeper.session
+        if session is None or not self.keeper.saved or self.keeper.lease is None:
+            return
+        with contextlib.suppress(McpcliError):  # lost the lease meanwhile, or the store failed: nothing to record
+            self.keeper.update(status="waiting")
+
+    @property
+    def in_doubt(self) -> bool:
+        """Whether the run stopped after answers were committed and sent, before their result arrived."""
+        return self._in_flight
 
     def _check_identity(self, session: SessionRecord) -> None:
         """Say so when this run is not who started the flow: the server binds its state to that principal."""
@@ -285,9 +320,11 @@ class Flow:
         delay = STATE_ONLY_BACKOFF[0]
         while True:
             self.keeper.check()
+            self._in_flight = responses is not None and self._saved
             try:
                 result = await self._send(call, responses, state)
             except MCPError as exc:
+                self._in_flight = False
                 if state is not None and is_stale_state(exc) and restarts < MAX_RESTARTS:
                     restarts += 1
                     self._attempt += 1
@@ -298,7 +335,10 @@ class Flow:
                     )
                     responses = state = None
                     continue
+                if exc.code == t.CONNECTION_CLOSED:
+                    raise self._fail("The server closed the connection before answering.") from None
                 raise self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).") from None
+            self._in_flight = False
             self.keeper.fault("after_send")
             if not isinstance(result, t.InputRequiredResult):
                 return self._finish(dump(result))
@@ -511,6 +551,7 @@ class Flow:
                     arguments=self.call.arguments,
                     protocol_version=self.client.protocol_version if self.client else None,
                     identity=self.credentials.identity() if self.credentials else None,
+                    connection=self.connection,
                     status="running",
                     created=now,
                     updated=now,

@@ -247,3 +247,19 @@ def _confirm(term: Terminal, fields: Sequence[FieldSpec], content: Mapping[str, 
         if answer == "quit":
             raise _stopped()
         term.console.print(Text("Answer y, n, decline or cancel.", style="red"))
+
+
+def confirm_command(term: Terminal, command: str, *, cwd: str | None = None) -> bool:
+    """Ask before running a stored server command line that did not come from the user (``command`` is
+    sanitized by the caller). Only ``y``/``yes`` runs it; Enter, ``n`` or Ctrl-D does not."""
+    term.console.print(
+        Text("This session starts its server with a command that did not come from you or your config:", style="bold")
+    )
+    term.console.print(Text("  " + command, style="yellow"))
+    if cwd:
+        term.console.print(Text("  in " + sanitize(cwd), style="dim"))
+    try:
+        answer = term.read_line("Run it? [y/N] ").strip().lower()
+    except EOFError:
+        return False
+    return answer in ("y", "yes")

@@ -35,6 +35,16 @@ log = logging.getLogger(__name__)
 FaultPoint = Literal["after_send", "before_commit", "after_commit"]
 LEASE_TTL = 30.0
 """Seconds a lease lasts without a heartbeat; the heartbeat renews it every third of that."""
+_ADOPT_TRIES = 8
+
+
+class Finished(Exception):
+    """The session was finished by another driver after this process read it: nothing is sent, the stored result
+    stands (``session.result``, ``session.exit_code``)."""
+
+    def __init__(self, session: SessionRecord) -> None:
+        super().__init__(f"session {session.id} finished meanwhile")
+        self.session = session
 
 
 class TraceBuffer(Protocol):
@@ -85,24 +95,47 @@ class Keeper:
 
     # --- the session and its lease ----------------------------------------------------------------------------------
 
-    def adopt(self, session: SessionRecord, *, steal: bool = False, note: Callable[[str], None] | None = None) -> None:
-        """Drive a stored session: claim its lease (``SessionBusy`` when another live driver holds it).
+    def adopt(
+        self, session: SessionRecord, *, steal: bool = False, note: Callable[[str], None] | None = None
+    ) -> SessionRecord:
+        """Drive a stored session: claim its lease, conditional on the session still being as it was read.
 
-        A holder on this host whose process is gone (killed, crashed) is taken over without ``--steal``.
+        ``SessionBusy`` when another live driver holds it; ``Finished`` when another driver finished it after it
+        was read (its stored result is the answer). A holder on this host whose process is gone (killed,
+        crashed) is taken over without ``--steal``. Returns the session as claimed: what to send is decided from
+        it, never from an older read, so a process that read the session before another one claimed and finished
+        it sends nothing.
         """
-        from mcpcli.store import SessionBusy
+        from mcpcli.store import SessionBusy, SessionChanged
 
-        try:
-            self.lease = self.store.claim(session.id, host=self.host, pid=self.pid, ttl=self.lease_ttl, steal=steal)
-        except SessionBusy as busy:
-            if busy.host != self.host or _alive(busy.pid):
-                raise
-            if note is not None:
-                note(f"The previous driver of this session (pid {busy.pid}) is gone; taking over.")
-            self.lease = self.store.claim(session.id, host=self.host, pid=self.pid, ttl=self.lease_ttl, steal=True)
-        self.session, self.saved = session, True
-        self.last_index = session.round
+        seen, take = session, steal
+        for _ in range(_ADOPT_TRIES):
+            if seen is not session and seen.status == "done" and seen.result is not None:
+                raise Finished(seen)
+            try:
+                self.lease = self.store.claim(
+                    seen.id, host=self.host, pid=self.pid, ttl=self.lease_ttl, steal=take, seen=seen
+                )
+            except SessionChanged as changed:
+                seen = changed.session
+                continue
+            except SessionBusy as busy:
+                if take or busy.host != self.host or _alive(busy.pid):
+                    raise
+                if note is not None:
+                    note(f"The previous driver of this session (pid {busy.pid}) is gone; taking over.")
+                take = True
+                continue
+            break
+        else:
+            from mcpcli.errors import StoreError
+
+            raise StoreError(f"Session {session.id} kept changing while this process claimed it.", hint="Try again.")
+        self.session = seen.model_copy(update=_lease_columns(self.lease))
+        self.saved = True
+        self.last_index = seen.round
         self._start_heartbeat()
+        return self.session
 
     def begin(self, session: SessionRecord) -> None:
         """A new session, not saved yet: it is written with its first round, holding the lease."""
@@ -241,6 +274,16 @@ class Keeper:
         self._passes[point] = seen = self._passes.get(point, 0) + 1
         if seen >= int(nth or 1):
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _lease_columns(lease: Lease) -> dict[str, Any]:
+    return {
+        "version": lease.version,
+        "lease_host": lease.host,
+        "lease_pid": lease.pid,
+        "lease_acquired": lease.acquired,
+        "lease_expires": lease.expires,
+    }
 
 
 def _alive(pid: int | None) -> bool:

@@ -148,11 +148,17 @@ def configure_logging(paths: Paths, debug: bool) -> None:
     for old in [h for h in root.handlers if getattr(h, "mcpcli", False)]:  # a second run in one process
         root.removeHandler(old)
         old.close()
-    private_dir(paths.log_dir)
+    handlers: list[logging.Handler] = []
     log_file = paths.log_dir / "mcpcli.log"
-    os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-    handlers: list[logging.Handler] = [logging.FileHandler(log_file, encoding="utf-8")]
-    handlers[0].setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    try:
+        private_dir(paths.log_dir)
+        os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+    except OSError as exc:
+        # A read-only home: everything still works, only without the log file.
+        sys.stderr.write(f"warning: not logging to {log_file}: {exc.strerror or exc}\n")
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     if debug:
         handlers.append(logging.StreamHandler(sys.stderr))
     for handler in handlers:

@@ -50,7 +50,36 @@ def _time(value: datetime | None) -> str:
 
 def session_json(record: SessionRecord) -> dict[str, Any]:
     data: dict[str, Any] = record.model_dump(mode="json", include=set(LIST_FIELDS) | {"protocol_version", "exit_code"})
+    data["interrupted"] = is_interrupted(record)
     return data
+
+
+def is_interrupted(record: SessionRecord) -> bool:
+    """A ``running`` session whose driver is gone — killed, crashed, or its lease ran out — is *interrupted*:
+    nobody is driving it, and ``resume`` continues it (sending its last answered round again). Listings show
+    it as ``interrupted`` and the inbox (``sessions list --waiting``, the TUI) includes it."""
+    if record.status != "running":
+        return False
+    if record.lease_host is None or record.lease_expires is None or record.lease_expires < utcnow():
+        return True
+    import socket
+
+    from mcpcli.keeper import _alive
+
+    return record.lease_host == socket.gethostname() and not _alive(record.lease_pid)
+
+
+def shown_status(record: SessionRecord) -> str:
+    """The status as listings show it: the stored one, or ``interrupted`` (see ``is_interrupted``)."""
+    return "interrupted" if is_interrupted(record) else record.status
+
+
+def inbox(store: Any, *, server: str | None = None, limit: int | None = None) -> list[SessionRecord]:
+    """The sessions somebody should pick up, newest first: waiting ones and interrupted ones."""
+    waiting = store.list(status="waiting", server=server, limit=limit)
+    stalled = [r for r in store.list(status="running", server=server) if is_interrupted(r)]
+    merged = sorted([*waiting, *stalled], key=lambda r: (r.updated, r.id), reverse=True)
+    return merged if limit is None else merged[:limit]
 
 
 # --- what a session waits for ----------------------------------------------------------------------------------------
@@ -118,7 +147,11 @@ def list_sessions(
                 hint="Drop one of them.",
             )
         status = "waiting"
-    records = rt.store.list(status=status, server=server, limit=limit)
+    records = (
+        inbox(rt.store, server=server, limit=limit)
+        if waiting
+        else rt.store.list(status=status, server=server, limit=limit)
+    )
     pending = {r.id: pending_requests(rt.store.last_round(r.id)) for r in records} if waiting else {}
     if rt.json:
         docs = [session_json(r) for r in records]
@@ -131,7 +164,7 @@ def list_sessions(
     if waiting:
         _inbox_table(rt, records, pending)
         return 0
-    rows = [(r.id, r.status, r.server, r.method, r.name, r.round, _stamp(r.updated)) for r in records]
+    rows = [(r.id, shown_status(r), r.server, r.method, r.name, r.round, _stamp(r.updated)) for r in records]
     columns = ("id", "status", "server", "method", "name", "round", "updated (UTC)")
     rt.out.table("Sessions", columns, rows, "No sessions yet. Flows that need input are saved here.")
     return 0
@@ -141,7 +174,11 @@ def _inbox_table(rt: Runtime, records: Sequence[SessionRecord], pending: Mapping
     rows: list[tuple[Any, ...]] = []
     held = False
     for r in records:
-        waits = "\n".join(_pending_line(k, w) for k, w in pending[r.id].items()) or "(answered; resume sends it)"
+        waits = "\n".join(_pending_line(k, w) for k, w in pending[r.id].items()) or (
+            "(interrupted; resume sends its answered round again)"
+            if is_interrupted(r)
+            else "(answered; resume sends it)"
+        )
         lease = lease_holder(r)
         holder = lease["holder"] if lease and lease["active"] else ""
         held = held or bool(holder)
@@ -229,6 +266,7 @@ def session_document(
 
     session: dict[str, Any] = record.model_dump(mode="json", exclude=set(LEASE_FIELDS))
     session["lease"] = lease_holder(record)
+    session["interrupted"] = is_interrupted(record)
     key = functools.cache(store_key)
     shown_rounds = []
     for r in rounds:
@@ -308,10 +346,17 @@ def _timeline(doc: Mapping[str, Any]) -> Iterable[Text]:
     from rich.text import Text
 
     s = doc["session"]
-    yield Text.assemble(
-        ("Session ", "bold"), (s["id"], "bold"), " · ", (s["status"], _STATUS_STYLE.get(s["status"], ""))
-    )
+    status = "interrupted" if s.get("interrupted") else s["status"]
+    yield Text.assemble(("Session ", "bold"), (s["id"], "bold"), " · ", (status, _STATUS_STYLE.get(status, "")))
+    if s.get("interrupted"):
+        yield Text(
+            f"  Its driver is gone (killed, crashed or cut off) while the flow was running; mcpcli resume {s['id']}"
+            " continues it and sends the last answered round again.",
+            style="yellow",
+        )
     yield _field_line("server", s["server"])
+    if connection := s.get("connection"):
+        yield _field_line("connected", _connection_line(connection))
     yield _field_line("call", f"{s['method']} {s['name']}")
     yield _field_line("arguments", json.dumps(s["arguments"], ensure_ascii=False))
     yield _field_line("protocol", s["protocol_version"] or "-")
@@ -351,7 +396,27 @@ def _timeline(doc: Mapping[str, Any]) -> Iterable[Text]:
         yield Text(f"Result · exit {s.get('exit_code') or 0}", style="bold")
 
 
-_STATUS_STYLE = {"waiting": "yellow", "running": "cyan", "done": "green", "failed": "red", "expired": "red"}
+_STATUS_STYLE = {
+    "waiting": "yellow",
+    "running": "cyan",
+    "interrupted": "yellow",
+    "done": "green",
+    "failed": "red",
+    "expired": "red",
+}
+
+
+def _connection_line(connection: Mapping[str, Any]) -> str:
+    """How the flow connected, in one line: ``stdio · python server.py · env A, B · protocol auto``."""
+    parts = [str(connection.get("kind", "?"))]
+    for key in ("url", "command", "cwd"):
+        if connection.get(key):
+            parts.append(str(connection[key]))
+    for key in ("headers", "env"):
+        if names := connection.get(key):
+            parts.append(f"{key} {', '.join(map(str, names))}")
+    parts.append(f"protocol {connection.get('protocol', 'auto')}")
+    return " · ".join(parts)
 
 
 def _question(key: str, wire: Any) -> Iterable[Text]:

@@ -5,11 +5,13 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
 - ``never_stops``: a tool that asks a question on every round, forever.
 - ``hostile``: names, messages and results full of escape sequences, bidi controls and Rich markup.
 - ``recorder``: a two-round tool that appends each leg's JSON-RPC id and arguments to ``--record``
-  (``--slow S``: it takes S seconds to answer the second leg).
+  (``--slow S``: it takes S seconds to answer the second leg); ``sleepy`` records its leg and sleeps.
 - ``vault``: asks for a password, then a confirmation, and says which password arrived.
 - ``sampler``: a tool that asks the client's LLM for a completion (system prompt, hints, stop sequences,
   metadata that must not be forwarded) and returns it.
 - ``no_result_type``: a raw JSON-RPC stdio server whose complete result omits ``resultType``.
+- ``legacy_only``: a raw JSON-RPC stdio server that speaks only 2025-11-25 (``server/discover`` is unknown to it)
+  and asks ``provision``'s region over the back-channel.
 - ``crash``: writes to stderr and exits at once (a server that fails to start).
 - ``chatty``: a tool that logs at every level (one message full of escape sequences); it honours
   ``logging/setLevel`` on pre-2026 connections and says which level that asked for.
@@ -78,6 +80,14 @@ def hostile() -> MCPServer:
 
 def recorder(record: Path, slow: float = 0.0) -> MCPServer:
     server = MCPServer("recorder")
+
+    @server.tool()
+    async def sleepy(seconds: float, ctx: Context) -> str:
+        """Records its leg, then takes its time and never asks anything."""
+        with record.open("a") as f:
+            f.write(json.dumps({"id": ctx.request_id, "item": "sleepy", "state": ctx.request_state}) + "\n")
+        await anyio.sleep(seconds)
+        return "slept"
 
     @server.tool()
     async def two_rounds(item: str, ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
@@ -326,6 +336,53 @@ def no_result_type() -> None:
         print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
 
 
+def legacy_only() -> None:
+    """A raw stdio JSON-RPC server that speaks only 2025-11-25 (as most servers in the wild still do):
+    ``server/discover`` is an unknown method; ``provision`` asks its question over the back-channel."""
+    pending: dict[str, Any] = {}
+    provision = {
+        "name": "provision",
+        "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    }
+    for line in sys.stdin:
+        message = json.loads(line)
+        method = message.get("method")
+        if method is None and message.get("id") in pending:  # the client's answer to our elicitation
+            call = pending.pop(message["id"])
+            region = ((message.get("result") or {}).get("content") or {}).get("region", "?")
+            text = f"Provisioned '{call['params']['arguments']['name']}' in {region}."
+            result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+            print(json.dumps({"jsonrpc": "2.0", "id": call["id"], "result": result}), flush=True)
+            continue
+        if "id" not in message:
+            continue
+        if method == "initialize":
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "legacy-only", "version": "1"},
+            }
+        elif method == "tools/list":
+            result = {"tools": [provision]}
+        elif method == "tools/call":
+            ask_id = f"ask-{len(pending) + 1}"
+            pending[ask_id] = message
+            schema = {"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]}
+            params = {"mode": "form", "message": "Which region?", "requestedSchema": schema}
+            print(
+                json.dumps({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create", "params": params}),
+                flush=True,
+            )
+            continue
+        elif method == "ping":
+            result = {}
+        else:
+            reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "Method not found"}}
+            print(json.dumps(reply), flush=True)
+            continue
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("kind")
@@ -338,6 +395,9 @@ def main() -> None:
         raise SystemExit(1)
     if args.kind == "no_result_type":
         no_result_type()
+        return
+    if args.kind == "legacy_only":
+        legacy_only()
         return
     kinds = {"never_stops": never_stops, "hostile": hostile, "vault": vault, "rounds": rounds, "sampler": sampler}
     kinds["chatty"] = chatty

@@ -343,7 +343,7 @@ def test_a_config_entry_takes_its_bearer_token_from_the_environment(
     cli: Any, oauth: Any, home: Path, monkeypatch: pytest.MonkeyPatch, no_browser: Path
 ) -> None:
     server = oauth("--static-token", "env-token-456")
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     (home / "config.toml").write_text(
         f'[mcpServers.api]\nurl = "{server.url}"\nbearer_token_env = "API_TOKEN"\n', encoding="utf-8"
     )
@@ -372,7 +372,7 @@ def test_a_pre_registered_client_from_the_config_signs_in_without_registering(
     redirect = f"http://127.0.0.1:{port}/callback"
     server = oauth("--client-id", "mcpcli-test", "--client-secret", "s3cret", "--redirect", redirect)
     monkeypatch.setenv("OAUTH_SECRET", "s3cret")
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     (home / "config.toml").write_text(
         f'[mcpServers.corp]\nurl = "{server.url}"\n'
         '[mcpServers.corp.oauth]\nclient_id = "mcpcli-test"\nclient_secret_env = "OAUTH_SECRET"\n'

@@ -315,7 +315,7 @@ def test_export_to_stdout_and_import_from_stdin(cli: Any, second_home: Path, mon
     exported = cli("sessions", "export", session_id[:6])
     assert exported.code == 0, exported.err
     doc = exported.json()
-    assert doc["format"] == "mcpcli-session-bundle" and doc["version"] == 2
+    assert doc["format"] == "mcpcli-session-bundle" and doc["version"] == 3
     assert doc["checksum"] == checksum(doc)
     monkeypatch.setenv("MCPCLI_HOME", str(second_home))
     r = cli("sessions", "import", "-", "--json", stdin=exported.out)
@@ -447,7 +447,7 @@ def _hostile(kind: str, valid: dict[str, Any]) -> str:
     if kind == "not a bundle":
         return json.dumps({"hello": "world"})
     if kind == "nan":
-        return json.dumps(valid).replace('"version": 2', '"version": NaN')
+        return json.dumps(valid).replace('"version": 3', '"version": NaN')
     if kind == "deep nesting":
         return "[" * 100_000 + "]" * 100_000
     if kind == "wrong types":
@@ -467,7 +467,7 @@ def _hostile(kind: str, valid: dict[str, Any]) -> str:
     if kind == "answers box not an object":
         return _resealed(valid | {"answers": "secret"})
     assert kind == "newer version"
-    return _resealed(valid | {"version": 3})
+    return _resealed(valid | {"version": 4})
 
 
 HOSTILE = [

@@ -422,13 +422,15 @@ def _v2_store(store_url: str) -> None:
             conn.execute(statement)
 
 
-def test_a_schema_2_store_is_migrated_to_schema_3_keeping_its_sessions(store_url: str, tmp_path: Path) -> None:
+def test_a_schema_2_store_is_migrated_to_the_current_schema_keeping_its_sessions(
+    store_url: str, tmp_path: Path
+) -> None:
     _v2_store(store_url)
     with closing(open_store(store_url, tmp_path / "unused.db")) as migrated:
         conn = migrated._conn  # type: ignore[attr-defined]
-        assert conn.execute("SELECT version FROM schema_version").fetchone()["version"] == SCHEMA_VERSION == 3
+        assert conn.execute("SELECT version FROM schema_version").fetchone()["version"] == SCHEMA_VERSION == 4
         session = migrated.get("0123")
-        assert (session.name, session.version, session.identity) == ("provision", 3, None)
+        assert (session.name, session.version, session.identity, session.connection) == ("provision", 3, None, None)
         assert migrated.rounds(session.id)[0].request_state == "state-1"
         assert migrated.trace_lines(session.id) == []
         migrated.update(session.id, status="done", trace=['{"event":"result"}'])
@@ -438,7 +440,7 @@ def test_a_schema_2_store_is_migrated_to_schema_3_keeping_its_sessions(store_url
     if store_url.startswith("sqlite:"):
         with SqliteStore(tmp_path / "fresh" / "sessions.db") as fresh:
             fresh_path = fresh.path
-        for table in ("sessions", "trace"):  # as if created at schema 3
+        for table in ("sessions", "trace"):  # as if created at the current schema
             assert _columns(Path(store_url.removeprefix("sqlite:")), table) == _columns(fresh_path, table)
 
 
@@ -458,10 +460,13 @@ def test_bundles_carry_the_identity_not_the_trace_and_version_1_bundles_still_im
     exported = cli("sessions", "export", session.id)
     assert exported.code == 0, exported.err
     doc = exported.json()
-    assert doc["version"] == 2 and doc["session"]["identity"] is None
+    assert doc["version"] == 3 and doc["session"]["identity"] is None
+    assert doc["session"]["connection"] == {"protocol": "auto", "kind": "demo", "source": "demo"}
     assert "trace" not in doc and "server/discover" not in exported.out
     old = {k: v for k, v in doc.items() if k != "checksum"} | {"version": 1}
-    old["session"] = {k: v for k, v in doc["session"].items() if k != "identity"}  # as mcpcli wrote it before
+    old["session"] = {  # as mcpcli wrote it before
+        k: v for k, v in doc["session"].items() if k not in ("identity", "connection")
+    }
     old["checksum"] = checksum(old)
     other = tmp_path / "other-home"
     other.mkdir(mode=0o700)

@@ -113,6 +113,34 @@ async def test_the_sessions_screen_resumes_a_waiting_flow_in_place(waiting: Any)
     assert store.get(waiting.id).status == "done"
 
 
+@pytest.fixture
+def interrupted(cli: Any) -> Any:
+    """A driver on another host answered round 1, sent it, and died: its lease ran out with the session running."""
+    assert cli("call", "provision", "--arg", "name=cut", "--no-input").code == 3
+    store = open_store(None, Paths.from_env().store_file)
+    session = store.list()[0]
+    lease = store.claim(session.id, host="gone-host", pid=1, ttl=0.001)
+    last = store.rounds(session.id)[-1]
+    answer = {key: {"action": "accept", "content": {"region": "x"}} for key in last.requests}
+    store.record_answers(session.id, last.index, answer, lease=lease)
+    return session
+
+
+async def test_an_interrupted_session_waits_on_the_sessions_screen_and_resumes_in_place(interrupted: Any) -> None:
+    session = interrupted
+    store = open_store(None, Paths.from_env().store_file)
+    app = make_app(mode="sessions")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await screen_of(pilot, SessionsScreen)
+        table = screen.query_one("#waiting", DataTable)
+        assert table.row_count == 1
+        assert "interrupted" in str(table.get_row_at(0)[3])
+        await pilot.press("enter")
+        run = await finished(pilot)
+        assert "Provisioned 'cut' in x." in shown_text(run)
+    assert store.get(session.id).status == "done"
+
+
 async def test_the_start_screen_lists_the_tools_and_runs_provision_from_its_form() -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -3,6 +3,8 @@ resume, tui). Each parses, builds the options and runs one core coroutine from `
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -79,6 +81,43 @@ def info(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
 
 # --- flows -----------------------------------------------------------------------------------------------------------
 
+
+class _StopSignals:
+    """SIGTERM and SIGHUP stop a flow the way Ctrl-C does: the running flow is cancelled, so its session is put
+    back to waiting under its lease and a stdio server child is shut down (not left to init); the exit code is
+    128 + the signal's number (143, 129), as shells report a signal, and 130 for Ctrl-C."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopSignals:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(ValueError, OSError):  # not the main thread, or no such signal here
+                self._old[signum] = signal.signal(signum, self._forward)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, old in self._old.items():
+            signal.signal(signum, old)
+
+    def _forward(self, signum: int, frame: Any) -> None:
+        self.signum = signum
+        # Whatever handles Ctrl-C right now (asyncio's runner cancels the main task; outside it, KeyboardInterrupt).
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    def what(self) -> str:
+        names = {int(signal.SIGTERM): "Terminated (SIGTERM)", int(signal.SIGHUP): "Hung up (SIGHUP)"}
+        return names.get(self.signum or 0, "Interrupted")
+
+    def exit_code(self) -> int:
+        return 128 + self.signum if self.signum else int(ExitCode.INTERRUPTED)
+
+
 Start = Callable[[Runtime, AnswerOptions, "list[Flow]"], Coroutine[Any, Any, int]]
 
 
@@ -106,20 +145,22 @@ def _flow_command(
     def body() -> int:
         rt = Runtime(g, json_out=opts.json)
         flows: list[Flow] = []
+        stops = _StopSignals()
         try:
-            if values.get("tui"):
-                from mcpcli.commands import run_tui  # the app runs its own event loop
+            with stops:
+                if values.get("tui"):
+                    from mcpcli.commands import run_tui  # the app runs its own event loop
 
-                return run_tui(rt, opts, flows, job=job() if job else None)
-            return run_async(lambda: start(rt, opts, flows)) or 0
+                    return run_tui(rt, opts, flows, job=job() if job else None)
+                return run_async(lambda: start(rt, opts, flows)) or 0
         except BaseException as exc:
             # The connection's task groups wrap what the body raised; Ctrl-C may arrive inside a group.
             single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
             if isinstance(single, KeyboardInterrupt):
                 from mcpcli.commands import interrupted
 
-                interrupted(rt, flows)
-                return int(ExitCode.INTERRUPTED)
+                interrupted(rt, flows, stops.what())
+                return stops.exit_code()
             if single is not exc:
                 raise single from None
             raise
@@ -220,23 +261,32 @@ def resume(
     steal: Annotated[
         bool, typer.Option("--steal", help="Take the session over from a driver that is gone (its lease holder).")
     ] = False,
+    trust_server: Annotated[
+        bool,
+        typer.Option(
+            "--trust-server",
+            help="Run the session's stored server command line without asking (for a session imported from a"
+            " bundle or written by another machine; check the command first: mcpcli sessions show ID).",
+        ),
+    ] = False,
     *,
     shared: dict[str, Any],
 ) -> None:
     """Continue a saved flow: answer what is pending and retry with the stored state.
 
-    Example: mcpcli resume 3f2a --answer region=eu-west-1
+    It reconnects the way the flow was connected (its server and protocol era) unless -s / --protocol say
+    otherwise. Example: mcpcli resume 3f2a --answer region=eu-west-1
     """
 
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands import run_resume
 
-        return await run_resume(rt, opts, flows, session, steal=steal)
+        return await run_resume(rt, opts, flows, session, steal=steal, trust_server=trust_server)
 
     def job() -> Any:
         from mcpcli.commands import ResumeJob
 
-        return ResumeJob(session, steal)
+        return ResumeJob(session, steal, trust_server)
 
     _flow_command(ctx, shared, start, job)
 

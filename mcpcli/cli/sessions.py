@@ -44,7 +44,10 @@ def sessions_list(
         ),
     ] = None,
     waiting: Annotated[
-        bool, typer.Option("--waiting", help="The inbox: flows waiting for input, and what each waits for.")
+        bool,
+        typer.Option(
+            "--waiting", help="The inbox: flows waiting for input (and interrupted ones), and what each waits for."
+        ),
     ] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")] = 50,
     *,

@@ -100,6 +100,10 @@ class SessionRecord(BaseModel):
     identity: str | None = None
     """Who the flow ran as: a non-secret description of the credentials used (auth kind, issuer/client, token
     fingerprint); a resume under another identity is told so."""
+    connection: dict[str, Any] | None = None
+    """How the flow was connected (``connection_settings``): the protocol asked for, the target's kind and
+    settings, the names (never the values) of its headers and environment. ``resume`` reconnects the same way
+    unless told otherwise; ``None`` for sessions stored before schema 4."""
 
     _utc = field_validator("created", "updated", "lease_acquired", "lease_expires")(_to_utc)
 
@@ -176,6 +180,19 @@ class SessionBusy(SessionError):
         )
 
 
+class SessionChanged(SessionError):
+    """The session changed between this process reading it and claiming it (another driver was faster).
+
+    Nothing was written; ``session`` is the session as it is now, to decide again from.
+    """
+
+    default_title = "Session changed"
+
+    def __init__(self, session: SessionRecord) -> None:
+        self.session = session
+        super().__init__(f"Session {session.id} changed while this process was claiming it.")
+
+
 class LeaseLost(SessionError):
     """The session was claimed by another driver after this one; its write was not made."""
 
@@ -214,6 +231,13 @@ class Store(Protocol):
 
     def create(self, session: SessionRecord) -> None:
         """Save a new session."""
+        ...
+
+    def check_writable(self) -> None:
+        """``StoreError`` (naming the store and the fix) now when a write would fail later; writes nothing.
+
+        A flow checks this before its first request, so a broken store never surfaces after the server acted.
+        """
         ...
 
     def get(self, id_or_prefix: str) -> SessionRecord:
@@ -281,6 +305,7 @@ class Store(Protocol):
         exit_code: int | None = None,
         error: str | None = None,
         identity: str | None = None,
+        connection: dict[str, Any] | None = None,
         lease: Lease | None = None,
         release: bool = False,
         trace: Sequence[str] = (),
@@ -302,11 +327,23 @@ class Store(Protocol):
         """Delete sessions (exact ids) with their rounds and traces; return how many existed."""
         ...
 
-    def claim(self, session_id: str, *, host: str, pid: int, ttl: float, steal: bool = False) -> Lease:
+    def claim(
+        self,
+        session_id: str,
+        *,
+        host: str,
+        pid: int,
+        ttl: float,
+        steal: bool = False,
+        seen: SessionRecord | None = None,
+    ) -> Lease:
         """Take the lease on a session (exact id) for ``ttl`` seconds, and bump its version.
 
         One conditional write: it succeeds when nobody holds a live lease, when the lease has expired, when
         ``host``/``pid`` hold it already, or with ``steal``. Otherwise ``SessionBusy`` names the holder.
+        With ``seen`` (the session as the caller read it) it also succeeds only while the session's status,
+        round and version are still what was read; otherwise ``SessionChanged`` carries the session as it is
+        now, and nothing is written. A caller that decides what to send from what it read passes it.
         """
         ...
 

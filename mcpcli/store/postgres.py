@@ -74,7 +74,8 @@ _DDL = (
         lease_pid integer,
         lease_acquired timestamptz,
         lease_expires timestamptz,
-        identity text
+        identity text,
+        connection text
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     f"CREATE INDEX sessions_updated ON {SCHEMA}.sessions (updated, id)",
@@ -97,6 +98,8 @@ _DDL = (
 _MIGRATIONS = {
     # 3: each session's redacted trace, and who the flow ran as (schema 2 was the first on PostgreSQL).
     3: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN identity text", _TRACE_TABLE),
+    # 4: how the flow was connected (resume reconnects the same way).
+    4: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN connection text",),
 }
 
 

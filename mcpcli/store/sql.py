@@ -34,13 +34,15 @@ from mcpcli.store.base import (
     LeaseLost,
     RoundRecord,
     SessionBusy,
+    SessionChanged,
     SessionRecord,
     Status,
     utcnow,
 )
 
-SCHEMA_VERSION = 3
-"""1: sessions and rounds. 2: the lease columns and ``version``. 3: the ``trace`` table and ``identity``."""
+SCHEMA_VERSION = 4
+"""1: sessions and rounds. 2: the lease columns and ``version``. 3: the ``trace`` table and ``identity``.
+4: ``connection`` (how the flow was connected, so a resume reconnects the same way)."""
 
 _DELETE_CHUNK = 500  # stays under SQLite's limit on bound parameters
 _TRACE_CHUNK = 200  # rows per INSERT of trace lines: three parameters each, under SQLite's limit
@@ -52,6 +54,7 @@ _RELEASED = "lease_host = NULL, lease_pid = NULL, lease_acquired = NULL, lease_e
 """The assignments that give a lease back (the version stays: it only ever goes up)."""
 _ROUND_COLUMNS = "session_id, round_index, attempt, requests, request_state, answers, received, answered"
 _TIME_FIELDS = frozenset({"created", "updated", "lease_acquired", "lease_expires"})
+_JSON_FIELDS = ("arguments", "result", "connection")
 _LEASE_CLEARED = {"lease_host": None, "lease_pid": None, "lease_acquired": None, "lease_expires": None}
 
 
@@ -228,10 +231,8 @@ class SqlStore:
     # -- records and rows ------------------------------------------------------
 
     def _session_params(self, session: SessionRecord) -> builtins.list[Any]:
-        row = session.model_dump() | {
-            "arguments": dumps(session.arguments),
-            "result": None if session.result is None else dumps(session.result),
-        }
+        dumped = session.model_dump()
+        row = dumped | {name: None if dumped[name] is None else dumps(dumped[name]) for name in _JSON_FIELDS}
         return [
             self._time(row[field]) if field in _TIME_FIELDS and row[field] is not None else row[field]
             for field in SESSION_FIELDS
@@ -240,9 +241,7 @@ class SqlStore:
     @staticmethod
     def _session_from_row(row: dict[str, Any]) -> SessionRecord:
         # Times come back as ISO text (SQLite) or datetimes (PostgreSQL); the model takes both.
-        return SessionRecord.model_validate(
-            row | {"arguments": _loads(row["arguments"]), "result": _loads(row["result"])}
-        )
+        return SessionRecord.model_validate(row | {name: _loads(row[name]) for name in _JSON_FIELDS})
 
     def _round_from_row(self, row: dict[str, Any]) -> RoundRecord:
         fields = dict(row)
@@ -293,6 +292,12 @@ class SqlStore:
             raise not_found(session_id)
 
     # -- the Store interface ---------------------------------------------------
+
+    def check_writable(self) -> None:
+        # A write statement that changes no row: the engine still checks that it may write (SQLite: the file and
+        # its directory; PostgreSQL: the UPDATE privilege), and commits nothing.
+        with self._transaction(write=True) as tx:
+            tx.run("UPDATE schema_version SET version = version WHERE version < 0")
 
     def create(self, session: SessionRecord) -> None:
         with self._transaction(write=True) as tx:
@@ -427,6 +432,7 @@ class SqlStore:
         exit_code: int | None = None,
         error: str | None = None,
         identity: str | None = None,
+        connection: dict[str, Any] | None = None,
         lease: Lease | None = None,
         release: bool = False,
         trace: Sequence[str] = (),
@@ -440,6 +446,7 @@ class SqlStore:
             "exit_code": exit_code,
             "error": error,
             "identity": identity,
+            "connection": None if connection is None else dumps(connection),
         }
         columns = [column for column, value in changes.items() if value is not None]
         assignments = ", ".join(f"{column} = ?" for column in ["updated", *columns])
@@ -491,24 +498,35 @@ class SqlStore:
 
     # -- leases ----------------------------------------------------------------
 
-    def claim(self, session_id: str, *, host: str, pid: int, ttl: float, steal: bool = False) -> Lease:
+    def claim(
+        self,
+        session_id: str,
+        *,
+        host: str,
+        pid: int,
+        ttl: float,
+        steal: bool = False,
+        seen: SessionRecord | None = None,
+    ) -> Lease:
         length = _check_ttl(ttl)
+        if seen is not None and seen.id != session_id:
+            raise ValueError(f"the session read is {seen.id}, not {session_id}")
         for _ in range(_CLAIM_TRIES):
             now = self.clock()
             expires = now + length
-            free = (
-                ""
-                if steal
-                else " AND (lease_expires IS NULL OR lease_expires < ? OR (lease_host = ? AND lease_pid = ?))"
-            )
+            conditions = ""
             params: builtins.list[Any] = [host, pid, self._time(now), self._time(expires), session_id]
             if not steal:
+                conditions += " AND (lease_expires IS NULL OR lease_expires < ? OR (lease_host = ? AND lease_pid = ?))"
                 params += [self._time(now), host, pid]
+            if seen is not None:  # still the session the caller decided from
+                conditions += " AND version = ? AND status = ? AND round = ?"
+                params += [seen.version, seen.status, seen.round]
             with self._transaction(write=True) as tx:
                 # One conditional UPDATE: concurrent claims serialise on the row, and only one finds it free.
                 won = tx.all(
                     "UPDATE sessions SET version = version + 1, lease_host = ?, lease_pid = ?, lease_acquired = ?,"
-                    f" lease_expires = ? WHERE id = ?{free} RETURNING version",
+                    f" lease_expires = ? WHERE id = ?{conditions} RETURNING version",
                     params,
                 )
                 holder = None if won else tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
@@ -519,8 +537,11 @@ class SqlStore:
             if holder is None:
                 raise not_found(session_id)
             held = self._session_from_row(holder)
+            if seen is not None and (held.version, held.status, held.round) != (seen.version, seen.status, seen.round):
+                raise SessionChanged(held)
             if (
-                held.lease_host is not None
+                not steal
+                and held.lease_host is not None
                 and held.lease_pid is not None
                 and held.lease_acquired is not None
                 and held.lease_expires is not None

@@ -60,7 +60,8 @@ _SCHEMA = (
         lease_pid INTEGER,
         lease_acquired TEXT,
         lease_expires TEXT,
-        identity TEXT
+        identity TEXT,
+        connection TEXT
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     "CREATE INDEX sessions_updated ON sessions (updated, id)",
@@ -91,6 +92,8 @@ _MIGRATIONS = {
     ),
     # 3: each session's redacted trace, and who the flow ran as.
     3: ("ALTER TABLE sessions ADD COLUMN identity TEXT", _TRACE_TABLE),
+    # 4: how the flow was connected (resume reconnects the same way).
+    4: ("ALTER TABLE sessions ADD COLUMN connection TEXT",),
 }
 
 
@@ -144,6 +147,10 @@ def _prepare_file(path: Path) -> None:
         ) from None
 
 
+def _unwritable(exc: StoreError) -> bool:
+    return "cannot be written" in exc.message or "cannot be opened" in exc.message
+
+
 def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     """One line (and a hint) for a failure of SQLite itself."""
     code = getattr(exc, "sqlite_errorname", "")
@@ -153,6 +160,18 @@ def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
         return StoreError(
             f"The session store {path} is not an SQLite database, or it is damaged ({detail}).",
             hint=f"Move it aside and mcpcli starts a new one: mv {quoted} {quoted}.broken",
+        )
+    if code.startswith("SQLITE_READONLY") or "readonly database" in detail:
+        return StoreError(
+            f"The session store {path} cannot be written ({detail}).",
+            hint=f"Make it and its directory writable: chmod u+w {shlex.quote(str(path))}"
+            f" {shlex.quote(str(path.parent))} (or point --store elsewhere)",
+        )
+    if code.startswith("SQLITE_CANTOPEN") or "unable to open" in detail:
+        return StoreError(
+            f"The session store {path} cannot be opened ({detail}).",
+            hint=f"mcpcli must read and write it and its directory: ls -ld {shlex.quote(str(path))}"
+            f" {shlex.quote(str(path.parent))}",
         )
     if code.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return StoreError(
@@ -172,25 +191,53 @@ class SqliteStore(SqlStore):
         super().__init__()
         self.path = path
         """The database file."""
+        self.read_only: StoreError | None = None
+        """Why the store was opened read-only (a file or directory this user cannot write); ``None`` normally.
+        Reading commands still work; ``check_writable`` and every write raise this."""
         _prepare_file(path)
         try:
+            self._conn = self._open()
+        except StoreError as exc:
+            if not _unwritable(exc):
+                raise
+            # A read-only place: reading (sessions list/show) still works from an immutable snapshot.
+            self._conn = self._open(read_only=True)
+            self.read_only = exc
+
+    def _open(self, *, read_only: bool = False) -> sqlite3.Connection:
+        target: str | Path = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1" if read_only else self.path
+        try:
             with _private_umask():
-                self._conn = sqlite3.connect(
-                    path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+                conn = sqlite3.connect(
+                    target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False, uri=read_only
                 )
         except sqlite3.Error as exc:
-            raise _store_error(path, exc) from None
-        self._conn.row_factory = _dict_row
+            raise _store_error(self.path, exc) from None
+        conn.row_factory = _dict_row
+        self._conn = conn
         try:
             with _private_umask(), self._guard():
-                self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-                self._conn.execute("PRAGMA journal_mode = WAL").fetchall()
-                self._conn.execute("PRAGMA synchronous = FULL")
-                self._conn.execute("PRAGMA foreign_keys = ON")
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                if not read_only:
+                    conn.execute("PRAGMA journal_mode = WAL").fetchall()
+                    conn.execute("PRAGMA synchronous = FULL")
+                conn.execute("PRAGMA foreign_keys = ON")
                 self._init_schema()
+                if not read_only:
+                    self._probe()
         except BaseException:
-            self._conn.close()
+            conn.close()
             raise
+        return conn
+
+    def _probe(self) -> None:
+        # Cheap (no row changes, nothing committed) and catches a read-only file whose WAL side files are writable.
+        self.check_writable()
+
+    def check_writable(self) -> None:
+        if self.read_only is not None:
+            raise self.read_only
+        super().check_writable()
 
     # -- the dialect -----------------------------------------------------------
 

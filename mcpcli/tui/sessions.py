@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from mcpcli.display import safe
-from mcpcli.session_views import pending_requests
+from mcpcli.session_views import inbox, is_interrupted, pending_requests, shown_status
 
 if TYPE_CHECKING:
     from mcpcli.store import SessionRecord
@@ -71,12 +71,19 @@ class SessionsScreen(Screen[None]):
         recent = self.query_one("#recent", DataTable)
         waiting.clear()
         recent.clear()
-        for r in store.list(status="waiting", limit=100):
-            pending = _waits_for(pending_requests(store.last_round(r.id)))
+        picked = inbox(store, limit=100)
+        for r in picked:
+            asked = pending_requests(store.last_round(r.id))
+            pending = (
+                "(interrupted: resume sends its answered round again)"
+                if not asked and is_interrupted(r)
+                else _waits_for(asked)
+            )
             waiting.add_row(r.id, safe(r.server), safe(r.name), safe(pending), r.round, _stamp(r), key=r.id)
-        others = [r for r in store.list(limit=RECENT + 100) if r.status != "waiting"][:RECENT]
+        shown = {r.id for r in picked}
+        others = [r for r in store.list(limit=RECENT + 100) if r.status != "waiting" and r.id not in shown][:RECENT]
         for r in others:
-            recent.add_row(r.id, r.status, safe(r.server), safe(r.name), r.round, _stamp(r), key=r.id)
+            recent.add_row(r.id, shown_status(r), safe(r.server), safe(r.name), r.round, _stamp(r), key=r.id)
 
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
