@@ -8,6 +8,8 @@
   the same call, over stdio and over HTTP (target ratio ≤ 1.10);
 - per flow, in one process over HTTP: mcpcli's hand-run loop (``Flow`` with its durable
   SQLite writes, preset answers) against the SDK's own automatic loop (target ratio ≤ 1.25);
+- racing resumes (``--race N`` pairs, default 20): two ``resume`` processes at once per flow, against a
+  server that logs every request it receives; counts double sends and lost rounds (target: 0);
 - the store: one round's durable write (round + answers, lease checked) on SQLite and on a
   local PostgreSQL with its default fsync settings, and ``mcpcli sessions list`` over a store of
   10,000 sessions (target < 0.3 s on SQLite).
@@ -240,6 +242,65 @@ def store_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
         cluster.stop()
 
 
+def race_figure(tmp: Path, env: dict[str, str], pairs: int) -> None:
+    """Racing resumes: ``pairs`` flows, each resumed by two processes at once; every retry the server received is
+    logged by the tests' recorder server, so a double send is counted, not inferred. Target: 0 double sends."""
+    import json
+
+    record = tmp / "race-legs.jsonl"
+    port = free_port()
+    log = tmp / "race-server.log"
+    argv = [PY, str(ROOT / "tests" / "servers.py"), "recorder", "--record", str(record), "--http", f"127.0.0.1:{port}"]
+    with log.open("wb") as out:
+        server = subprocess.Popen(argv, stdout=out, stderr=out, cwd=ROOT, env=env)
+    url = f"http://127.0.0.1:{port}/mcp"
+    busy = replayed = 0
+    start = time.perf_counter()
+    try:
+        wait_for_port(port, server, log)
+        for n in range(pairs):
+            started = subprocess.run(
+                [*mcpcli_argv(), "call", "two_rounds", "-a", f"item=r{n}", "-s", url, "--no-input", "--json"],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=ROOT,
+                check=False,
+            )
+            session_id = json.loads(started.stdout)["session_id"]
+            racers = [
+                subprocess.Popen(
+                    [*mcpcli_argv(), "resume", session_id, "--answer", "sure=true"],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=env,
+                    cwd=ROOT,
+                )
+                for _ in range(2)
+            ]
+            for proc in racers:
+                _out, err = proc.communicate(timeout=60)
+                busy += proc.returncode == 6
+                replayed += proc.returncode == 0 and "here is its result" in err
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    took = time.perf_counter() - start
+    retries: dict[str, int] = {}
+    for line in record.read_text().splitlines():
+        leg = json.loads(line)
+        if leg["state"] == "asked":
+            retries[leg["item"]] = retries.get(leg["item"], 0) + 1
+    doubles = sum(1 for count in retries.values() if count > 1)
+    lost = sum(1 for n in range(pairs) if f"r{n}" not in retries)
+    verdict = "ok" if doubles == 0 and lost == 0 else "MISS"
+    print(
+        f"{'racing resume pairs, SQLite':<40} {pairs:>9d}    double sends {doubles}, lost {lost};"
+        f" losers busy {busy}, replayed {replayed}; {took:.1f} s   {verdict}"
+    )
+
+
 def row(label: str, ours: float, base: float, target: str, ok: bool, unit: str = "s") -> str:
     scale = 1000.0 if unit == "ms" else 1.0
     return (
@@ -251,7 +312,9 @@ def row(label: str, ours: float, base: float, target: str, ok: bool, unit: str =
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="measured runs per figure (after 2 warm-up runs)")
-    runs = parser.parse_args().runs
+    parser.add_argument("--race", type=int, default=20, help="racing resume pairs to run (0: none)")
+    given = parser.parse_args()
+    runs = given.runs
 
     with tempfile.TemporaryDirectory(prefix="mcpcli-bench-") as tmp_name:
         tmp = Path(tmp_name)  # mkdtemp makes it 0700, as the store requires
@@ -317,6 +380,8 @@ def main() -> None:
                 server.wait()
         print()
         store_figures(tmp, env, runs)
+        if given.race:
+            race_figure(tmp, env, given.race)
 
 
 if __name__ == "__main__":
