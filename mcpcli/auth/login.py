@@ -364,10 +364,15 @@ def oauth_provider(
     client_secret: str | None = None,
     scope: str | None = None,
     redirect_port: int | None = None,
+    client_metadata_url: str | None = None,
     on_token: Callable[[str], None] | None = None,
     fresh: bool = False,
 ) -> tuple[httpx2.Auth, Login]:
-    """The ``httpx2.Auth`` that signs requests to ``server`` in, and the login record it reads and updates."""
+    """The ``httpx2.Auth`` that signs requests to ``server`` in, and the login record it reads and updates.
+
+    ``client_metadata_url``: the Client ID Metadata Document to sign in with where the authorization server
+    advertises support for one (the SDK decides, after discovery); elsewhere mcpcli registers dynamically.
+    """
     login = vault.load(server)
     port = redirect_port or login.redirect_port
     if port is None or (redirect_port is None and interactive and not port_is_free(port)):
@@ -410,6 +415,7 @@ def oauth_provider(
         storage,
         redirect_handler=browser.redirect,
         callback_handler=browser.callback,
+        client_metadata_url=client_metadata_url,
         login=login,
         preset=preset,
     )
