@@ -4,7 +4,8 @@
 integers, numbers, booleans, arrays and objects are parsed as the schema says;
 ``KEY=@file`` reads the value from a file. ``--args`` gives them all as JSON
 (inline, ``@FILE`` or ``-`` for stdin). The result is checked against the
-schema before anything is sent: a bad argument is a usage error (exit 2).
+schema before anything is sent: a bad argument is a usage error (exit 2). A JSON
+``null`` for an optional property means "not given": it is sent, not refused.
 """
 
 from __future__ import annotations
@@ -188,8 +189,18 @@ def _check_simple(schema: Mapping[str, Any], arguments: Mapping[str, Any], what:
             raise UsageError(f"Argument {name}: {value!r} is not of type {kind!r}.")
 
 
+def _judged(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments the schema judges: an explicit ``null`` for an optional property is how a caller says "not
+    given" (the spec's custom headers omit such a parameter too), so it is sent as written but not judged — a
+    ``null`` for a required property, or one the schema does not name, still is."""
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    return {k: v for k, v in arguments.items() if v is not None or k in required or k not in properties}
+
+
 def check(schema: Mapping[str, Any], arguments: Mapping[str, Any], what: str) -> None:
     """Validate against the whole input schema; the first problem becomes one line."""
+    arguments = _judged(schema, arguments)
     if _simple(schema):
         _check_simple(schema, arguments, what)
         return

@@ -111,20 +111,49 @@ def private_dir(path: Path) -> Path:
     return path
 
 
+def check_client_metadata_url(url: str | None) -> str | None:
+    """A Client ID Metadata Document URL must be https with a path (it becomes the client id; the SDK insists)."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.netloc or parts.path in ("", "/"):
+        raise ValueError(f"{url!r} is not an https URL with a path (like https://example.com/mcpcli/client.json)")
+    return url
+
+
 class OAuthEntry(BaseModel):
-    """``[mcpServers.NAME.oauth]``: a pre-registered OAuth client for one server."""
+    """``[mcpServers.NAME.oauth]``: who mcpcli is to one server's authorization server — a client registered in
+    advance (``client_id``), or a Client ID Metadata Document (``client_metadata_url``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    client_id: str = Field(min_length=1)
-    """The client id the authorization server issued to you for mcpcli."""
+    client_id: str | None = Field(default=None, min_length=1)
+    """The client id the authorization server issued to you for mcpcli (no dynamic registration then)."""
     client_secret_env: str | None = None
-    """An environment variable holding the client secret, for a confidential client (kept out of this file)."""
+    """An environment variable holding the client secret, for a confidential client (kept out of this file).
+    mcpcli authenticates at the token endpoint as the authorization server advertises
+    (``token_endpoint_auth_methods_supported``): HTTP Basic (``client_secret_basic``) when it lists it or lists
+    nothing, the form fields (``client_secret_post``) when it lists only those."""
+    client_metadata_url: str | None = None
+    """This server's override of the top-level ``client_metadata_url``."""
     scope: str | None = None
     """Scopes to ask for, space-separated; default: what the server says it needs."""
     redirect_port: int | None = Field(default=None, ge=1024, le=65535)
     """The loopback port of the registered redirect URI ``http://127.0.0.1:PORT/callback``. Leave unset when the
     authorization server accepts any loopback port (RFC 8252 §7.3)."""
+
+    @field_validator("client_metadata_url")
+    @classmethod
+    def _cimd(cls, value: str | None) -> str | None:
+        return check_client_metadata_url(value)
+
+    @model_validator(mode="after")
+    def _someone(self) -> OAuthEntry:
+        if self.client_id is None and self.client_metadata_url is None:
+            raise ValueError("give 'client_id' (a pre-registered client) or 'client_metadata_url'")
+        if self.client_secret_env is not None and self.client_id is None:
+            raise ValueError("'client_secret_env' belongs to a pre-registered client: give its 'client_id' too")
+        return self
 
 
 class ServerEntry(BaseModel):
@@ -296,6 +325,18 @@ class Settings(BaseModel):
     ``[sampling] provider`` and ``mcpcli keys set NAME``."""
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     """How sampling requests are answered: which provider, approval policy, budgets."""
+    client_metadata_url: str | None = None
+    """The https URL of a Client ID Metadata Document you publish for mcpcli (a JSON document naming it, with
+    ``redirect_uris`` such as ``http://127.0.0.1/callback``). Where a server's authorization server advertises
+    ``client_id_metadata_document_supported``, mcpcli signs in with this URL as its client id — the registration
+    2026-07-28 prefers — instead of registering itself; elsewhere it registers dynamically as before. A server's
+    ``[mcpServers.NAME.oauth] client_metadata_url`` overrides it, and a pre-registered ``client_id`` wins over
+    both."""
+
+    @field_validator("client_metadata_url")
+    @classmethod
+    def _cimd(cls, value: str | None) -> str | None:
+        return check_client_metadata_url(value)
 
     @field_validator("providers")
     @classmethod
@@ -346,7 +387,10 @@ class Target:
     bearer_token_env: str | None = None
     """HTTP: the environment variable holding a static bearer token (from the config entry)."""
     oauth: OAuthEntry | None = None
-    """HTTP: the pre-registered OAuth client of the config entry, if any."""
+    """HTTP: the config entry's OAuth client (pre-registered, or its own metadata document URL), if any."""
+    client_metadata_url: str | None = None
+    """HTTP: the Client ID Metadata Document URL to sign in with where the authorization server accepts one
+    (the entry's, else the config's top-level one)."""
     source: Literal["url", "name", "demo", "command"] = "command"
     """Where the target came from: a URL, a named server of the user's config files, the demo, or a command line
     taken as given (a command line that came from a stored session runs only once trusted: ``mcpcli.trust``)."""
@@ -446,8 +490,11 @@ def resolve_target(
         choice = "demo"
         note = "No server given (-s, MCPCLI_SERVER or default_server); using the built-in demo server."
     extra = dict(headers or {})
+    cimd = settings.client_metadata_url
     if choice.startswith(("http://", "https://")):
-        return Target(label=choice, kind="http", url=choice, headers=extra, source="url"), note
+        return Target(
+            label=choice, kind="http", url=choice, headers=extra, client_metadata_url=cimd, source="url"
+        ), note
     table = settings.mcp_servers if servers is None else servers
     if (stored := table.get(choice)) is not None:
         entry = expand_entry(choice, stored, env)
@@ -463,6 +510,7 @@ def resolve_target(
                 bearer_token_env=entry.bearer_token_env,
                 oauth=entry.oauth,
                 source="name",
+                client_metadata_url=(entry.oauth.client_metadata_url if entry.oauth else None) or cimd,
             ), note
         assert entry.command is not None
         return Target(

@@ -21,9 +21,11 @@ Run: ``python tests/oauth_server.py --as-port A --mcp-port M [--token-ttl S] [--
 from __future__ import annotations
 
 import argparse
+import base64
 import secrets
 import time
 from typing import Any
+from urllib.parse import unquote
 
 import anyio
 import mcp_types as t
@@ -149,6 +151,16 @@ class Provider:
         )
 
 
+def _secret(request: Request, form: Any) -> str | None:
+    """The client secret a request carries: HTTP Basic (RFC 6749 §2.3.1, both parts form-encoded) or the form."""
+    header = request.headers.get("authorization", "")
+    if header.startswith("Basic "):
+        _id, _, secret = base64.b64decode(header[6:]).decode().partition(":")
+        return unquote(secret)
+    value = form.get("client_secret")
+    return None if value is None else str(value)
+
+
 def _uris(client: OAuthClientInformationFull) -> list[str]:
     return [str(u) for u in client.redirect_uris or []]
 
@@ -183,10 +195,11 @@ def authorization_server(provider: Provider) -> Starlette:
     )
 
     async def revoke(request: Request) -> Response:
-        # RFC 7009 as a public client sends it (client_id, no secret); the SDK's handler insists on the field.
+        # RFC 7009 as a public client sends it (client_id, no secret) or a confidential one (its secret in the form
+        # or as HTTP Basic, as it was registered); the SDK's handler insists on the form field.
         form = await request.form()
         client = provider.clients.get(str(form.get("client_id")))
-        if client is None or (client.client_secret and form.get("client_secret") != client.client_secret):
+        if client is None or (client.client_secret and _secret(request, form) != client.client_secret):
             return JSONResponse({"error": "unauthorized_client"}, status_code=401)
         token = str(form.get("token"))
         found = provider.access.get(token) or provider.refresh.get(token)
@@ -259,7 +272,8 @@ async def serve(args: argparse.Namespace) -> None:
             client_id=args.client_id,
             client_secret=args.client_secret,
             redirect_uris=[args.redirect],  # type: ignore[list-item]
-            token_endpoint_auth_method="client_secret_post" if args.client_secret else "none",
+            # HTTP Basic: the method RFC 6749 says every server accepts; the metadata advertises it (and post).
+            token_endpoint_auth_method="client_secret_basic" if args.client_secret else "none",
             grant_types=["authorization_code", "refresh_token"],
             scope="mcp",
         )

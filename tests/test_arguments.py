@@ -183,6 +183,29 @@ def test_an_argument_the_tool_forbids_is_a_usage_error() -> None:
         build("name=x", "surprise=1", schema=schema)
 
 
+@pytest.mark.parametrize(
+    "schema", [SCHEMA, {**SCHEMA, "properties": {**SCHEMA["properties"], "force": {"enum": [True]}}}]
+)
+def test_an_explicit_null_for_an_optional_property_is_sent_as_not_given(schema: dict[str, Any]) -> None:
+    # Both checkers: the plain one (SCHEMA) and jsonschema (an enum makes the schema not plain).
+    sent = build(args='{"name": "x", "force": null, "count": null}', schema=schema)
+    assert sent == {"name": "x", "force": None, "count": None}
+
+
+@pytest.mark.parametrize(
+    "schema", [SCHEMA, {**SCHEMA, "properties": {**SCHEMA["properties"], "force": {"enum": [True]}}}]
+)
+def test_a_null_for_a_required_property_is_still_a_usage_error(schema: dict[str, Any]) -> None:
+    with pytest.raises(UsageError, match="name"):
+        build(args='{"name": null}', schema=schema)
+
+
+def test_a_null_for_an_argument_the_tool_forbids_is_still_a_usage_error() -> None:
+    schema = {**SCHEMA, "additionalProperties": False}
+    with pytest.raises(UsageError, match=r"does not take that argument.*surprise"):
+        build(args='{"name": "x", "surprise": null}', schema=schema)
+
+
 # --- no schema, unknown properties, unions ---------------------------------------------------------------------------
 
 

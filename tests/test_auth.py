@@ -501,3 +501,22 @@ def test_a_call_with_a_stored_login_does_not_import_keyring(cli: Any, oauth: Any
     proc = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert "alice via" in proc.stdout, proc.stderr
     assert proc.stdout.strip().endswith("NONE")
+
+
+@pytest.mark.parametrize(
+    ("advertised", "secret", "method"),
+    [
+        (None, True, "client_secret_basic"),  # RFC 8414: no list means Basic
+        (["client_secret_basic"], True, "client_secret_basic"),
+        (["client_secret_post", "client_secret_basic"], True, "client_secret_basic"),  # RFC 6749 prefers Basic
+        (["client_secret_post"], True, "client_secret_post"),
+        (["private_key_jwt"], True, "client_secret_basic"),  # nothing mcpcli can do: the one every server must take
+        (["client_secret_basic"], False, "none"),  # a public client sends no secret
+    ],
+)
+def test_a_confidential_client_authenticates_as_the_authorization_server_advertises(
+    advertised: list[str] | None, secret: bool, method: str
+) -> None:
+    from mcpcli.auth.login import token_auth_method
+
+    assert token_auth_method(advertised, secret=secret) == method

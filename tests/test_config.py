@@ -153,6 +153,51 @@ def test_a_bad_server_entry_is_a_config_error_naming_it(home: Path, entry: str) 
     assert "\n" not in info.value.message
 
 
+# --- OAuth client identity: Client ID Metadata Documents --------------------------------------------------------------
+
+CIMD = "https://mcpcli.example/oauth/client.json"
+
+
+def test_the_top_level_client_metadata_url_goes_with_every_http_target(home: Path) -> None:
+    write_config(home, f'client_metadata_url = "{CIMD}"\n' + CONFIG)
+    loaded = load_settings(Paths.from_env())
+    assert resolve_target("https://x.example/mcp", loaded, environ={})[0].client_metadata_url == CIMD
+    assert resolve_target("api", loaded, environ={})[0].client_metadata_url == CIMD
+    assert resolve_target("https://x.example/mcp", Settings(), environ={})[0].client_metadata_url is None
+
+
+def test_a_servers_own_client_metadata_url_wins_over_the_top_level_one(home: Path) -> None:
+    mine = "https://corp.example/mcpcli.json"
+    write_config(
+        home,
+        f'client_metadata_url = "{CIMD}"\n[mcpServers.corp]\nurl = "https://corp.example/mcp"\n'
+        f'[mcpServers.corp.oauth]\nclient_metadata_url = "{mine}"\n',
+    )
+    target, _ = resolve_target("corp", load_settings(Paths.from_env()), environ={})
+    assert target.client_metadata_url == mine
+    assert target.oauth is not None and target.oauth.client_id is None
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('client_metadata_url = "http://mcpcli.example/client.json"\n', "is not an https URL with a path"),
+        ('client_metadata_url = "https://mcpcli.example/"\n', "is not an https URL with a path"),
+        ('[mcpServers.a]\nurl = "https://a.example"\n[mcpServers.a.oauth]\nscope = "x"\n', "give 'client_id'"),
+        (
+            f'[mcpServers.a]\nurl = "https://a.example"\n[mcpServers.a.oauth]\nclient_metadata_url = "{CIMD}"\n'
+            'client_secret_env = "S"\n',
+            "belongs to a pre-registered client",
+        ),
+    ],
+)
+def test_a_bad_oauth_client_setting_is_one_config_error(home: Path, text: str, says: str) -> None:
+    write_config(home, text)
+    with pytest.raises(ConfigError) as info:
+        load_settings(Paths.from_env())
+    assert says in info.value.message and "\n" not in info.value.message
+
+
 # --- -H --------------------------------------------------------------------------------------------------------------
 
 

@@ -81,6 +81,7 @@ class Credentials:
             client_secret=secret,
             scope=oauth.scope if oauth else None,
             redirect_port=oauth.redirect_port if oauth else None,
+            client_metadata_url=target.client_metadata_url,
             on_token=self.on_secret,
             fresh=self.fresh,
         )

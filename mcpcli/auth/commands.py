@@ -85,9 +85,12 @@ async def logout(rt: Runtime) -> int:
     vault = TokenVault(rt.paths, backend="file")
     record = vault.load(target.url)
     client = record.client
-    if target.oauth is not None:  # pre-registered: the client is the config's, never stored with the tokens
+    if target.oauth is not None and target.oauth.client_id:  # pre-registered: the config's, never stored
+        from mcpcli.auth.login import token_auth_method
+
         secret = os.environ.get(target.oauth.client_secret_env) if target.oauth.client_secret_env else None
-        method = "client_secret_post" if secret else "none"
+        metadata = (record.auth_server or {}).get("metadata") or {}
+        method = token_auth_method(metadata.get("revocation_endpoint_auth_methods_supported"), secret=bool(secret))
         client = {"client_id": target.oauth.client_id, "client_secret": secret, "token_endpoint_auth_method": method}
     revoked = await revoke(record, client or {}) if record.signed_in else False
     if vault.forget(target.url):

@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
@@ -33,6 +33,7 @@ from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError
 
 CALLBACK_PATH = "/callback"
+AuthMethod = Literal["none", "client_secret_basic", "client_secret_post"]
 LOGIN_TIMEOUT = 300.0
 """Seconds to wait for the browser to come back (``MCPCLI_LOGIN_TIMEOUT`` overrides)."""
 
@@ -105,12 +106,49 @@ class _Storage:
             self.vault.save(self.login)
 
 
-class _Provider(OAuthClientProvider):
-    """The SDK's provider, told when a stored token expires (it keeps that only in memory)."""
+def token_auth_method(supported: list[str] | None, *, secret: bool) -> AuthMethod:
+    """How a client holding ``secret`` (or not) authenticates to an endpoint advertising ``supported`` methods.
 
-    def __init__(self, *args: Any, login: Login, **kwargs: Any) -> None:
+    HTTP Basic is what every authorization server must accept from a client with a password (RFC 6749 §2.3.1,
+    which calls the form fields NOT RECOMMENDED) and the default when the metadata names no methods (RFC 8414
+    §2), so it is used unless the server lists ``client_secret_post`` without it.
+    """
+    if not secret:
+        return "none"
+    if supported and "client_secret_basic" not in supported and "client_secret_post" in supported:
+        return "client_secret_post"
+    return "client_secret_basic"
+
+
+class _Provider(OAuthClientProvider):
+    """The SDK's provider, told when a stored token expires (it keeps that only in memory), and authenticating a
+    pre-registered confidential client the way the authorization server advertises.
+
+    The SDK sends a client's secret as its record's ``token_endpoint_auth_method`` says; a registration response
+    says it, but a client registered in advance has only the config, written before anyone read the server's
+    metadata. So that record's method is chosen here, from the discovered metadata, before each token request.
+    """
+
+    def __init__(self, *args: Any, login: Login, preset: OAuthClientInformationFull | None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._login = login
+        self._preset = preset
+
+    def _authenticate_as_advertised(self) -> None:
+        preset = self._preset
+        if preset is None or self.context.client_info is not preset:
+            return
+        metadata = self.context.oauth_metadata
+        supported = metadata.token_endpoint_auth_methods_supported if metadata is not None else None
+        preset.token_endpoint_auth_method = token_auth_method(supported, secret=bool(preset.client_secret))
+
+    async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
+        self._authenticate_as_advertised()
+        return await super()._exchange_token_authorization_code(auth_code, code_verifier)
+
+    async def _refresh_token(self) -> httpx2.Request:
+        self._authenticate_as_advertised()
+        return await super()._refresh_token()
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -326,10 +364,15 @@ def oauth_provider(
     client_secret: str | None = None,
     scope: str | None = None,
     redirect_port: int | None = None,
+    client_metadata_url: str | None = None,
     on_token: Callable[[str], None] | None = None,
     fresh: bool = False,
 ) -> tuple[httpx2.Auth, Login]:
-    """The ``httpx2.Auth`` that signs requests to ``server`` in, and the login record it reads and updates."""
+    """The ``httpx2.Auth`` that signs requests to ``server`` in, and the login record it reads and updates.
+
+    ``client_metadata_url``: the Client ID Metadata Document to sign in with where the authorization server
+    advertises support for one (the SDK decides, after discovery); elsewhere mcpcli registers dynamically.
+    """
     login = vault.load(server)
     port = redirect_port or login.redirect_port
     if port is None or (redirect_port is None and interactive and not port_is_free(port)):
@@ -345,7 +388,8 @@ def oauth_provider(
             client_id=client_id,
             client_secret=client_secret,
             redirect_uris=[redirect_uri],  # type: ignore[list-item]
-            token_endpoint_auth_method="client_secret_post" if client_secret else "none",
+            # Until discovery says otherwise (``_Provider._authenticate_as_advertised``): RFC 8414's default.
+            token_endpoint_auth_method=token_auth_method(None, secret=bool(client_secret)),
             grant_types=["authorization_code", "refresh_token"],
             scope=scope,
         )
@@ -366,7 +410,14 @@ def oauth_provider(
     browser = Browser(server, label, port, interactive=interactive, open_browser=open_browser)
     browser.storage = storage
     provider = _Provider(
-        server, metadata, storage, redirect_handler=browser.redirect, callback_handler=browser.callback, login=login
+        server,
+        metadata,
+        storage,
+        redirect_handler=browser.redirect,
+        callback_handler=browser.callback,
+        client_metadata_url=client_metadata_url,
+        login=login,
+        preset=preset,
     )
     storage.context = provider.context
     if on_token is not None and login.signed_in and login.tokens and not fresh:
