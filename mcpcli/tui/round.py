@@ -73,7 +73,7 @@ class RequestPanel(Vertical):
     def __init__(self, question: Question, *, id: str) -> None:
         super().__init__(id=id)
         self.question = question
-        self.border_title = question.key
+        self.border_title = plain(question.key)  # a str would be parsed as markup, and the server chose the key
 
     def answer(self) -> t.ElicitResult | None:
         """The answer to send, or None while it cannot be sent."""
