@@ -293,6 +293,18 @@ def sampler() -> MCPServer:
         return t.CallToolResult(content=[t.TextContent(type="text", text=summary)])
 
     @server.tool()
+    async def inspect(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Asks for a completion, then says which ``_meta`` the reply carried (the server asked for none)."""
+        request = t.CreateMessageRequest(params=t.CreateMessageRequestParams.model_validate(SAMPLE_PARAMS))
+        if ctx.protocol_version and str(ctx.protocol_version) < "2026-07-28":
+            reply: Any = await ctx.request_context.session.send_request(request, t.CreateMessageResult)
+        else:
+            reply = (ctx.input_responses or {}).get("llm")
+            if not isinstance(reply, t.CreateMessageResult):
+                return t.InputRequiredResult(input_requests={"llm": request}, request_state="asked")
+        return t.CallToolResult(content=[t.TextContent(type="text", text=f"meta: {json.dumps(reply.meta)}")])
+
+    @server.tool()
     async def plan(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
         """Offers the client's LLM a tool; reports which tool it chose to call, with what."""
         reply = (ctx.input_responses or {}).get("brain")
