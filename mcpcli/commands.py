@@ -293,14 +293,27 @@ async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target:
             outcome = await run(client)
         except NeedInput as need:
             rt.out.stop_progress()
+            _say_unmatched(rt, flow)
             return _needs_input(rt, need)
-        except UserStopped as stop:
-            if flow.session is not None:
+        except McpcliError as stop:
+            if isinstance(stop, UserStopped) and flow.session is not None:
                 stop.hint = f"Resume it with: mcpcli resume {flow.session.id}"
+            _say_unmatched(rt, flow)
             raise
         finally:
             rt.out.stop_progress()
+    _say_unmatched(rt, flow)
     return _render(rt, flow.call.method if flow.call else "tools/call", outcome)
+
+
+def _say_unmatched(rt: Runtime, flow: Flow) -> None:
+    """Once the flow has run: each ``--answer``/``--decline``... that met no question, with what was asked."""
+    if flow.call is None:
+        return  # it never started (e.g. an unknown tool): nothing was asked, the error says why
+    for source in flow.sources:
+        if isinstance(source, Presets):
+            for line in source.unmatched():
+                rt.out.warning(line)
 
 
 async def run_call(

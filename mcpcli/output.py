@@ -88,6 +88,12 @@ class Output:
         # Printed above a running progress bar (Rich keeps the bar at the bottom), never through it.
         self.err.print(Text(sanitize(text), style="dim"))
 
+    def warning(self, text: str) -> None:
+        """Something the user got wrong but that stopped nothing (e.g. a preset that matched no question)."""
+        from rich.text import Text
+
+        self.err.print(Text.assemble(("warning: ", "bold yellow"), sanitize(text)))
+
     def detail(self, text: str) -> None:
         if self.verbose:
             self.note(text)

@@ -308,3 +308,32 @@ def test_a_round_answered_but_never_sent_is_sent_again_with_the_same_answers(cli
     assert r.code == 0, r.err
     assert r.out == "Provisioned 'orders' in sa-east-1.\n"
     assert "sending it again with the same answers" in r.err
+
+
+# --- presets that match nothing --------------------------------------------------------------------------------------
+
+
+def test_a_misspelt_answer_is_named_with_what_was_asked_and_a_close_match(cli: Any) -> None:
+    r = cli("call", "provision", "-a", "name=orders", "--answer", "regoin=eu-west-1", "--no-input")
+    assert r.code == 3
+    assert "warning: --answer regoin matched no question (the server asked: region). Did you mean region?" in r.err
+    assert r.err.index("warning:") < r.err.index("Answer with:")  # said before the exit-3 text's last line
+
+
+def test_presets_left_over_by_a_finished_flow_are_named_too(tmp_path: Path, cli: Any) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"region": "eu-west-1", "regin.region": "x", "confirm": {"action": "accept"}}))
+    r = cli("call", "provision", "-a", "name=orders", "--answers", str(answers), "--decline", "regon")
+    assert r.code == 0, r.err
+    assert r.out == "Provisioned 'orders' in eu-west-1.\n"
+    where = str(answers)
+    assert f"warning: {where}: regin.region matched no question (the server asked: region). " in r.err
+    assert "Did you mean region.region?" in r.err
+    assert f"warning: {where}: confirm matched no question" in r.err
+    assert "warning: --decline regon matched no question (the server asked: region). Did you mean region?" in r.err
+
+
+def test_presets_that_all_met_their_question_say_nothing(cli: Any) -> None:
+    r = cli("call", "provision", "-a", "name=orders", "--answer", "region.region=eu-west-1")
+    assert r.code == 0, r.err
+    assert "warning" not in r.err
