@@ -324,12 +324,11 @@ async def run_call(
 
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
-            arguments = build_arguments(
-                await _input_schema(client, name, _keep(rt, target, client, "tools")), pairs, args
-            )
+            schema = await _input_schema(client, name, _keep(rt, target, client, "tools"))
+            arguments = build_arguments(schema, pairs, args, warn=rt.out.warning)
         elif method == "prompts/get":
             schema = await _prompt_schema(client, name, pairs, _keep(rt, target, client, "prompts"))
-            arguments = build_arguments(schema, pairs, None, what="prompt")
+            arguments = build_arguments(schema, pairs, None, what="prompt", warn=rt.out.warning)
         else:
             arguments = {}
         return await flow.start(Call(method, name, arguments))
