@@ -296,6 +296,8 @@ async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target:
             _say_unmatched(rt, flow)
             return _needs_input(rt, need)
         except McpcliError as stop:
+            if flow.session is not None and flow.keeper.saved:
+                stop.session_id = flow.session.id
             if isinstance(stop, UserStopped) and flow.session is not None:
                 stop.hint = f"Resume it with: mcpcli resume {flow.session.id}"
             _say_unmatched(rt, flow)
