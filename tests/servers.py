@@ -17,7 +17,8 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
 - ``chatty``: a tool that logs at every level (one message full of escape sequences); it honours
   ``logging/setLevel`` on pre-2026 connections and says which level that asked for.
 - ``rounds``: for the TUI — ``trip`` asks two forms in one round, ``odd`` asks a form with a part no form can
-  hold, ``risky_link`` asks the user to visit a plain-http punycode URL; each says what it received.
+  hold, ``confirm`` asks a required boolean without a default, ``risky_link`` asks the user to visit a
+  plain-http punycode URL; each says what it received.
 """
 
 from __future__ import annotations
@@ -246,6 +247,14 @@ def rounds() -> MCPServer:
         }
         ask = t.ElicitRequest(params=t.ElicitRequestFormParams(message="Where to?", requested_schema=schema))
         return t.InputRequiredResult(input_requests={"where": ask}, request_state="asked")
+
+    @server.tool()
+    async def confirm(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Asks a required yes/no question with no default: whatever arrives must be what the user chose."""
+        if ctx.input_responses:
+            return t.CallToolResult(content=[t.TextContent(type="text", text=_received(ctx))])
+        ask = _form("Delete the old backups?", "sure", {"type": "boolean", "title": "Delete them"})
+        return t.InputRequiredResult(input_requests={"confirm": ask}, request_state="asked")
 
     @server.tool()
     async def risky_link(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
