@@ -38,7 +38,13 @@ class Presets:
     """Request key → accept/decline/cancel."""
     contents: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Request key → content given with an action in an answers file."""
+    origins: dict[str, str] = field(default_factory=dict)
+    """Request key → where its action was given (``--decline KEY``, ``answers.json: KEY``), for messages."""
     accept_defaults: bool = False
+    asked: dict[str, list[str]] = field(default_factory=dict)
+    """Every elicitation this run's flow asked: request key → its form's field names (none for a URL)."""
+    used: set[tuple[str | None, str]] = field(default_factory=set)
+    """The presets that met their question: ``fields`` keys, and ``(key, "")`` for an action or a content."""
 
     interactive = False
     explicit = True
@@ -69,6 +75,7 @@ class Presets:
         for action, keys in (("decline", decline), ("cancel", cancel), ("accept", accept)):
             for key in keys:
                 presets.actions[key] = action  # type: ignore[assignment]
+                presets.origins[key] = f"--{action} {key}"
         return presets
 
     def _add_field(self, name: str, value: Any, origin: str) -> None:
@@ -93,6 +100,7 @@ class Presets:
                 if action not in ("accept", "decline", "cancel"):
                     raise UsageError(f"{where}: {name}: action must be accept, decline or cancel.")
                 self.actions[name] = action
+                self.origins[name] = f"{where}: {name}"
                 if isinstance(value.get("content"), dict):
                     self.contents[name] = value["content"]
             else:
@@ -104,7 +112,10 @@ class Presets:
         request = question.request
         if not isinstance(request, t.ElicitRequest):
             return None
+        self.asked.setdefault(question.key, [str(name) for name in _properties(question.wire)])
         action = self.actions.get(question.key)
+        if action is not None:
+            self.used.add((question.key, ""))
         if action in ("decline", "cancel"):
             return t.ElicitResult(action=action)
         if isinstance(request.params, t.ElicitRequestURLParams):
@@ -138,13 +149,17 @@ class Presets:
             return {}
         specs = self._specs(question) if specs is None else specs
         content: dict[str, Any] = dict(self.contents.get(question.key, {}))
+        if question.key in self.contents:
+            self.used.add((question.key, ""))
         for spec in specs:
-            hit = self.fields.get((question.key, spec.name))
+            where: tuple[str | None, str] = (question.key, spec.name)
+            hit = self.fields.get(where)
             if hit is None and (bare := self.fields.get((None, spec.name))) is not None:
                 self._check_unambiguous(spec.name, question)
-                hit = bare
+                hit, where = bare, (None, spec.name)
             if hit is not None:
                 content[spec.name] = hit[0]
+                self.used.add(where)
         clean: dict[str, Any] = {}
         by_name = {s.name: s for s in specs}
         for name, raw in content.items():
@@ -157,6 +172,27 @@ class Presets:
                 origin = self.fields.get((question.key, name)) or self.fields.get((None, name))
                 raise UsageError(f"{origin[1] if origin else name}: {exc}", title="Invalid answer") from None
         return clean
+
+    def unmatched(self) -> list[str]:
+        """One line for each preset that met no question of the flow so far: what was asked, and a close match.
+
+        A typo (``--answer regoin=...``) is otherwise silently dropped and the flow asks again, or exits 3.
+        """
+        fields = [f"{key}.{name}" for key, names in self.asked.items() for name in names]
+        every = [name for names in self.asked.values() for name in names]
+        bare = list(dict.fromkeys(every))
+        # As --answer would name them: a field alone when one request has it, else REQUEST_KEY.FIELD.
+        shown = [f"{k}.{n}" if every.count(n) > 1 else n for k, names in self.asked.items() for n in names]
+        asked = ", ".join(shown + [key for key, names in self.asked.items() if not names]) or "nothing"
+        lines = []
+        for (key, fname), (_value, origin) in self.fields.items():
+            if (key, fname) not in self.used:
+                given, pool = (fname, bare) if key is None else (f"{key}.{fname}", fields)
+                lines.append(_unmatched(origin, given, pool, asked))
+        for key in [*self.actions, *self.contents]:
+            if (key, "") not in self.used and key not in self.asked:
+                lines.append(_unmatched(self.origins.get(key, key), key, list(self.asked), asked))
+        return list(dict.fromkeys(lines))
 
     def _mentions(self, question: Question) -> bool:
         """Whether any preset is meant for this request (by key, or a bare field name it has)."""
@@ -181,6 +217,14 @@ class Presets:
             return forms.parse_schema(request.params.requested_schema)
         except forms.SchemaError as exc:
             raise UsageError(f"The server's form {question.key!r} cannot be answered: {exc}.") from None
+
+
+def _unmatched(origin: str, given: str, pool: Sequence[str], asked: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(given, pool, n=1, cutoff=0.6)
+    hint = f" Did you mean {close[0]}?" if close else ""
+    return f"{origin} matched no question (the server asked: {asked}).{hint}"
 
 
 def _properties(wire: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -28,8 +28,10 @@ def build_arguments(
     *,
     read_stdin: Callable[[], str] | None = None,
     what: str = "tool",
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The arguments object for a call; raises ``UsageError`` naming the bad argument."""
+    """The arguments object for a call; raises ``UsageError`` naming the bad argument (``warn`` hears of a key the
+    schema does not list but allows)."""
     arguments: dict[str, Any] = {}
     if args_json is not None:
         arguments = _load_args(args_json, read_stdin or sys.stdin.read)
@@ -38,12 +40,32 @@ def build_arguments(
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"Bad --arg {pair!r}.", hint="Write --arg KEY=VALUE (or KEY=@file to read a file).")
+        if key not in properties:
+            _check_known(key, schema or {}, what, warn)
         if raw.startswith("@") and len(raw) > 1:
             raw = _read(raw[1:], f"--arg {key}")
         arguments[key] = typed_value(key, raw, properties.get(key))
     if schema:
         check(schema, arguments, what)
     return arguments
+
+
+def _check_known(key: str, schema: Mapping[str, Any], what: str, warn: Callable[[str], None] | None) -> None:
+    """An ``--arg`` key the schema does not list: refused when it is close to one it does (a typo, exit 2) or the
+    schema forbids other keys; else sent as given — the schema allows it — and named through ``warn``."""
+    import difflib
+
+    names = [str(name) for name in (schema.get("properties") or {})]
+    if not names:
+        return  # a schema without properties says nothing about names
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    listed = f"Its arguments: {', '.join(names)}"
+    if close:
+        raise UsageError(f"The {what} has no argument {key!r}.", hint=f"Did you mean --arg {close[0]}=…? {listed}")
+    if schema.get("additionalProperties") is False:
+        raise UsageError(f"The {what} does not take that argument: {key!r}.", hint=listed)
+    if warn is not None:
+        warn(f"--arg {key}: the {what} does not list that argument; sent as given. {listed}.")
 
 
 def typed_value(key: str, raw: str, prop: Any) -> Any:

@@ -17,7 +17,7 @@ import mcp_types as t
 from rich.text import Text
 
 from mcpcli.answers import Presets
-from mcpcli.display import safe
+from mcpcli.display import has_invisible, reveal_invisible, safe, sanitize
 from mcpcli.flow import Question
 from mcpcli.inline import Terminal, ask_form
 from mcpcli.sampling import Decision, SamplingView
@@ -53,7 +53,7 @@ class TerminalUser:
         console.print(Text.assemble(("? ", "bold cyan"), safe(params.message)))
         console.print(Text.assemble("  ", url_text(params.url)))
         for warning in check.warnings:
-            console.print(Text.assemble(("  ! ", "bold yellow"), warning))
+            console.print(Text.assemble(("  ! ", "bold yellow"), safe(warning)))
         if check.refused:
             console.print(Text("  This link is not a web page; declining it.", style="red"))
             return t.ElicitResult(action="decline")
@@ -82,34 +82,61 @@ class UrlCheck:
 
 
 def check_url(url: str) -> UrlCheck:
-    """What to warn about before anyone opens ``url``: non-https, punycode or mixed-script hosts, other schemes."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
+    """What to warn about before anyone opens ``url``: non-https, punycode, mixed-script or invisible characters
+    in the host, a user name before it, other schemes. Never raises: a link that is no URL at all is refused."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:  # e.g. an unclosed "[" of an IPv6 host
+        return UrlCheck("", ["Refused: this is not a valid link."], True)
     warnings: list[str] = []
     if parts.scheme not in ("http", "https") or not host:
-        return UrlCheck(host, [f"Refused: {parts.scheme or 'no'} scheme — only http(s) links are opened."], True)
+        scheme = sanitize(parts.scheme) or "no"
+        return UrlCheck(host, [f"Refused: {scheme} scheme — only http(s) links are opened."], True)
     if parts.scheme == "http":
         warnings.append("This link is not encrypted (http, not https).")
-    if any(label.startswith("xn--") for label in host.split(".")) or not host.isascii():
-        shown = host.encode("idna").decode("ascii") if not host.isascii() else host
-        warnings.append(f"The host uses international characters (punycode {shown}); check it is the site you expect.")
+    if has_invisible(host):
+        warnings.append(
+            f"The host hides invisible or direction-changing characters ({reveal_invisible(host)}); "
+            "it is not the site it looks like."
+        )
+    elif any(label.startswith("xn--") for label in host.split(".")) or not host.isascii():
+        shown = _punycode(host)
+        if shown is None:
+            warnings.append(f"The host {sanitize(host)} is not a valid international domain name.")
+        else:
+            warnings.append(
+                f"The host uses international characters (punycode {shown}); check it is the site you expect."
+            )
     if parts.username or parts.password:
         warnings.append("The link carries a user name before the host; the real host is the part after '@'.")
     return UrlCheck(host, warnings, False)
 
 
+def _punycode(host: str) -> str | None:
+    """The ASCII form of ``host``, or None when it is no valid domain name (the IDNA codec refuses it)."""
+    if host.isascii():
+        return sanitize(host)
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return None
+
+
 def url_text(url: str) -> Text:
-    """The full URL, sanitized, with its host emphasised."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    shown = safe(url).plain
-    at = shown.find(host, shown.find("//") + 2) if host else -1
-    if at < 0:
-        return Text(shown, style="underline")
+    """The full URL, sanitized, with its host emphasised (and anything invisible in the host escaped)."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        host = ""
+    start = url.find("//") + 2 if "//" in url else 0
+    at = url.lower().find(host, start) if host else -1
+    if at < 0 or url[at : at + len(host)].lower() != host:
+        return Text(reveal_invisible(url), style="underline")
     text = Text()  # not Text(..., style="dim"): a Text's own style covers every span, and would dim the host too
-    text.append(shown[:at], style="dim")
-    text.append(shown[at : at + len(host)], style="bold reverse")
-    text.append(shown[at + len(host) :], style="dim")
+    text.append(sanitize(url[:at]), style="dim")
+    text.append(reveal_invisible(url[at : at + len(host)]), style="bold reverse")
+    text.append(sanitize(url[at + len(host) :]), style="dim")
     return text
 
 
@@ -129,7 +156,8 @@ class TerminalApprover:
         if system := view.params.get("systemPrompt"):
             console.print(Text.assemble(("  system: ", "bold"), safe(system)))
         for message in view.params.get("messages") or []:
-            console.print(Text.assemble((f"  {message.get('role', '?')}: ", "bold"), safe(_text_of(message))))
+            role = sanitize(str(message.get("role", "?")))
+            console.print(Text.assemble((f"  {role}: ", "bold"), safe(_text_of(message))))
         return self._decide("  Send it? [y]es / [e]dit / [n]o: ", lambda: _edit_json(view.params))
 
     async def review_reply(self, view: SamplingView, reply: dict[str, Any]) -> Decision:

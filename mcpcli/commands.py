@@ -339,14 +339,29 @@ async def _connect_and_run(
         outcome = await _drive_connected(rt, opts, flow, target, protocol or rt.protocol(), run)
     except NeedInput as need:
         rt.out.stop_progress()
+        _say_unmatched(rt, flow)
         return _needs_input(rt, need)
-    except UserStopped as stop:
+    except McpcliError as stop:
         if flow.session is not None and flow.keeper.saved:
-            stop.hint = f"Resume it with: mcpcli resume {flow.session.id}"
+            stop.session_id = flow.session.id
+            if isinstance(stop, UserStopped):
+                stop.hint = f"Resume it with: mcpcli resume {flow.session.id}"
+        _say_unmatched(rt, flow)
         raise
     finally:
         rt.out.stop_progress()
+    _say_unmatched(rt, flow)
     return _render(rt, flow.call.method if flow.call else "tools/call", outcome)
+
+
+def _say_unmatched(rt: Runtime, flow: Flow) -> None:
+    """Once the flow has run: each ``--answer``/``--decline``... that met no question, with what was asked."""
+    if flow.call is None:
+        return  # it never started (e.g. an unknown tool): nothing was asked, the error says why
+    for source in flow.sources:
+        if isinstance(source, Presets):
+            for line in source.unmatched():
+                rt.out.warning(line)
 
 
 async def run_call(
@@ -360,12 +375,11 @@ async def run_call(
 
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
-            arguments = build_arguments(
-                await _input_schema(client, name, _keep(rt, target, client, "tools")), pairs, args
-            )
+            schema = await _input_schema(client, name, _keep(rt, target, client, "tools"))
+            arguments = build_arguments(schema, pairs, args, warn=rt.out.warning)
         elif method == "prompts/get":
             schema = await _prompt_schema(client, name, pairs, _keep(rt, target, client, "prompts"))
-            arguments = build_arguments(schema, pairs, None, what="prompt")
+            arguments = build_arguments(schema, pairs, None, what="prompt", warn=rt.out.warning)
         else:
             arguments = {}
         return await flow.start(Call(method, name, arguments))

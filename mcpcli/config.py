@@ -530,6 +530,8 @@ def resolve_target(
         raise UsageError(f"Cannot parse the server command {choice!r}: {exc}.") from None
     if not argv:
         raise UsageError("The server target is empty.", hint="Pass -s URL, -s NAME, -s demo or -s 'command args'.")
+    if len(argv) == 1 and "/" not in argv[0]:
+        _check_command(argv[0], table)
     return Target(label=choice, kind="stdio", command=argv[0], args=tuple(argv[1:])), note
 
 
@@ -551,3 +553,24 @@ def connection_settings(target: Target, protocol: str) -> dict[str, Any]:
         if target.cwd:
             settings["cwd"] = target.cwd
     return settings
+
+
+def _check_command(word: str, table: Mapping[str, Any]) -> None:
+    """One word that names no server and no command: a misspelt name, not a command line to run (exit 2).
+
+    Without this, ``-s ev2`` (when ``ev`` is configured) reached the operating system and came back as
+    "No such file or directory".
+    """
+    import difflib
+    import shutil
+
+    if shutil.which(word) is not None:
+        return
+    names = sorted({*table, "demo"})
+    close = difflib.get_close_matches(word, names, n=3, cutoff=0.5)
+    listed = ", ".join(names[:10]) + (", …" if len(names) > 10 else "")
+    hint = f"Did you mean {' or '.join(close)}?" if close else f"Named servers: {listed}."
+    raise UsageError(
+        f"There is no server named {word!r} (nor a command of that name).",
+        hint=f"{hint} See them with: mcpcli servers list; -s also takes a URL or a command line.",
+    )

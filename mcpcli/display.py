@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -41,6 +42,26 @@ def sanitize(text: str) -> str:
     multi-line messages are legitimate; everything else is unchanged.
     """
     return text.translate(_TABLE)
+
+
+def reveal_invisible(text: str) -> str:
+    """``sanitize``, and also every character that is invisible or changes nothing but how text looks.
+
+    For host names, where one invisible character makes another site look like the expected one: zero-width
+    spaces and joiners, soft hyphens, byte-order marks (Unicode's format characters) and spaces other than the
+    plain one become ``\\uXXXX`` escapes too. Elsewhere they are kept (emoji sequences need the zero-width joiner).
+    """
+    return "".join(_escape(ord(ch)) if _invisible(ch) else ch for ch in sanitize(text))
+
+
+def _invisible(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    return category in ("Cf", "Zl", "Zp") or (category == "Zs" and ch != " ")
+
+
+def has_invisible(text: str) -> bool:
+    """Whether ``text`` holds a control, bidi, zero-width or other invisible character (see ``reveal_invisible``)."""
+    return any(ord(ch) in _TABLE or _invisible(ch) for ch in text)
 
 
 def safe(text: object) -> Text:

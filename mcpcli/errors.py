@@ -28,6 +28,8 @@ class McpcliError(Exception):
 
     exit_code: ExitCode = ExitCode.SERVER
     default_title = "Error"
+    session_id: str | None = None
+    """The session the failure left behind (kept, resumable), when there is one: set where it is known."""
 
     def __init__(self, message: str, *, title: str | None = None, hint: str | None = None) -> None:
         super().__init__(message)
@@ -75,6 +77,14 @@ class UserStopped(McpcliError):
 
     exit_code = ExitCode.STOPPED
     default_title = "Stopped"
+
+
+def error_document(exc: McpcliError) -> dict[str, object]:
+    """The error as data for ``--json`` (DESIGN.md §Errors as data): what the stderr line says, and the exit code."""
+    error: dict[str, object] = {"message": exc.message, "hint": exc.hint, "exit_code": int(exc.exit_code)}
+    if exc.session_id is not None:
+        error["session_id"] = exc.session_id
+    return {"error": error}
 
 
 def print_error(exc: McpcliError) -> None:

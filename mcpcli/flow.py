@@ -364,7 +364,7 @@ class Flow:
 
     async def _send(self, call: Call, responses: dict[str, Any] | None, state: str | None) -> Any:
         """One leg: the same method, name and arguments; only the responses and the state change."""
-        typed = _typed_responses(responses) if responses is not None else None
+        typed = _typed_responses(for_server(responses)) if responses is not None else None
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
             raise self._timeout()
@@ -528,7 +528,7 @@ class Flow:
             except NeedInput:
                 self._back_channel_failed[key] = requests[key]
                 return t.ErrorData(code=t.INVALID_REQUEST, message="The user is not available to answer.")
-            typed: t.InputResponse = _typed_responses(answers)[key]
+            typed: t.InputResponse = _typed_responses(for_server(answers))[key]
             return typed
 
         return handle
@@ -598,6 +598,22 @@ def _innermost(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return (str(exc) or type(exc).__name__).splitlines()[0]
+
+
+PRIVATE_META = "io.mcpcli/"
+"""The ``_meta`` prefix of what mcpcli keeps in a stored answer for itself (a sampling reply's token counts)."""
+
+
+def for_server(responses: Mapping[str, Any]) -> dict[str, Any]:
+    """The answers as the server gets them: mcpcli's own ``_meta`` entries stay in the store, never go out."""
+    sent: dict[str, Any] = {}
+    for key, answer in responses.items():
+        meta = answer.get("_meta") if isinstance(answer, Mapping) else None
+        if isinstance(meta, Mapping) and any(str(name).startswith(PRIVATE_META) for name in meta):
+            kept = {name: value for name, value in meta.items() if not str(name).startswith(PRIVATE_META)}
+            answer = {k: v for k, v in answer.items() if k != "_meta"} | ({"_meta": kept} if kept else {})
+        sent[key] = answer
+    return sent
 
 
 def _typed_responses(responses: Mapping[str, Any]) -> t.InputResponses:

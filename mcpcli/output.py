@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
-from mcpcli.display import json_text, safe, sanitize
+from mcpcli.display import json_text, reveal_invisible, safe, sanitize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -82,10 +82,17 @@ class Output:
     # -- diagnostics (stderr) --
 
     def note(self, text: str) -> None:
+        """A line on stderr, sanitized: notes quote server text (request keys, names, errors, log messages)."""
         from rich.text import Text
 
         # Printed above a running progress bar (Rich keeps the bar at the bottom), never through it.
-        self.err.print(Text(text, style="dim"))
+        self.err.print(Text(sanitize(text), style="dim"))
+
+    def warning(self, text: str) -> None:
+        """Something the user got wrong but that stopped nothing (e.g. a preset that matched no question)."""
+        from rich.text import Text
+
+        self.err.print(Text.assemble(("warning: ", "bold yellow"), sanitize(text)))
 
     def detail(self, text: str) -> None:
         if self.verbose:
@@ -162,7 +169,8 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
 
     err.print(Text.assemble(("Input required", "bold yellow"), f" — session {session_id} saved."))
     example = None
-    for key, wire in pending.items():
+    for raw_key, wire in pending.items():
+        key = sanitize(str(raw_key))  # the server chose the key: it is as untrusted as the message
         params = wire.get("params") or {}
         method = wire.get("method")
         if method == "elicitation/create" and params.get("mode", "form") == "form":
@@ -173,17 +181,26 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
                 kind = prop.get("type", "?") if isinstance(prop, Mapping) else "?"
                 flag = "required" if name in required else "optional"
                 err.print(Text(f"    {sanitize(str(name))}  {sanitize(str(kind))}, {flag}", style="dim"))
-                example = example or f"--answer {sanitize(str(name))}=VALUE"
+                example = example or f"--answer {shell_word(sanitize(str(name)))}=VALUE"
         elif method == "elicitation/create":
             err.print(
-                Text.assemble(f"  {key}: ", safe(params.get("message", "")), " — visit ", safe(params.get("url")))
+                Text.assemble(
+                    f"  {key}: ", safe(params.get("message", "")), " — visit ", reveal_invisible(str(params.get("url")))
+                )
             )
-            example = example or f"--accept {key}"
+            example = example or f"--accept {shell_word(key)}"
         elif method == "sampling/createMessage":
             err.print(Text(f"  {key}: an LLM completion (sampling)"))
         else:
             err.print(Text(f"  {key}: {sanitize(str(method))}"))
     err.print(Text(f"Answer with: mcpcli resume {session_id} {example or ''}".rstrip(), style="bold"))
+
+
+def shell_word(text: str) -> str:
+    """``text`` quoted for a command line the user may paste (a server-chosen key may hold spaces or quotes)."""
+    import shlex
+
+    return shlex.quote(text)
 
 
 def pending_document(session_id: str, pending: Mapping[str, Any], template: Mapping[str, Any]) -> dict[str, Any]:

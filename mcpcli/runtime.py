@@ -38,6 +38,8 @@ class Globals:
     """``--log-level LEVEL``: print the server's log messages at this level and above (none without it)."""
     bearer: str | None = None
     """``--bearer TOKEN``: a static token for HTTP servers (wins over the config's ``bearer_token_env`` and OAuth)."""
+    json: bool = False
+    """``--json`` before the subcommand: as if given after it (it cannot be turned off again there)."""
 
     def merged(self, **after: Any) -> Globals:
         values = {k: v for k, v in after.items() if v not in (None, [])}
@@ -75,7 +77,7 @@ class Runtime:
         from mcpcli.output import Output
 
         self.g = g
-        self.json = json_out
+        self.json = json_out or g.json
         self.paths: Paths = Paths.from_env()
         self.settings: Settings = load_settings(self.paths)
         self.out: Output = Output(verbose=g.verbose)
@@ -167,8 +169,20 @@ def configure_logging(paths: Paths, debug: bool) -> None:
     root.setLevel(logging.DEBUG if debug else logging.INFO)
 
 
-def guarded(body: Callable[[], int | None], debug: bool) -> int:
+def guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) -> int:
+    """Run ``body``; every failure becomes one line (and a hint) on stderr and an exit code — with ``json``, also
+    an error document on stdout."""
     from mcpcli.errors import print_error
+
+    def fail(exc: McpcliError) -> int:
+        print_error(exc)
+        if json:
+            from mcpcli.display import json_text
+            from mcpcli.errors import error_document
+
+            sys.stdout.write(json_text(error_document(exc)) + "\n")
+            sys.stdout.flush()
+        return int(exc.exit_code)
 
     try:
         try:
@@ -180,22 +194,29 @@ def guarded(body: Callable[[], int | None], debug: bool) -> int:
             import traceback
 
             traceback.print_exc()
-        print_error(exc)
-        return int(exc.exit_code)
+        return fail(exc)
     except KeyboardInterrupt:
+        if json:
+            return fail(Interrupted("Interrupted."))
         sys.stderr.write("\nInterrupted.\n")
         return int(ExitCode.INTERRUPTED)
     except Exception as exc:  # boundary: a bug or an unforeseen failure still gets one line, not a traceback
         if debug:
             raise
-        print_error(
+        return fail(
             McpcliError(
                 f"Unexpected {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                 title="Internal error",
                 hint="Run again with --debug for the traceback; stored sessions are unaffected.",
             )
         )
-        return int(ExitCode.SERVER)
+
+
+class Interrupted(McpcliError):
+    """Ctrl-C outside a flow (a flow's own interruption is reported by ``commands.interrupted``)."""
+
+    exit_code = ExitCode.INTERRUPTED
+    default_title = "Interrupted"
 
 
 def lone(group: BaseExceptionGroup[Any]) -> BaseException:

@@ -21,12 +21,13 @@ from typing import Any, Literal, Protocol
 import mcp_types as t
 
 from mcpcli.errors import ExitCode, McpcliError, UserStopped
-from mcpcli.flow import Question
+from mcpcli.flow import PRIVATE_META, Question
 
 Policy = Literal["ask", "session", "always", "never"]
 POLICIES: tuple[str, ...] = ("ask", "session", "always", "never")
-USAGE_META = "io.mcpcli/usage"
-"""Where a stored reply keeps its token counts (``_meta``), so budgets hold across resumes."""
+USAGE_META = PRIVATE_META + "usage"
+"""Where a stored reply keeps its token counts (``_meta``), so budgets hold across resumes. Kept in the store only:
+``flow.for_server`` takes it out of what is sent (the server did not ask for the user's token counts)."""
 
 
 class SamplingPaused(McpcliError):

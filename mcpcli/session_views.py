@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.display import safe, sanitize
+from mcpcli.display import reveal_invisible, safe, sanitize
 from mcpcli.errors import SessionError, UsageError
 from mcpcli.forms import SECRET_MASK, FieldSpec, SchemaError, is_secret_name, parse_schema
 from mcpcli.store import RoundRecord, SessionRecord, utcnow
@@ -117,7 +117,7 @@ def _pending_line(key: str, what: Mapping[str, Any]) -> str:
     if what["kind"] == "form" and what.get("fields"):
         return f"{key}: {message} ({', '.join(what['fields'])})"
     if what["kind"] == "url":
-        return f"{key}: {message} — visit {what.get('url', '')}"
+        return f"{key}: {message} — visit {reveal_invisible(str(what.get('url', '')))}"
     return f"{key}: {message}"
 
 
@@ -433,7 +433,8 @@ def _question(key: str, wire: Any) -> Iterable[Text]:
         if fields:
             yield Text.assemble(("    fields: ", "dim"), safe(", ".join(fields)))
     elif what["kind"] == "url":
-        yield Text.assemble("  ", safe(key), (" asks: ", "dim"), safe(what["message"]), " — visit ", safe(what["url"]))
+        url = reveal_invisible(what["url"])  # a zero-width character in a host is a spoofing tool, not text
+        yield Text.assemble("  ", safe(key), (" asks: ", "dim"), safe(what["message"]), " — visit ", url)
     else:
         yield Text.assemble("  ", safe(key), (" asks for ", "dim"), safe(what["message"]))
 

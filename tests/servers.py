@@ -3,7 +3,10 @@
 Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (stdio by default).
 
 - ``never_stops``: a tool that asks a question on every round, forever.
-- ``hostile``: names, messages and results full of escape sequences, bidi controls and Rich markup.
+- ``hostile``: names, messages and results full of escape sequences, bidi controls and Rich markup;
+  ``gauntlet`` carries every vector of ``VECTORS`` in its request keys, tool and field texts, enum labels, progress
+  and log messages, a URL whose host hides characters, and its result; ``denied`` fails with them as a JSON-RPC
+  error. The server's name, instructions, prompt and resource carry them too.
 - ``recorder``: a two-round tool that appends each leg's JSON-RPC id and arguments to ``--record``
   (``--slow S``: it takes S seconds to answer the second leg); ``sleepy`` records its leg and sleeps.
 - ``vault``: asks for a password, then a confirmation, and says which password arrived.
@@ -16,7 +19,8 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
 - ``chatty``: a tool that logs at every level (one message full of escape sequences); it honours
   ``logging/setLevel`` on pre-2026 connections and says which level that asked for.
 - ``rounds``: for the TUI — ``trip`` asks two forms in one round, ``odd`` asks a form with a part no form can
-  hold, ``risky_link`` asks the user to visit a plain-http punycode URL; each says what it received.
+  hold, ``confirm`` asks a required boolean without a default, ``risky_link`` asks the user to visit a
+  plain-http punycode URL; each says what it received.
 """
 
 from __future__ import annotations
@@ -36,6 +40,23 @@ EVIL = (
     "\x1b[31mRED\x1b[0m \x1b]8;;http://evil.example\x07link\x1b]8;;\x07 \u202eevil\u202c"
     " [bold red]markup[/bold red] \x9b2J"
 )
+
+
+VECTORS = {
+    "csi": "\x1b[2J\x1b[31;5mred",
+    "osc8": "\x1b]8;;https://evil.example/\x1b\\click me\x1b]8;;\x1b\\",
+    "osc-title": "\x1b]0;owned\x07",
+    "c1": "\x9b31m\x9d0;t\x9c\x85",
+    "bidi": "abc\u202edcba\u2066x\u2069",
+    "c0": "bell\x07 nul\x00 bs\x08 del\x7f cr\rend",
+}
+"""What a hostile server puts in every string it controls (``gauntlet``): each must reach no terminal raw."""
+VECTOR = "".join(VECTORS.values())
+KEY = "pick" + VECTORS["osc8"] + VECTORS["c1"] + VECTORS["bidi"] + VECTORS["csi"]
+"""A request key the server chose."""
+LINK_KEY = "link" + VECTORS["bidi"] + VECTORS["osc-title"]
+HIDDEN_HOST_URL = "https://exa\u200bmple.com\u202e/login?next=" + VECTORS["csi"]
+"""A URL-mode link whose host holds a zero-width space and a bidi override (the IDNA codec refuses it)."""
 
 
 def _form(message: str, name: str, schema: dict[str, Any] | None = None) -> t.ElicitRequest:
@@ -59,7 +80,7 @@ def never_stops() -> MCPServer:
 
 
 def hostile() -> MCPServer:
-    server = MCPServer("hostile" + EVIL)
+    server = MCPServer("hostile" + EVIL + VECTOR, instructions="Instructions " + VECTOR)
 
     @server.tool(description="A tool " + EVIL)
     async def trap(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
@@ -74,6 +95,51 @@ def hostile() -> MCPServer:
     async def fail() -> str:
         """Raises with hostile text."""
         raise ValueError("boom " + EVIL)
+
+    @server.tool(description="Every vector: " + VECTOR)
+    async def gauntlet(ctx: Context, note: str = "") -> t.CallToolResult | t.InputRequiredResult:
+        """Logs and reports progress with hostile text, asks a hostile form and link, then answers with them."""
+        await ctx.log("warning", "log " + VECTOR, logger_name="logger" + VECTOR)
+        await ctx.report_progress(1, 2, "progress " + VECTOR)
+        answers = ctx.input_responses or {}
+        if KEY in answers:
+            got = json.dumps({k: v.model_dump(mode="json", exclude_none=True) for k, v in answers.items()})
+            return t.CallToolResult(content=[t.TextContent(type="text", text="result " + VECTOR + " " + got)])
+        schema = {
+            "type": "object",
+            "properties": {
+                "choice": {
+                    "type": "string",
+                    "title": "Title " + VECTOR,
+                    "description": "Description " + VECTOR,
+                    "oneOf": [{"const": "a", "title": "Label " + VECTOR}, {"const": "b", "title": "plain b"}],
+                }
+            },
+            "required": ["choice"],
+        }
+        form = t.ElicitRequestFormParams(message="Message " + VECTOR, requested_schema=schema)
+        link = t.ElicitRequestURLParams(message="Visit " + VECTOR, url=HIDDEN_HOST_URL, elicitation_id="e" + VECTOR)
+        asks = {KEY: t.ElicitRequest(params=form), LINK_KEY: t.ElicitRequest(params=link)}
+        return t.InputRequiredResult(input_requests=asks, request_state="asked")
+
+    @server.tool(name="evil" + VECTOR, description="A tool named " + VECTOR)
+    async def evil() -> str:
+        return "evil"
+
+    @server.tool()
+    async def denied() -> str:
+        """Fails the request itself (a JSON-RPC error, not a tool error) with hostile text."""
+        from mcp.shared.exceptions import MCPError
+
+        raise MCPError(code=-32000, message="denied " + VECTOR)
+
+    @server.prompt(name="greet" + VECTOR, description="A prompt " + VECTOR)
+    def greet() -> str:
+        return "hello " + VECTOR
+
+    @server.resource("note://hostile", name="note" + VECTOR, description="A resource " + VECTOR)
+    def note() -> str:
+        return "note " + VECTOR
 
     return server
 
@@ -193,6 +259,14 @@ def rounds() -> MCPServer:
         return t.InputRequiredResult(input_requests={"where": ask}, request_state="asked")
 
     @server.tool()
+    async def confirm(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Asks a required yes/no question with no default: whatever arrives must be what the user chose."""
+        if ctx.input_responses:
+            return t.CallToolResult(content=[t.TextContent(type="text", text=_received(ctx))])
+        ask = _form("Delete the old backups?", "sure", {"type": "boolean", "title": "Delete them"})
+        return t.InputRequiredResult(input_requests={"confirm": ask}, request_state="asked")
+
+    @server.tool()
     async def risky_link(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
         """Asks the user to visit a plain-http page on a punycode host (URL mode)."""
         if ctx.input_responses:
@@ -236,6 +310,18 @@ def sampler() -> MCPServer:
         text = reply.content.text if isinstance(reply.content, t.TextContent) else "?"
         summary = f"summary by {reply.model} ({reply.stop_reason}): {text}"
         return t.CallToolResult(content=[t.TextContent(type="text", text=summary)])
+
+    @server.tool()
+    async def inspect(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Asks for a completion, then says which ``_meta`` the reply carried (the server asked for none)."""
+        request = t.CreateMessageRequest(params=t.CreateMessageRequestParams.model_validate(SAMPLE_PARAMS))
+        if ctx.protocol_version and str(ctx.protocol_version) < "2026-07-28":
+            reply: Any = await ctx.request_context.session.send_request(request, t.CreateMessageResult)
+        else:
+            reply = (ctx.input_responses or {}).get("llm")
+            if not isinstance(reply, t.CreateMessageResult):
+                return t.InputRequiredResult(input_requests={"llm": request}, request_state="asked")
+        return t.CallToolResult(content=[t.TextContent(type="text", text=f"meta: {json.dumps(reply.meta)}")])
 
     @server.tool()
     async def plan(ctx: Context) -> t.CallToolResult | t.InputRequiredResult:

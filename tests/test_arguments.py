@@ -314,3 +314,21 @@ def test_plain_schemas_are_checked_without_jsonschema_and_rich_ones_with_it() ->
     assert out[0] == "False"
     assert out[1].startswith("UsageError") and "minimum" in out[1]
     assert out[2] == "True"
+
+
+def test_an_unknown_key_close_to_an_argument_is_refused_with_a_suggestion() -> None:
+    with pytest.raises(UsageError, match=r"has no argument 'nmae'") as refused:
+        build("nmae=orders")
+    assert refused.value.hint is not None and refused.value.hint.startswith("Did you mean --arg name=…?")
+    assert "Its arguments: name, count, ratio, force, tags, meta" in refused.value.hint
+
+
+def test_an_unknown_key_the_schema_allows_is_sent_and_named() -> None:
+    heard: list[str] = []
+    assert build_arguments(SCHEMA, ["name=n", "zzz=1"], warn=heard.append) == {"name": "n", "zzz": 1}
+    assert heard == ["--arg zzz: the tool does not list that argument; sent as given. Its arguments: "
+                     "name, count, ratio, force, tags, meta."]  # fmt: skip
+    forbidden = {**SCHEMA, "additionalProperties": False}
+    with pytest.raises(UsageError, match="does not take that argument: 'zzz'") as refused:
+        build("name=n", "zzz=1", schema=forbidden)
+    assert "Its arguments: name" in (refused.value.hint or "")

@@ -71,7 +71,7 @@ def test_no_note_when_the_server_comes_from_the_environment(cli: Any, monkeypatc
 def test_config_default_server_through_the_cli(cli: Any, home: Path) -> None:
     write_config(home, 'default_server = "nonexistent-cmd-xyz"\n')
     r = cli("tools")
-    assert r.code == ExitCode.SERVER
+    assert r.code == ExitCode.USAGE  # no server and no command of that name: said before anything runs
     assert "nonexistent-cmd-xyz" in r.err
     assert DEMO_NOTE not in r.err
     assert cli("tools", "-s", "demo").code == 0
@@ -306,7 +306,7 @@ def test_a_server_given_after_the_subcommand_wins(cli: Any) -> None:
 
 def test_a_server_given_before_the_subcommand_is_used(cli: Any) -> None:
     r = cli("-s", "nonexistent-cmd-xyz", "tools")
-    assert r.code == ExitCode.SERVER
+    assert r.code == ExitCode.USAGE
     assert "nonexistent-cmd-xyz" in r.err
 
 
@@ -380,3 +380,15 @@ def test_a_config_entrys_env_and_cwd_reach_the_stdio_server(
     r = cli("call", "token", "-s", "bare")
     assert r.code == 0, r.err
     assert r.out == "<unset>\n"
+
+
+def test_a_misspelt_server_name_is_said_so_with_the_close_names(cli: Any, home: Path) -> None:
+    write_config(home, '[mcpServers.ev]\nurl = "http://127.0.0.1:9/mcp"\n[mcpServers.evh]\ncommand = "true"\n')
+    r = cli("-s", "ev2", "tools")
+    assert r.code == ExitCode.USAGE
+    assert "There is no server named 'ev2'" in r.err
+    assert "Did you mean ev or evh?" in r.err
+    assert "No such file" not in r.err
+    other = cli("call", "x", "-s", "qqqq")
+    assert other.code == ExitCode.USAGE and "Named servers: demo, ev, evh." in other.err
+    assert cli("tools", "-s", "python3 -c pass").code == ExitCode.SERVER  # a command line still runs as one

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from mcpcli.display import safe, safe_json, sanitize
+from mcpcli.display import has_invisible, reveal_invisible, safe, safe_json, sanitize
 
 OSC8_LINK = "\x1b]8;;https://evil.example\x1b\\click me\x1b]8;;\x1b\\"
 
@@ -82,3 +82,37 @@ def test_safe_json_pretty_prints_and_sanitizes() -> None:
     assert '"esc": "\\u001b[31m"' in dumped  # json.dumps escaped it first
     assert "\x9b" not in dumped and "\u202e" not in dumped and "\x1b" not in dumped
     assert dumped.startswith("{\n  ")
+
+
+def test_reveal_invisible_escapes_what_hides_in_a_host_name() -> None:
+    assert reveal_invisible("exa\u200bmple.com") == "exa\\u200bmple.com"
+    assert reveal_invisible("e\u00adx\ufeffa\u2060m\u00a0ple \u202e") == "e\\xadx\\ufeffa\\u2060m\\xa0ple \\u202e"
+    assert reveal_invisible("café.example 日本") == "café.example 日本"
+    assert has_invisible("a\u200db") and has_invisible("a\x1bb") and not has_invisible("café")
+
+
+@pytest.mark.parametrize(
+    ("url", "warning"),
+    [
+        ("https://exa\u200bmple.com/x", "invisible or direction-changing characters (exa\\u200bmple.com)"),
+        ("https://ex\u202eample.com/", "invisible or direction-changing characters (ex\\u202eample.com)"),
+        ("https://Exämple.com/", "punycode xn--exmple-cua.com"),
+        ("http://[::1", "not a valid link"),
+    ],
+)
+def test_a_url_with_a_hostile_host_is_warned_about_and_never_crashes(url: str, warning: str) -> None:
+    from mcpcli.asking import check_url, url_text
+
+    check = check_url(url)
+    assert any(warning in w for w in check.warnings), check.warnings
+    shown = url_text(url).plain
+    assert "\u200b" not in shown and "\u202e" not in shown
+
+
+def test_the_host_is_emphasised_with_its_hidden_characters_escaped() -> None:
+    from mcpcli.asking import url_text
+
+    text = url_text("https://user@EXA\u200bmple.com:8443/p\u202e")
+    assert text.plain == "https://user@EXA\\u200bmple.com:8443/p\\u202e"
+    host = [span for span in text.spans if "reverse" in str(span.style)]
+    assert [text.plain[s.start : s.end] for s in host] == ["EXA\\u200bmple.com"]

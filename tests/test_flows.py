@@ -308,3 +308,80 @@ def test_a_round_answered_but_never_sent_is_sent_again_with_the_same_answers(cli
     assert r.code == 0, r.err
     assert r.out == "Provisioned 'orders' in sa-east-1.\n"
     assert "sending it again with the same answers" in r.err
+
+
+# --- presets that match nothing --------------------------------------------------------------------------------------
+
+
+def test_a_misspelt_answer_is_named_with_what_was_asked_and_a_close_match(cli: Any) -> None:
+    r = cli("call", "provision", "-a", "name=orders", "--answer", "regoin=eu-west-1", "--no-input")
+    assert r.code == 3
+    assert "warning: --answer regoin matched no question (the server asked: region). Did you mean region?" in r.err
+    assert r.err.index("warning:") < r.err.index("Answer with:")  # said before the exit-3 text's last line
+
+
+def test_presets_left_over_by_a_finished_flow_are_named_too(tmp_path: Path, cli: Any) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"region": "eu-west-1", "regin.region": "x", "confirm": {"action": "accept"}}))
+    r = cli("call", "provision", "-a", "name=orders", "--answers", str(answers), "--decline", "regon")
+    assert r.code == 0, r.err
+    assert r.out == "Provisioned 'orders' in eu-west-1.\n"
+    where = str(answers)
+    assert f"warning: {where}: regin.region matched no question (the server asked: region). " in r.err
+    assert "Did you mean region.region?" in r.err
+    assert f"warning: {where}: confirm matched no question" in r.err
+    assert "warning: --decline regon matched no question (the server asked: region). Did you mean region?" in r.err
+
+
+def test_presets_that_all_met_their_question_say_nothing(cli: Any) -> None:
+    r = cli("call", "provision", "-a", "name=orders", "--answer", "region.region=eu-west-1")
+    assert r.code == 0, r.err
+    assert "warning" not in r.err
+
+
+# --- --json before the subcommand, and errors as data ----------------------------------------------------------------
+
+
+def test_json_before_the_subcommand_is_the_same_as_after_it(cli: Any) -> None:
+    before = cli("--json", "-s", "demo", "call", "provision", "-a", "name=orders", "--answer", "region=eu-west-1")
+    after = cli("-s", "demo", "call", "provision", "-a", "name=orders", "--answer", "region=eu-west-1", "--json")
+    assert before.code == after.code == 0, before.err
+    assert before.json()["content"] == after.json()["content"]
+    listed = cli("--json", "sessions", "list")
+    assert listed.code == 0 and isinstance(listed.json(), list)
+
+
+def test_with_json_an_error_is_a_json_object_on_stdout_as_well_as_a_line_on_stderr(cli: Any) -> None:
+    bad = cli("--json", "-s", "demo", "call", "provision", "-a", "nmae=orders")
+    assert bad.code == 2
+    assert bad.json() == {
+        "error": {
+            "message": "The tool has no argument 'nmae'.",
+            "hint": "Did you mean --arg name=…? Its arguments: name",
+            "exit_code": 2,
+        }
+    }
+    assert "Usage error: The tool has no argument 'nmae'." in bad.err
+    missing = cli("sessions", "show", "zzzz", "--json")
+    assert missing.code == 6 and missing.json()["error"]["exit_code"] == 6
+    assert "session_id" not in missing.json()["error"]
+
+
+def test_an_error_that_leaves_a_session_names_it_in_the_json_error(cli: Any) -> None:
+    r = cli("call", "forever", "-s", stdio_server("never_stops"), "--answer", "x=1", "--max-rounds", "2", "--json")
+    assert r.code == 4
+    error = r.json()["error"]
+    assert error["session_id"] == only_session().id
+    assert error["exit_code"] == 4 and "after 2 rounds" in error["message"]
+    assert f"mcpcli resume {only_session().id}" in error["hint"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [("call", "provision", "-a", "name=orders", "--tui"), ("tui",)])
+def test_the_full_screen_app_without_a_terminal_exits_2_at_once(process: Any, args: tuple[str, ...]) -> None:
+    r = process(*args, timeout=30)  # it used to draw into the pipe and wait for keys forever
+    assert r.code == 2
+    assert r.out == ""
+    assert "\x1b" not in r.err
+    assert "needs a terminal" in r.err
+    assert store().list() == []

@@ -214,3 +214,27 @@ def test_tools_offered_by_a_server_reach_a_tools_model_and_its_tool_call_comes_b
         assert r.out == 'toolUse: get_weather({"city": "Oslo"})\n'
         tools = fake.last["tools"]
         assert len(tools) == 1 and "get_weather" in json.dumps(tools)
+
+
+@pytest.mark.parametrize("protocol", ["2026-07-28", "legacy"])
+def test_the_server_gets_the_reply_without_the_users_token_counts_which_stay_in_the_store(
+    cli: Any, protocol: str
+) -> None:
+    with serve("openai-chat") as fake:
+        configure(fake.provider(), policy="always", max_calls=5)
+        fake.reply("counted here, not there")
+        r = cli("call", "inspect", "-s", stdio_server("sampler"), "--protocol", protocol)
+        assert r.code == 0, r.err
+        assert r.out == "meta: null\n"  # nothing the server did not ask for went back to it
+    answers = [rnd.answers for rnd in store().rounds(only_session().id) if rnd.answers]
+    usage = [a["_meta"]["io.mcpcli/usage"] for answer in answers for a in answer.values() if "_meta" in a]
+    assert usage == [{"input": 12, "output": 5}]  # the budget still counts them
+
+
+def test_only_mcpclis_own_meta_is_held_back() -> None:
+    from mcpcli.flow import for_server
+
+    stored = {"llm": {"model": "m", "_meta": {"io.mcpcli/usage": {"output": 5}, "vendor/trace": "t1"}}, "r": {"a": 1}}
+    assert for_server(stored) == {"llm": {"model": "m", "_meta": {"vendor/trace": "t1"}}, "r": {"a": 1}}
+    assert for_server({"llm": {"model": "m", "_meta": {"io.mcpcli/usage": {}}}}) == {"llm": {"model": "m"}}
+    assert stored["llm"]["_meta"]["io.mcpcli/usage"] == {"output": 5}  # the stored answer is left as it was

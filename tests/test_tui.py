@@ -284,3 +284,40 @@ async def test_hostile_server_text_is_shown_escaped_and_never_as_markup() -> Non
         assert "\\u202eevil" in text and "\x1b" not in text and "\u202e" not in text
         title = field(form, "choice").query_one(".field--label").render()
         assert "Title \\x1b[31mRED" in str(title)
+
+
+async def test_a_required_yes_no_question_is_asked_not_answered_false_for_the_user() -> None:
+    from textual.widgets import Select
+
+    app = make_app(CallJob("tools/call", "confirm", arguments={}), server=rounds_server())
+    async with app.run_test(size=SIZE) as pilot:
+        form = await screen_of(pilot, RoundScreen)
+        sure = field(form, "sure")
+        submit = form.query_one("#submit", Button)
+        assert submit.disabled and "1 field to fix" in shown_text(form)  # untouched is not "no"
+        await pilot.press("ctrl+s")
+        assert app.screen is form and "is required" in shown_text(sure)
+        sure.query_one(Select).value = False  # the user picks "No"
+        await until(pilot, lambda: not submit.disabled, "Submit to be enabled")
+        await pilot.press("ctrl+s")
+        await finished(pilot)
+    assert json.loads(result_text(app)) == {"confirm": {"action": "accept", "content": {"sure": False}}}
+
+
+async def test_without_colour_the_picked_choices_are_marked_and_the_others_blank(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcpcli.tui.marks import Checklist, Radio
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(CallJob("tools/call", "onboard", arguments={"team": "data"}))
+    async with app.run_test(size=SIZE) as pilot:
+        form = await screen_of(pilot, RoundScreen)
+        assert app.no_color
+        marks = {str(radio.label): radio._button.plain for radio in form.query(Radio)}
+        assert marks == {"Accept": "▐●▌", "Decline": "▐ ▌", "Cancel": "▐ ▌"}
+        channels = field(form, "channels").query_one(Checklist)  # "email" is picked by default
+        boxes = [channels.render_line(y).text[:3] for y in range(channels.option_count)]
+        assert boxes[0] == "▐X▌" and set(boxes[1:]) == {"▐ ▌"}, boxes
+        label = field(form, "homepage").query_one(".field--label").render()
+        assert str(label).startswith("Homepage (optional) · URI")

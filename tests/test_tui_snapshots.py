@@ -61,6 +61,26 @@ def test_the_secret_field_is_masked_with_a_warning(snap_compare: Any) -> None:
     assert snap_compare(onboard(), terminal_size=SIZE, run_before=run_before)
 
 
+def test_the_form_without_colour_marks_what_is_picked(snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")  # read when the app is built
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = await screen_of(pilot, RoundScreen)
+        screen.query_one("#req0-f12-list").focus()  # the channels checklist, its highlight on "email"
+
+    assert snap_compare(onboard(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_required_yes_no_question_waits_for_a_pick(snap_compare: Any) -> None:
+    app = make_app(CallJob("tools/call", "confirm", arguments={}), server=rounds_server())
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await screen_of(pilot, RoundScreen)
+        await pilot.press("ctrl+s")  # refused: the field says it needs an answer
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 def test_a_round_of_two_requests(snap_compare: Any) -> None:
     app = make_app(CallJob("tools/call", "trip", arguments={"city": "Oslo"}), server=rounds_server())
 

@@ -14,6 +14,7 @@ from mcpcli import __version__
 from mcpcli.cli.options import (
     CONNECTION,
     STORE,
+    Json,
     shared,
 )
 from mcpcli.errors import ExitCode
@@ -50,7 +51,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-@shared(CONNECTION, STORE)
+@shared(CONNECTION, STORE, {"json": (Json, False)})
 def _main(
     ctx: typer.Context,
     version: Annotated[
@@ -69,11 +70,14 @@ def global_values(values: dict[str, Any]) -> dict[str, Any]:
     found = {k: v for k, v in values.items() if k in names}
     if values.get("header"):
         found["headers"] = list(values["header"])
+    if values.get("json"):  # a flag: given before or after the subcommand, either one turns it on
+        found["json"] = True
     return found
 
 
-def run_guarded(body: Callable[[], int | None], debug: bool) -> None:
-    raise typer.Exit(int(guarded(body, debug)))
+def run_guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) -> None:
+    """Run a command body; ``json``: a failure is also a JSON object on stdout (DESIGN.md §Errors as data)."""
+    raise typer.Exit(int(guarded(body, debug, json=json)))
 
 
 def local_command(ctx: typer.Context, values: dict[str, Any], body: Callable[[Runtime], int]) -> None:
@@ -88,7 +92,7 @@ def local_command(ctx: typer.Context, values: dict[str, Any], body: Callable[[Ru
         finally:
             rt.close()
 
-    run_guarded(run, g.debug)
+    run_guarded(run, g.debug, json=g.json or bool(values.get("json")))
 
 
 def main() -> None:

@@ -45,7 +45,7 @@ def _discovery(ctx: typer.Context, what: str, values: dict[str, Any]) -> None:
         rt = Runtime(g, json_out=values["json"])
         return run_async(lambda: discover(rt, what)) or 0
 
-    run_guarded(body, g.debug)
+    run_guarded(body, g.debug, json=g.json or values["json"])
 
 
 LISTING = {**CONNECTION, "json": (Json, False)}
@@ -137,7 +137,7 @@ def _flow_command(
         roots=list(values["root"] or []),
         max_rounds=values["max_rounds"],
         timeout=values["timeout"],
-        json=values["json"],
+        json=values["json"] or g.json,
         llm=values.get("llm"),
         approve_sampling=values.get("approve_sampling"),
     )
@@ -151,6 +151,8 @@ def _flow_command(
                 if values.get("tui"):
                     from mcpcli.commands import run_tui  # the app runs its own event loop
 
+                    _need_terminal()
+
                     return run_tui(rt, opts, flows, job=job() if job else None)
                 return run_async(lambda: start(rt, opts, flows)) or 0
         except BaseException as exc:
@@ -160,6 +162,16 @@ def _flow_command(
                 from mcpcli.commands import interrupted
 
                 interrupted(rt, flows, stops.what())
+                if opts.json:
+                    from mcpcli.errors import error_document
+                    from mcpcli.runtime import Interrupted
+
+                    saved = next((f.session.id for f in flows if f.session and f.keeper.saved), None)
+                    said = stops.what()
+                    stop = Interrupted(f"{said}; session {saved} saved." if saved else f"{said}.")
+                    stop.exit_code = stops.exit_code()  # type: ignore[assignment]
+                    stop.session_id = saved
+                    rt.out.json(error_document(stop))
                 return stops.exit_code()
             if single is not exc:
                 raise single from None
@@ -167,7 +179,22 @@ def _flow_command(
         finally:
             rt.close()
 
-    run_guarded(body, g.debug)
+    run_guarded(body, g.debug, json=opts.json)
+
+
+def _need_terminal() -> None:
+    """The app reads keys from stdin and draws on stderr: without a terminal on both it would write escape codes
+    into a pipe and wait for keys that never come."""
+    import sys
+
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        from mcpcli.errors import UsageError
+
+        raise UsageError(
+            "The full-screen app needs a terminal (stdin and stderr), and this is not one.",
+            hint="Run it in a terminal, or answer without it: --answer FIELD=VALUE, --answers FILE, "
+            "or --no-input (exit 3 with an answers template).",
+        )
 
 
 def _call_command(

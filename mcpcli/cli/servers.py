@@ -175,7 +175,7 @@ def paths(ctx: typer.Context, json: Json = False) -> None:
             sys.stdout.write("".join(f"{k:<8} {v}\n" for k, v in where.items()))
         return 0
 
-    run_guarded(body, ctx.obj.debug)
+    run_guarded(body, ctx.obj.debug, json=json or ctx.obj.json)
 
 
 @app.command("_refresh-cache", hidden=True)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from textual.app import App
 from textual.binding import Binding, BindingType
 
+from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError, UserStopped
 from mcpcli.runtime import lone
 
@@ -147,7 +148,7 @@ class McpcliApp(App[TuiExit]):
                 self._fatal(single)
             else:
                 screen.show_error(single)
-                self.notify(single.message, title=single.title, severity="error", markup=False)
+                self.notify(sanitize(single.message), title=sanitize(single.title), severity="error", markup=False)
             return
         method = self.flows[-1].call.method if self.flows and self.flows[-1].call else _method(job)
         self.outcome = (method, outcome)

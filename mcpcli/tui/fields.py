@@ -19,6 +19,7 @@ from textual.widgets import Input, Select, SelectionList, Static, Switch
 from textual.widgets.selection_list import Selection
 
 from mcpcli.forms import FieldError, FieldSpec, coerce, constraint_hint
+from mcpcli.tui.marks import Checklist
 from mcpcli.tui.text import plain
 
 NOT_GIVEN: Any = object()
@@ -78,11 +79,12 @@ class FieldWidget(Vertical):
     def compose(self) -> ComposeResult:
         # One label (title, required mark, hint, description, secret warning) rather than a widget for each:
         # a 14-field form is then painted in a fraction of the time (issue 4 wants it within 0.5 s).
-        label = plain(self.spec.title, "bold")
-        if self.spec.required:
-            label += plain(" *", "bold $error")
+        # Each space ends a piece rather than starting the next: SVG renderers drop a text run's leading spaces,
+        # and the snapshots read "HomepageURI" when the hint began with them.
+        label = plain(f"{self.spec.title} ", "bold")
+        label += plain("* ", "bold $error") if self.spec.required else plain("(optional) ", "$text-muted")
         if hint := constraint_hint(self.spec):
-            label += plain(f"  {hint}", "italic $text-muted")
+            label += plain(f"· {hint}", "italic $text-muted")
         if self.spec.description:
             label += plain(f"\n{self.spec.description}", "$text-muted")
         if self.spec.secret:
@@ -153,18 +155,33 @@ class TextField(FieldWidget):
 
 
 class BooleanField(FieldWidget):
-    """A switch. An optional one the user never touched (and with no default) is left out."""
+    """A switch; an optional one the user never touched (and with no default) is left out.
+
+    A required one with no default is a yes/no choice the user must make, as the inline prompt asks it: a switch
+    left alone would send ``false`` for a question nobody answered.
+    """
+
+    @property
+    def must_pick(self) -> bool:
+        return self.spec.required and self.initial is None
 
     def make_control(self) -> Widget:
+        if self.must_pick:
+            options = [("Yes", True), ("No", False)]
+            return Select(options, allow_blank=True, prompt="Pick yes or no", id=f"{self.id}-select")
         return Switch(value=bool(self.initial), id=f"{self.id}-switch")
 
     def raw(self) -> Any:
+        if self.must_pick:
+            value = self.query_one(Select).value
+            return NOT_GIVEN if value is Select.NULL else value
         if not (self.spec.required or self.dirty or self.initial is not None):
             return NOT_GIVEN
         return self.query_one(Switch).value
 
     @on(Switch.Changed)
-    def _switched(self, event: Switch.Changed) -> None:
+    @on(Select.Changed)
+    def _switched(self, event: Switch.Changed | Select.Changed) -> None:
         event.stop()
         self.changed()
 
@@ -203,7 +220,7 @@ class MultiSelectField(FieldWidget):
     def make_control(self) -> Widget:
         chosen = set(self.initial or [])
         selections = [Selection(plain(_label(c.label, c.value)), c.value, c.value in chosen) for c in self.spec.choices]
-        return SelectionList[str](*selections, id=f"{self.id}-list")
+        return Checklist(*selections, id=f"{self.id}-list")
 
     def raw(self) -> Any:
         order = [c.value for c in self.spec.choices]

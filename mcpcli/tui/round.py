@@ -24,12 +24,13 @@ from textual.content import Content
 from textual.lazy import Lazy
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Button, Footer, RadioButton, RadioSet, Static
+from textual.widgets import Button, Footer, RadioSet, Static
 
 from mcpcli import forms
 from mcpcli.asking import check_url, url_text
 from mcpcli.flow import Question
 from mcpcli.tui.fields import NOT_GIVEN, FieldWidget, field_widget
+from mcpcli.tui.marks import Radio
 from mcpcli.tui.text import compact_json, plain, pretty_json
 from mcpcli.tui.url import UrlConsent, UrlDecision
 
@@ -73,7 +74,7 @@ class RequestPanel(Vertical):
     def __init__(self, question: Question, *, id: str) -> None:
         super().__init__(id=id)
         self.question = question
-        self.border_title = question.key
+        self.border_title = plain(question.key)  # a str would be parsed as markup, and the server chose the key
 
     def answer(self) -> t.ElicitResult | None:
         """The answer to send, or None while it cannot be sent."""
@@ -90,9 +91,9 @@ class RequestPanel(Vertical):
 
 def _action_picker(*, accept_possible: bool = True) -> RadioSet:
     return RadioSet(
-        RadioButton("Accept", value=accept_possible, disabled=not accept_possible),
-        RadioButton("Decline", value=not accept_possible),
-        RadioButton("Cancel"),
+        Radio("Accept", value=accept_possible, disabled=not accept_possible),
+        Radio("Decline", value=not accept_possible),
+        Radio("Cancel"),
         classes="panel--action",
     )
 
@@ -276,8 +277,8 @@ class RoundScreen(Screen[RoundAnswers | None]):
     def compose(self) -> ComposeResult:
         info = self.info
         with Vertical(id="round-header"):
-            title = plain(f"{info.server} asks {len(self.questions)} question(s)", "bold")
-            yield Static(title + plain(f" · round {info.round}"), id="round-title")
+            title = plain(f"{info.server} asks {len(self.questions)} question(s) ", "bold")  # the space ends a run
+            yield Static(title + plain(f"· round {info.round}"), id="round-title")
             yield Static(plain(f"{info.method} {info.name} {compact_json(info.arguments)}"), classes="muted")
             yield Static(plain(f"session {info.session_id}"), classes="muted")
         with VerticalScroll(id="round-panels"):

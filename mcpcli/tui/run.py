@@ -106,7 +106,7 @@ class RunScreen(Screen[None]):
         box = self.query_one("#run-result", VerticalScroll)
         box.remove_children()
         panel = Vertical(*widgets, classes=f"result {classes}")
-        panel.border_title = title
+        panel.border_title = plain(title)
         box.mount(panel)
         hint = "enter or q: close" if self.standalone else "escape: back"
         self.set_status(hint)

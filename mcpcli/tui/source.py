@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as t
 
 from mcpcli.answers import Presets
+from mcpcli.display import sanitize
 from mcpcli.errors import UsageError, UserStopped
 from mcpcli.flow import Flow, Question
 from mcpcli.tui.round import RoundInfo, RoundScreen
@@ -80,7 +81,7 @@ class TuiReporter:
     started: float = field(default_factory=time.monotonic)
 
     def note(self, text: str) -> None:
-        self.app.notify(text, title="mcpcli", markup=False, timeout=8)
+        self.app.notify(sanitize(text), title="mcpcli", markup=False, timeout=8)
 
     def detail(self, text: str) -> None:
         self.screen.set_status(text)
