@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from mcpcli.answers import Presets, Roots, answers_template
 from mcpcli.arguments import build_arguments
@@ -54,7 +56,7 @@ async def discover(rt: Runtime, what: str) -> int:
     creds = credentials(rt, interactive=_at_terminal())
     logs = _server_logs(rt, rt.out.note)
     tracer = rt.tracer()
-    async with connect(target, rt.paths, protocol=rt.protocol(), credentials=creds, tracer=tracer, **logs) as client:
+    async with connect(target, rt.paths, credentials=creds, tracer=tracer, **logs, **declared(rt)) as client:
         try:
             if what == "info":
                 return _info(rt, client)
@@ -77,6 +79,8 @@ async def discover(rt: Runtime, what: str) -> int:
             return 0
         except MCPError as exc:
             raise ServerError(f"The server refused to list {what}: {exc.message}.") from None
+        except ValidationError as exc:
+            raise ServerError(f"The server's {what} listing is malformed: {_first_problem(exc)}.") from None
 
 
 Keep = Callable[[list[Any]], None]
@@ -218,14 +222,21 @@ def _server_logs(rt: Runtime, say: Callable[[str], None]) -> dict[str, Any]:
     return {"log_level": level, "on_log": log_printer(level, say)}
 
 
-def _sampling_tools(rt: Runtime, opts: AnswerOptions) -> bool:
-    """Whether to offer tool use in sampling: only when the provider that would answer has a ``tools`` model."""
+def declared(rt: Runtime, llm_name: str | None = None) -> dict[str, Any]:
+    """What every connection of this run declares and is bounded by — the one place that decides it, so that
+    ``tools``, the app's lists and completion see what ``call`` sees: the protocol, the limits, and whether
+    sampling offers tool use (only when the provider that would answer, ``--llm`` or the default, has a
+    ``tools`` model). The back-channel capabilities themselves are always declared (``connection.connect``)."""
+    return {"protocol": rt.protocol(), "bounds": rt.bounds(), "sampling_tools": _sampling_tools(rt, llm_name)}
+
+
+def _sampling_tools(rt: Runtime, llm_name: str | None) -> bool:
     if not rt.settings.providers:
         return False
     from mcpcli import llm
 
     try:
-        _name, provider = llm.resolve_provider(rt.settings, opts.llm)
+        _name, provider = llm.resolve_provider(rt.settings, llm_name)
     except McpcliError:
         return False
     return any("tools" in m.tags for m in provider.models)
@@ -275,11 +286,10 @@ def _connect_flow(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any) -> 
     return connect(
         target,
         rt.paths,
-        protocol=rt.protocol(),
         elicitation=flow.back_channel("elicitation"),
         roots=flow.back_channel("roots"),
         sampling=flow.back_channel("sampling"),
-        sampling_tools=_sampling_tools(rt, opts),
+        **declared(rt, opts.llm),
         credentials=flow.credentials,
         tracer=flow.tracer,
         **_server_logs(rt, flow.reporter.note),
@@ -287,6 +297,29 @@ def _connect_flow(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any) -> 
 
 
 async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, run: Any) -> int:
+    from mcpcli.runtime import lone
+
+    try:
+        try:
+            return await _run_connected(rt, opts, flow, target, run)
+        except BaseExceptionGroup as group:  # the connection's task groups wrap what the body raised
+            raise lone(group) from None
+    except _CallsBack:
+        # Remembered for the target by the connection: this second connection speaks the handshake.
+        rt.out.note(
+            "The server asks its questions over the pre-2026 back-channel; calling again with --protocol legacy "
+            '(set it for good: protocol = "legacy" in its config entry, or mcpcli servers add NAME --protocol legacy).'
+        )
+        return await _run_connected(rt, opts, flow, target, run)
+
+
+class _CallsBack(Exception):
+    """The first leg was refused by a server that wants to call back (nothing was answered, no session yet)."""
+
+
+async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, run: Any) -> int:
+    from mcpcli.connection import back_channel_failure, required_urls, wants_back_channel
+
     async with _connect_flow(rt, opts, flow, target) as client:
         flow.client = client
         try:
@@ -298,9 +331,77 @@ async def _connect_and_run(rt: Runtime, opts: AnswerOptions, flow: Flow, target:
             if flow.session is not None:
                 stop.hint = f"Resume it with: mcpcli resume {flow.session.id}"
             raise
+        except ServerError as exc:
+            if (failure := back_channel_failure(client)) is not None:
+                raise failure from None  # what the server made of mcpcli's refusal is not the news
+            if flow.session is None and wants_back_channel(client):
+                raise _CallsBack from None
+            if pages := required_urls(client):
+                _show_required_urls(rt, pages)
+                exc.hint = "Open the page(s) yourself, finish there, then run the command again."
+            raise
         finally:
             rt.out.stop_progress()
-    return _render(rt, flow.call.method if flow.call else "tools/call", outcome)
+        if (failure := back_channel_failure(client)) is not None:
+            raise failure  # e.g. a bad --answer to a pre-2026 server's question: exit 2, as on 2026-07-28
+        # Printed before the connection closes: the result is final, whatever the server takes to exit.
+        code = _render(rt, flow.call.method if flow.call else "tools/call", _error_result(outcome))
+        if code == ExitCode.TOOL_ERROR and client.protocol_version == "2026-07-28" and _wanted_back_channel(outcome):
+            rt.out.note(
+                "hint: this server still asks over the pre-2026 back-channel: run it with --protocol legacy "
+                '(or set protocol = "legacy" for it: mcpcli servers add NAME ... --protocol legacy).'
+            )
+        return code
+
+
+def _show_required_urls(rt: Runtime, pages: Sequence[Any]) -> None:
+    """The pages a -32042 error names, shown as URL-mode elicitation shows them: the whole URL, its host
+    emphasised, the same warnings, non-http(s) refused. Nothing is opened: the error ended the call, so there is
+    no request left to consent to; the user opens what they trust."""
+    from rich.text import Text
+
+    from mcpcli.asking import check_url, url_text
+    from mcpcli.display import safe
+
+    console = rt.out.err
+    console.print(Text("The server needs you to visit a page before it can go on:", style="bold"))
+    for page in pages:
+        check = check_url(page.url)
+        console.print(Text.assemble(("? ", "bold cyan"), safe(page.message)))
+        if check.refused:
+            console.print(Text.assemble("  ", safe(page.url)))
+        else:
+            console.print(Text.assemble("  ", url_text(page.url)))
+        for warning in check.warnings:
+            console.print(Text.assemble(("  ! ", "bold yellow"), warning))
+
+
+def _result_text(outcome: Outcome) -> str | None:
+    """The one text of an ``isError`` tool result, if that is what it is."""
+    content = outcome.result.get("content") or []
+    if not outcome.result.get("isError") or len(content) != 1 or content[0].get("type") != "text":
+        return None
+    text = content[0].get("text")
+    return text if isinstance(text, str) else None
+
+
+_MCP_ERROR = re.compile(r"MCP error (-?\d+): (.+)", re.DOTALL)
+"""How the TypeScript SDK's servers hand a JSON-RPC error back as a tool result (``McpError.message``)."""
+
+
+def _error_result(outcome: Outcome) -> Outcome:
+    """A JSON-RPC error dressed as an ``isError`` result is a protocol error: exit 4, like any other."""
+    text = _result_text(outcome)
+    if text is not None and (match := _MCP_ERROR.fullmatch(text.strip())):
+        code, message = int(match.group(1)), match.group(2).strip()
+        raise ServerError(f"The server answered with an error: {message} (code {code}).")
+    return outcome
+
+
+def _wanted_back_channel(outcome: Outcome) -> bool:
+    """fastmcp's wording for a tool that asked over the back-channel on 2026-07-28 (only a hint depends on it)."""
+    text = (_result_text(outcome) or "").lower()
+    return "server-initiated request" in text and "2026-07-28" in text
 
 
 async def run_call(
@@ -311,9 +412,7 @@ async def run_call(
 
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
-            arguments = build_arguments(
-                await _input_schema(client, name, _keep(rt, target, client, "tools")), pairs, args
-            )
+            arguments = await _tool_arguments(rt, client, name, pairs, args, _keep(rt, target, client, "tools"))
         elif method == "prompts/get":
             schema = await _prompt_schema(client, name, pairs, _keep(rt, target, client, "prompts"))
             arguments = build_arguments(schema, pairs, None, what="prompt")
@@ -322,6 +421,35 @@ async def run_call(
         return await flow.start(Call(method, name, arguments))
 
     return await _connect_and_run(rt, opts, flow, target, run)
+
+
+async def _tool_arguments(
+    rt: Runtime, client: Client, tool: str, pairs: list[str], args: str | None, keep: Keep | None
+) -> dict[str, Any]:
+    """``--arg``/``--args`` typed by the tool's schema; when the listing cannot be read, sent untyped (strings).
+
+    Typing is a convenience: a listing the SDK rejects (shape drift in some other tool, a field missing) must not
+    stop a call the server would take.
+    """
+    try:
+        schema = await _input_schema(client, tool, keep)
+    except ValidationError as exc:
+        rt.out.note(
+            f"The server's tool listing could not be read ({_first_problem(exc)}); sending --arg values as strings, "
+            "unchecked (typed values: --args JSON)."
+        )
+        from mcpcli.connection import unlisted
+
+        unlisted(client, tool)
+        keys = [pair.partition("=")[0] for pair in pairs]
+        schema = {"type": "object", "properties": {key: {"type": "string"} for key in keys if key}}
+    return build_arguments(schema, pairs, args)
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 async def _prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Keep | None = None) -> dict[str, Any]:
@@ -521,7 +649,7 @@ async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {}
     creds = credentials(rt, interactive=False)  # the app owns the terminal: sign in with `mcpcli auth login`
     tracer = rt.tracer(summaries=False)
-    async with connect(tui_target(rt)[0], rt.paths, protocol=rt.protocol(), credentials=creds, tracer=tracer) as client:
+    async with connect(tui_target(rt)[0], rt.paths, credentials=creds, tracer=tracer, **declared(rt)) as client:
         for key, method in kinds.items():
             try:
                 found[key] = await _all(getattr(client, method), key)
