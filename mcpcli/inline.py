@@ -152,8 +152,10 @@ def _ask_field(term: Terminal, field: FieldSpec, current: Any) -> Any:
                 return coerce(field, _from_numbers(field, text))
             except FieldError as exc:
                 error = str(exc)
-                if len(field.choices) > CHOICES_SHOWN and _print_matches(term.console, field, text):
-                    continue  # a long list, filtered by what was typed: pick from the matches
+                if len(field.choices) > CHOICES_SHOWN:
+                    if _print_matches(term.console, field, text):
+                        continue  # a long list, filtered by what was typed: pick from the matches
+                    error = f"{field.name}: none of its {len(field.choices):,} choices contains {text.strip()!r}"
         term.console.print(Text(sanitize(error), style="red"))
 
 

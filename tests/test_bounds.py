@@ -62,7 +62,7 @@ def test_a_stdio_server_that_never_answers_the_handshake_exits_4_within_the_conn
 
 
 def test_the_connect_timeout_comes_from_the_config_file_too(process: Any, home: Path) -> None:
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     (home / "config.toml").write_text("[limits]\nconnect_timeout = 1\n")
     r = process("tools", "-s", hostile("silent"))
     assert r.code == 4, r.err
