@@ -10,6 +10,8 @@
   SQLite writes, preset answers) against the SDK's own automatic loop (target ratio ≤ 1.25);
 - racing resumes (``--race N`` pairs, default 20): two ``resume`` processes at once per flow, against a
   server that logs every request it receives; counts double sends and lost rounds (target: 0);
+- bounds: peak RSS and time of ``mcpcli call`` receiving a 50 MB result from a raw stdio server (against the
+  SDK client doing the same call), and answering a 10,000-property form from an answers file;
 - the store: one round's durable write (round + answers, lease checked) on SQLite and on a
   local PostgreSQL with its default fsync settings, and ``mcpcli sessions list`` over a store of
   10,000 sessions (target < 0.3 s on SQLite).
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import platform
 import shlex
@@ -59,6 +62,86 @@ async def main() -> None:
 
 anyio.run(main)
 """
+
+
+RAW_SERVER = """\
+import json, sys
+
+SIZE, FIELDS = int(sys.argv[1]), int(sys.argv[2])
+TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "form")]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, params = m.get("method"), m.get("params") or {}
+    hints = {"resultType": "complete", "ttlMs": 0, "cacheScope": "public"}
+    if method == "server/discover":
+        r = {**hints, "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+    elif method == "tools/list":
+        r = {**hints, "tools": TOOLS}
+    elif params.get("name") == "echo":
+        r = {"resultType": "complete", "content": [{"type": "text", "text": "x" * SIZE}]}
+    elif params.get("inputResponses"):
+        got = params["inputResponses"]["details"]["content"]
+        r = {"resultType": "complete", "content": [{"type": "text", "text": f"got {len(got)}"}]}
+    else:
+        props = {f"field{i:05d}": {"type": "string", "title": f"Field {i}"} for i in range(FIELDS)}
+        schema = {"type": "object", "properties": props, "required": list(props)}
+        form = {"mode": "form", "message": "All of it", "requestedSchema": schema}
+        ask = {"method": "elicitation/create", "params": form}
+        r = {"resultType": "input_required", "inputRequests": {"details": ask}, "requestState": "s1"}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\\n")
+    sys.stdout.flush()
+"""
+BIG_RESULT = 50 * 1000 * 1000
+FORM_FIELDS = 10_000
+
+
+def peak(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Seconds and peak RSS (MiB) of one run of ``argv``, its output thrown away."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise SystemExit(f"bench: {shlex.join(argv)} failed ({proc.returncode}):\n{err[-2000:]}")
+    if proc.stderr:
+        proc.stderr.close()
+    return elapsed, usage.ru_maxrss / 1024  # KiB on Linux
+
+
+def bounds_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
+    """A 50 MB result and a 10,000-property form: what they cost in time and memory."""
+    script = tmp / "raw_server.py"
+    script.write_text(RAW_SERVER, encoding="utf-8")
+    server = shlex.join([PY, str(script), str(BIG_RESULT), str(FORM_FIELDS)])
+    answers = tmp / "form.json"
+    answers.write_text(json.dumps({f"field{i:05d}": f"value {i}" for i in range(FORM_FIELDS)}), encoding="utf-8")
+    mcpcli = mcpcli_argv()
+    client = tmp / "sdk_client.py"
+    sides: dict[str, list[str]] = {
+        "50 MB result, mcpcli call --json": [*mcpcli, "call", "echo", "--json", "-s", server],
+        "50 MB result, SDK client": [PY, str(client), PY, str(script), str(BIG_RESULT), "0"],
+        f"{FORM_FIELDS:,}-property form, --answers FILE": [
+            *mcpcli,
+            "call",
+            "form",
+            "--answers",
+            str(answers),
+            "--no-input",
+            "-s",
+            server,
+        ],
+    }
+    n = max(1, min(runs, 3))  # each run moves 50 MB through two processes: a few are enough for a median
+    print(f"{'bounds (median of ' + str(n) + ')':<40} {'time':>12} {'peak RSS':>12}")
+    for label, argv in sides.items():
+        figures = [peak(argv, env) for _ in range(n)]
+        seconds = statistics.median(f[0] for f in figures)
+        rss = statistics.median(f[1] for f in figures)
+        print(f"{label:<40} {seconds:>10.3f} s {rss:>8.1f} MiB")
 
 
 def mcpcli_argv() -> list[str]:
@@ -378,6 +461,8 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+        print()
+        bounds_figures(tmp, env, runs)
         print()
         store_figures(tmp, env, runs)
         if given.race:

@@ -8,7 +8,9 @@ server (it pulls in the SDK).
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from mcpcli import trust
 from mcpcli.answers import Presets, Roots, answers_template
@@ -31,6 +34,8 @@ from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Out
 from mcpcli.keeper import Finished, Keeper, lease_ttl_from_env
 from mcpcli.output import describe_pending, pending_document
 from mcpcli.runtime import lone
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from mcpcli.config import Target
@@ -59,7 +64,7 @@ async def discover(rt: Runtime, what: str) -> int:
     creds = credentials(rt, interactive=_at_terminal())
     logs = _server_logs(rt, rt.out.note)
     tracer = rt.tracer()
-    async with connect(target, rt.paths, protocol=rt.protocol(), credentials=creds, tracer=tracer, **logs) as client:
+    async with connect(target, rt.paths, credentials=creds, tracer=tracer, **logs, **declared(rt)) as client:
         try:
             if what == "info":
                 return _info(rt, client)
@@ -82,6 +87,8 @@ async def discover(rt: Runtime, what: str) -> int:
             return 0
         except MCPError as exc:
             raise ServerError(f"The server refused to list {what}: {exc.message}.") from None
+        except ValidationError as exc:
+            raise ServerError(f"The server's {what} listing is malformed: {_first_problem(exc)}.") from None
 
 
 Keep = Callable[[list[Any]], None]
@@ -226,14 +233,21 @@ def _server_logs(rt: Runtime, say: Callable[[str], None]) -> dict[str, Any]:
     return {"log_level": level, "on_log": log_printer(level, say)}
 
 
-def _sampling_tools(rt: Runtime, opts: AnswerOptions) -> bool:
-    """Whether to offer tool use in sampling: only when the provider that would answer has a ``tools`` model."""
+def declared(rt: Runtime, llm_name: str | None = None) -> dict[str, Any]:
+    """What every connection of this run declares and is bounded by — the one place that decides it, so that
+    ``tools``, the app's lists and completion see what ``call`` sees: the protocol, the limits, and whether
+    sampling offers tool use (only when the provider that would answer, ``--llm`` or the default, has a
+    ``tools`` model). The back-channel capabilities themselves are always declared (``connection.connect``)."""
+    return {"protocol": rt.protocol(), "bounds": rt.bounds(), "sampling_tools": _sampling_tools(rt, llm_name)}
+
+
+def _sampling_tools(rt: Runtime, llm_name: str | None) -> bool:
     if not rt.settings.providers:
         return False
     from mcpcli import llm
 
     try:
-        _name, provider = llm.resolve_provider(rt.settings, opts.llm)
+        _name, provider = llm.resolve_provider(rt.settings, llm_name)
     except McpcliError:
         return False
     return any("tools" in m.tags for m in provider.models)
@@ -285,11 +299,10 @@ def _connect_flow(
     return connect(
         target,
         rt.paths,
-        protocol=protocol,
         elicitation=flow.back_channel("elicitation"),
         roots=flow.back_channel("roots"),
         sampling=flow.back_channel("sampling"),
-        sampling_tools=_sampling_tools(rt, opts),
+        **(declared(rt, opts.llm) | ({} if protocol is None else {"protocol": protocol})),
         credentials=flow.credentials,
         tracer=flow.tracer,
         **_server_logs(rt, flow.reporter.note),
@@ -299,14 +312,94 @@ def _connect_flow(
 Body = Callable[[Client], Awaitable[Outcome]]
 
 
+async def _connect_and_run(
+    rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, run: Body, *, protocol: Any = None
+) -> int:
+    try:
+        return await _run_connected(rt, opts, flow, target, run, protocol)
+    except _CallsBack:
+        # Remembered for the target by the connection: this second connection speaks the handshake.
+        rt.out.note(
+            "The server asks its questions over the pre-2026 back-channel; calling again with --protocol legacy "
+            '(set it for good: protocol = "legacy" in its config entry, or mcpcli servers add NAME --protocol legacy).'
+        )
+        return await _run_connected(rt, opts, flow, target, run, protocol)
+
+
+class _CallsBack(Exception):
+    """The first leg was refused by a server that wants to call back (nothing was answered, no session yet)."""
+
+
+async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, run: Body, protocol: Any) -> int:
+    """Connect, run, print the result as soon as it is final; however the run ends, the flow's session is left
+    resumable and its lease given back.
+
+    The lease is held until the connection is closed: a transport that dies under the loop surfaces only then
+    (from the connection's task group), and its failure is recorded under the lease like any other.
+    """
+    from mcpcli.connection import back_channel_failure, required_urls, wants_back_channel
+
+    printed: list[int] = []
+    try:
+        async with _connect_flow(rt, opts, flow, target, protocol) as client:
+            flow.client = client
+            try:
+                outcome = await run(client)
+            except ServerError as exc:
+                if (failure := back_channel_failure(client)) is not None:
+                    raise failure from None  # what the server made of mcpcli's refusal is not the news
+                if flow.session is None and wants_back_channel(client):
+                    raise _CallsBack from None
+                if pages := required_urls(client):
+                    _show_required_urls(rt, pages)
+                    exc.hint = "Open the page(s) yourself, finish there, then run the command again."
+                raise
+            finally:
+                rt.out.stop_progress()
+            if (failure := back_channel_failure(client)) is not None:
+                raise failure  # e.g. a bad --answer to a pre-2026 server's question: exit 2, as on 2026-07-28
+            _say_unmatched(rt, flow)
+            # Printed before the connection closes: the result is final, whatever the server takes to exit.
+            code = _render(rt, flow.call.method if flow.call else "tools/call", _error_result(outcome))
+            printed.append(code)
+            if (
+                code == ExitCode.TOOL_ERROR
+                and client.protocol_version == "2026-07-28"
+                and _wanted_back_channel(outcome)
+            ):
+                rt.out.note(
+                    "hint: this server still asks over the pre-2026 back-channel: run it with --protocol legacy "
+                    '(or set protocol = "legacy" for it: mcpcli servers add NAME ... --protocol legacy).'
+                )
+            return code
+    except _CallsBack:
+        raise
+    except BaseException as exc:
+        if printed and isinstance(exc, Exception):  # the result is out and recorded: a messy teardown is not news
+            log.debug("the connection failed while closing, after the result", exc_info=True)
+            return printed[0]
+        settled = _settled(flow, exc)
+        if isinstance(settled, NeedInput):
+            _say_unmatched(rt, flow)
+            return _needs_input(rt, settled)
+        if isinstance(settled, McpcliError):
+            if flow.session is not None and flow.keeper.saved:
+                settled.session_id = flow.session.id
+                if isinstance(settled, UserStopped):
+                    settled.hint = f"Resume it with: mcpcli resume {flow.session.id}"
+            _say_unmatched(rt, flow)
+        if settled is exc:
+            raise
+        raise settled from None
+    finally:
+        flow.keeper.close()
+        rt.out.stop_progress()
+
+
 async def _drive_connected(
     rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, protocol: Any, body: Body
 ) -> Outcome:
-    """Connect, run ``body``; however it ends, the flow's session is left resumable and its lease given back.
-
-    The lease is held until the connection is closed: a transport that dies under the loop surfaces only
-    then (from the connection's task group), and its failure is recorded under the lease like any other.
-    """
+    """The app's variant: connect, run ``body`` and return its outcome (the app shows it); the same settling."""
     try:
         async with _connect_flow(rt, opts, flow, target, protocol) as client:
             flow.client = client
@@ -332,26 +425,54 @@ def _settled(flow: Flow, exc: BaseException) -> BaseException:
     return exc
 
 
-async def _connect_and_run(
-    rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, run: Body, *, protocol: Any = None
-) -> int:
-    try:
-        outcome = await _drive_connected(rt, opts, flow, target, protocol or rt.protocol(), run)
-    except NeedInput as need:
-        rt.out.stop_progress()
-        _say_unmatched(rt, flow)
-        return _needs_input(rt, need)
-    except McpcliError as stop:
-        if flow.session is not None and flow.keeper.saved:
-            stop.session_id = flow.session.id
-            if isinstance(stop, UserStopped):
-                stop.hint = f"Resume it with: mcpcli resume {flow.session.id}"
-        _say_unmatched(rt, flow)
-        raise
-    finally:
-        rt.out.stop_progress()
-    _say_unmatched(rt, flow)
-    return _render(rt, flow.call.method if flow.call else "tools/call", outcome)
+def _show_required_urls(rt: Runtime, pages: Sequence[Any]) -> None:
+    """The pages a -32042 error names, shown as URL-mode elicitation shows them: the whole URL, its host
+    emphasised, the same warnings, non-http(s) refused. Nothing is opened: the error ended the call, so there is
+    no request left to consent to; the user opens what they trust."""
+    from rich.text import Text
+
+    from mcpcli.asking import check_url, url_text
+    from mcpcli.display import safe
+
+    console = rt.out.err
+    console.print(Text("The server needs you to visit a page before it can go on:", style="bold"))
+    for page in pages:
+        check = check_url(page.url)
+        console.print(Text.assemble(("? ", "bold cyan"), safe(page.message)))
+        if check.refused:
+            console.print(Text.assemble("  ", safe(page.url)))
+        else:
+            console.print(Text.assemble("  ", url_text(page.url)))
+        for warning in check.warnings:
+            console.print(Text.assemble(("  ! ", "bold yellow"), warning))
+
+
+def _result_text(outcome: Outcome) -> str | None:
+    """The one text of an ``isError`` tool result, if that is what it is."""
+    content = outcome.result.get("content") or []
+    if not outcome.result.get("isError") or len(content) != 1 or content[0].get("type") != "text":
+        return None
+    text = content[0].get("text")
+    return text if isinstance(text, str) else None
+
+
+_MCP_ERROR = re.compile(r"MCP error (-?\d+): (.+)", re.DOTALL)
+"""How the TypeScript SDK's servers hand a JSON-RPC error back as a tool result (``McpError.message``)."""
+
+
+def _error_result(outcome: Outcome) -> Outcome:
+    """A JSON-RPC error dressed as an ``isError`` result is a protocol error: exit 4, like any other."""
+    text = _result_text(outcome)
+    if text is not None and (match := _MCP_ERROR.fullmatch(text.strip())):
+        code, message = int(match.group(1)), match.group(2).strip()
+        raise ServerError(f"The server answered with an error: {message} (code {code}).")
+    return outcome
+
+
+def _wanted_back_channel(outcome: Outcome) -> bool:
+    """fastmcp's wording for a tool that asked over the back-channel on 2026-07-28 (only a hint depends on it)."""
+    text = (_result_text(outcome) or "").lower()
+    return "server-initiated request" in text and "2026-07-28" in text
 
 
 def _say_unmatched(rt: Runtime, flow: Flow) -> None:
@@ -371,12 +492,13 @@ async def run_call(
     protocol = rt.protocol()
     _check_store(rt)
     trust.remember(rt.paths, target)  # the user typed this command line: a later resume may run it unasked
-    flow = _flow(rt, opts, target.label, flows, connection=connection_settings(target, protocol))
+    flow = _flow(
+        rt, opts, target.label, flows, connection=connection_settings(target, protocol or target.protocol or "auto")
+    )
 
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
-            schema = await _input_schema(client, name, _keep(rt, target, client, "tools"))
-            arguments = build_arguments(schema, pairs, args, warn=rt.out.warning)
+            arguments = await _tool_arguments(rt, client, name, pairs, args, _keep(rt, target, client, "tools"))
         elif method == "prompts/get":
             schema = await _prompt_schema(client, name, pairs, _keep(rt, target, client, "prompts"))
             arguments = build_arguments(schema, pairs, None, what="prompt", warn=rt.out.warning)
@@ -391,6 +513,35 @@ def _check_store(rt: Runtime) -> None:
     """Before the first request: a flow may need the store at any round, so a store that cannot be written fails
     now, in one line naming it, instead of after the server has acted on round 1."""
     rt.store.check_writable()
+
+
+async def _tool_arguments(
+    rt: Runtime, client: Client, tool: str, pairs: list[str], args: str | None, keep: Keep | None
+) -> dict[str, Any]:
+    """``--arg``/``--args`` typed by the tool's schema; when the listing cannot be read, sent untyped (strings).
+
+    Typing is a convenience: a listing the SDK rejects (shape drift in some other tool, a field missing) must not
+    stop a call the server would take.
+    """
+    try:
+        schema = await _input_schema(client, tool, keep)
+    except ValidationError as exc:
+        rt.out.note(
+            f"The server's tool listing could not be read ({_first_problem(exc)}); sending --arg values as strings, "
+            "unchecked (typed values: --args JSON)."
+        )
+        from mcpcli.connection import unlisted
+
+        unlisted(client, tool)
+        keys = [pair.partition("=")[0] for pair in pairs]
+        schema = {"type": "object", "properties": {key: {"type": "string"} for key in keys if key}}
+    return build_arguments(schema, pairs, args)
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 async def _prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Keep | None = None) -> dict[str, Any]:
@@ -442,7 +593,9 @@ async def run_resume(
         return _render(rt, record.method, Outcome(record.result, record, ExitCode(record.exit_code or 0)))
     target, protocol = resume_target(rt, record, trust_server=trust_server, ask=_terminal(rt, opts))
     rt.store.check_writable()
-    flow = _flow(rt, opts, record.server, flows, connection=connection_settings(target, protocol))
+    flow = _flow(
+        rt, opts, record.server, flows, connection=connection_settings(target, protocol or target.protocol or "auto")
+    )
     try:
         flow.adopt(record, steal=steal)  # before connecting: a loser of a race starts nothing and sends nothing
     except Finished as done:
@@ -460,20 +613,20 @@ async def run_resume(
     return await _connect_and_run(rt, opts, flow, target, run, protocol=protocol)
 
 
-def resume_protocol(rt: Runtime, record: SessionRecord) -> Protocol:
+def resume_protocol(rt: Runtime, record: SessionRecord) -> Protocol | None:
     """``--protocol`` when given; else the era the flow ran in (a 2025-11-25 flow reconnects as legacy), else what
-    the flow asked for when it started."""
+    the flow asked for when it started (``None``: as any connection to that target would)."""
     if rt.g.protocol:
         return cast("Protocol", rt.g.protocol)
     if is_legacy(record.protocol_version):
         return "legacy"
     asked = (record.connection or {}).get("protocol")
-    return cast("Protocol", asked) if asked in ("auto", "legacy", "2026-07-28") else "auto"
+    return cast("Protocol", asked) if asked in ("legacy", "2026-07-28") else None
 
 
 def resume_target(
     rt: Runtime, record: SessionRecord, *, trust_server: bool, ask: Terminal | None
-) -> tuple[Target, Protocol]:
+) -> tuple[Target, Protocol | None]:
     """The server a resume connects to, and how: ``-s`` when given, else the session's own, reconnected the way
     the flow was; a command line that came from the session (not from the user) runs only once trusted."""
     from mcpcli.config import parse_headers, resolve_target
@@ -615,7 +768,7 @@ async def drive(
         target, protocol = resume_target(rt, record, trust_server=job.trust_server, ask=None)
     else:
         target, note = tui_target(rt)
-        protocol = rt.protocol()
+        protocol = cast("Protocol | None", rt.protocol())
         if note:
             reporter.note(note)
         trust.remember(rt.paths, target)
@@ -625,7 +778,7 @@ async def drive(
         opts,
         record.server if record is not None else target.label,
         flows,
-        connection=connection_settings(target, protocol),
+        connection=connection_settings(target, protocol or target.protocol or "auto"),
     )
     flow.sources = _tui_sources(list(flow.sources), opts, lambda presets: make_user(flow, presets), approver)
     flow.reporter = reporter
@@ -692,7 +845,7 @@ async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {}
     creds = credentials(rt, interactive=False)  # the app owns the terminal: sign in with `mcpcli auth login`
     tracer = rt.tracer(summaries=False)
-    async with connect(tui_target(rt)[0], rt.paths, protocol=rt.protocol(), credentials=creds, tracer=tracer) as client:
+    async with connect(tui_target(rt)[0], rt.paths, credentials=creds, tracer=tracer, **declared(rt)) as client:
         for key, method in kinds.items():
             try:
                 found[key] = await _all(getattr(client, method), key)

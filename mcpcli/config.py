@@ -156,6 +156,9 @@ class OAuthEntry(BaseModel):
         return self
 
 
+ProtocolChoice = Literal["auto", "legacy", "2026-07-28"]
+
+
 class ServerEntry(BaseModel):
     """One entry of the ``mcpServers`` table (the ``mcp.json`` shape of Claude Desktop, VS Code, Cursor)."""
 
@@ -181,6 +184,10 @@ class ServerEntry(BaseModel):
     oauth: OAuthEntry | None = None
     """HTTP only: a client registered in advance with the server's authorization server. Without it mcpcli
     registers itself (dynamic client registration) the first time the server asks it to sign in."""
+    protocol: ProtocolChoice | None = None
+    """How to talk to this server: ``auto`` (the default: try 2026-07-28, fall back to the handshake), ``legacy``
+    (the pre-2026 ``initialize`` handshake — for a server that still asks its questions over the back-channel,
+    such as fastmcp's ``ctx.elicit``) or ``2026-07-28``. ``--protocol`` overrides it."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> ServerEntry:
@@ -309,6 +316,26 @@ class SamplingConfig(BaseModel):
         return self.policy
 
 
+class LimitsConfig(BaseModel):
+    """``[limits]``: what bounds every connection, so that nothing waits forever or reads without bound.
+
+    Each has an environment variable that wins over this file (for one run: ``MCPCLI_CONNECT_TIMEOUT=5 mcpcli ...``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    connect_timeout: float = Field(default=60.0, gt=0)
+    """Seconds to start a server and finish the handshake (``MCPCLI_CONNECT_TIMEOUT``): a stdio server that never
+    answers ``initialize``, or an HTTP server that never answers, is given up after this (exit 4). Generous by
+    default, since ``npx -y`` may download the server the first time."""
+    idle_timeout: float = Field(default=300.0, gt=0)
+    """Seconds an HTTP response or event stream may go without a message (``MCPCLI_IDLE_TIMEOUT``); SSE comments
+    (keep-alives) do not count as one, a progress notification does. Past it the request fails (exit 4)."""
+    max_message_mb: float = Field(default=64.0, gt=0)
+    """The largest single message a server may send, in MiB (``MCPCLI_MAX_MESSAGE_MB``), over HTTP and stdio.
+    A larger one is not read: the request fails (exit 4) with a line naming the size and this setting."""
+
+
 class Settings(BaseModel):
     """The contents of ``config.toml``."""
 
@@ -337,6 +364,9 @@ class Settings(BaseModel):
     @classmethod
     def _cimd(cls, value: str | None) -> str | None:
         return check_client_metadata_url(value)
+
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    """Connection bounds: connect/handshake timeout, idle-read timeout, largest message (``[limits]``)."""
 
     @field_validator("providers")
     @classmethod
@@ -394,6 +424,8 @@ class Target:
     source: Literal["url", "name", "demo", "command"] = "command"
     """Where the target came from: a URL, a named server of the user's config files, the demo, or a command line
     taken as given (a command line that came from a stored session runs only once trusted: ``mcpcli.trust``)."""
+    protocol: ProtocolChoice | None = None
+    """The config entry's ``protocol`` (``--protocol`` wins over it); None: not set."""
 
 
 def parse_headers(values: list[str]) -> dict[str, str]:
@@ -511,6 +543,7 @@ def resolve_target(
                 oauth=entry.oauth,
                 source="name",
                 client_metadata_url=(entry.oauth.client_metadata_url if entry.oauth else None) or cimd,
+                protocol=entry.protocol,
             ), note
         assert entry.command is not None
         return Target(
@@ -521,6 +554,7 @@ def resolve_target(
             env=dict(entry.env),
             cwd=entry.cwd,
             source="name",
+            protocol=entry.protocol,
         ), note
     if choice == "demo":
         return Target(label="demo", kind="demo", source="demo"), note

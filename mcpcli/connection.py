@@ -3,8 +3,10 @@
 Also the one place mcpcli reaches inside the SDK: ``_FlowLegs`` wraps the
 session's dispatcher so that every leg of a flow goes out under a fresh,
 globally unique JSON-RPC id (a retry sent by another process must never reuse
-an earlier leg's id), and so that a complete result without ``resultType`` —
-the spec's default — is accepted (mcp 2.3.0's models reject it).
+an earlier leg's id), so that a complete result without ``resultType`` —
+the spec's default — is accepted (mcp 2.3.0's models reject it), as is a
+listing without cache hints, and so that a server that still calls back on
+2026-07-28 is noticed.
 """
 
 from __future__ import annotations
@@ -15,21 +17,26 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as t
 from mcp import Client
 from mcp.client.session import ClientRequestContext, LoggingFnT
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpcli import __version__
 from mcpcli.auth import Credentials
+from mcpcli.bounds import Bounds, Tripwire
 from mcpcli.config import Paths, Target, private_dir
 from mcpcli.errors import McpcliError, ServerError, UsageError
+from mcpcli.handshakes import remember, remembered
 from mcpcli.server_logs import opt_in_to_logs
 from mcpcli.trace import Tracer, traced
+
+if TYPE_CHECKING:
+    from mcpcli.transports import Guard
 
 Protocol = Literal["auto", "legacy", "2026-07-28"]
 BackChannel = Callable[[t.InputRequest], Awaitable[t.InputResponse | t.ErrorData]]
@@ -39,11 +46,13 @@ STDERR_TAIL_LINES = 8
 
 
 class _FlowLegs:
-    """Dispatcher wrapper: fresh string ids for flow legs, and ``resultType`` defaulted to ``complete``."""
+    """Dispatcher wrapper: fresh string ids for flow legs, spec defaults the SDK's models insist on, and a
+    server that still calls back noticed (see ``_refused_back_channel``)."""
 
-    def __init__(self, inner: Any, client: Client) -> None:
+    def __init__(self, inner: Any, client: Client, on_refused: Callable[[], None] | None) -> None:
         self._inner = inner
         self._client = client
+        self._on_refused = on_refused
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -55,18 +64,46 @@ class _FlowLegs:
             # A string that does not parse as an integer never collides with the dispatcher's own counter,
             # nor with any id an earlier process used for another leg of the same flow.
             opts = {**(opts or {}), "request_id": f"mcpcli-{secrets.token_hex(8)}"}
-        raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
-        if method in FLOW_METHODS and "resultType" not in raw and self._modern():
+        try:
+            raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
+        except MCPError as exc:
+            if self._on_refused is not None and self._refused_back_channel(method, params, exc):
+                self._on_refused()
+            if method in FLOW_METHODS and exc.code == t.URL_ELICITATION_REQUIRED:
+                _URLS[id(self._client)] = _url_elicitations(exc)
+            raise
+        if not self._modern():
+            return raw
+        if method in FLOW_METHODS and "resultType" not in raw:
             raw = {**raw, "resultType": "complete"}
+        elif method in LIST_METHODS and not {"ttlMs", "cacheScope"} <= raw.keys():
+            # Cache hints a server left out mean what the SDK's own models default them to: stale at once,
+            # private. Without them the wire check refuses the whole listing (and every call that lists first).
+            raw = {"ttlMs": 0, "cacheScope": "private", **raw}
         return raw
 
     def _modern(self) -> bool:
         return self._client.session.protocol_version in MODERN_PROTOCOL_VERSIONS
 
+    def _refused_back_channel(self, method: str, params: Mapping[str, Any] | None, exc: MCPError) -> bool:
+        """A first leg refused with "invalid request" on 2026-07-28.
 
-def _install_flow_legs(client: Client) -> None:
+        That is how the SDK's servers answer a tool that asks over the back-channel, which 2026-07-28 removed
+        (``NoBackChannelError`` → -32600): the request itself was well-formed (the SDK built it), the server
+        could not call back. Told by the error code, never by the message's wording. (Their discover result
+        names 2026-07-28 alone, though they answer ``initialize`` too, so it cannot tell.)
+        """
+        if method not in FLOW_METHODS or exc.code != t.INVALID_REQUEST or not self._modern():
+            return False
+        return not (params and ("requestState" in params or "inputResponses" in params))
+
+
+LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
+
+
+def _install_flow_legs(client: Client, on_refused: Callable[[], None] | None) -> None:
     session = client.session
-    session._dispatcher = _FlowLegs(session._dispatcher, client)  # type: ignore[assignment]  # see module docstring
+    session._dispatcher = _FlowLegs(session._dispatcher, client, on_refused)  # type: ignore[assignment]  # see module docstring
 
 
 class _ServerLog:
@@ -85,7 +122,8 @@ class _ServerLog:
         self.start = self.file.tell()
 
     def tail(self) -> str:
-        self.file.flush()
+        if not self.file.closed:
+            self.file.flush()
         if str(self.path) == os.devnull:
             return ""
         with self.path.open(encoding="utf-8", errors="replace") as f:
@@ -103,7 +141,7 @@ async def connect(
     target: Target,
     paths: Paths,
     *,
-    protocol: Protocol = "auto",
+    protocol: str | None = None,
     elicitation: BackChannel | None = None,
     roots: BackChannel | None = None,
     sampling: BackChannel | None = None,
@@ -112,77 +150,208 @@ async def connect(
     tracer: Tracer | None = None,
     log_level: str | None = None,
     on_log: LoggingFnT | None = None,
+    bounds: Bounds | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
 
-    The back-channel callbacks serve pre-2026 servers; on 2026-07-28 nothing flows server → client.
-    ``credentials`` decide how an HTTP server is signed in to (default: OAuth, never interactive).
-    ``tracer`` taps every message (none: no tap at all); ``log_level`` opts in to the server's log messages,
-    which go to ``on_log``.
+    ``protocol`` is ``--protocol`` (None: not given — the target's own ``protocol`` setting, else ``auto``, which
+    starts with the handshake a server spoke last time: ``mcpcli.handshakes``).
+
+    Every connection declares the same client capabilities — elicitation (form and URL), roots and sampling
+    (with tool use when ``sampling_tools``: the user's provider has a ``tools`` model) — whatever the command:
+    a server may decide what it lists by them, so ``tools`` must see what ``call`` can run. The back-channel
+    callbacks serve pre-2026 servers; a command that answers nothing (discovery) refuses what is asked.
+    On 2026-07-28 nothing flows server → client. ``credentials`` decide how an HTTP server is signed in to
+    (default: OAuth, never interactive). ``tracer`` taps every message (none: no tap at all); ``log_level``
+    opts in to the server's log messages, which go to ``on_log``. ``bounds`` (default: ``[limits]``'s defaults
+    and their environment variables) bound the handshake, every read and every message.
     """
-    if protocol not in ("auto", "legacy", "2026-07-28"):
-        raise UsageError(f"Unknown protocol {protocol!r}.", hint="Use --protocol auto, legacy or 2026-07-28.")
+    given = protocol if protocol is not None else target.protocol or "auto"
+    if given not in ("auto", "legacy", "2026-07-28"):
+        raise UsageError(f"Unknown protocol {given!r}.", hint="Use --protocol auto, legacy or 2026-07-28.")
+    bounds = bounds or Bounds.from_settings()
+    creds = credentials or Credentials()
+    if tracer is not None and creds.on_secret is None:
+        creds.on_secret = tracer.register_secret  # every token sent (static, OAuth, refreshed) stays out of it
+    learn = given == "auto" and target.kind != "demo"
+    mode = (remembered(paths, target) if learn else None) or given
+    failed: list[McpcliError] = []
+    callbacks = {
+        "elicitation_callback": _callback(elicitation or _refuse, failed),
+        "list_roots_callback": _roots_callback(roots or _refuse, failed),
+        "sampling_callback": _callback(sampling or _refuse, failed),
+        # Offered only when the user's provider has a model that can use tools (a ``tools`` tag).
+        "sampling_capabilities": t.SamplingCapability(tools=t.SamplingToolsCapability()) if sampling_tools else None,
+    }
     async with AsyncExitStack() as stack:
-        creds = credentials or Credentials()
-        if tracer is not None and creds.on_secret is None:
-            creds.on_secret = tracer.register_secret  # every token sent (static, OAuth, refreshed) stays out of it
-        server, log = _server_for(target, paths, stack, creds)
-        if tracer is not None:
-            tracer.register_headers(target.headers)
-            server = traced(server, tracer)
-        client = Client(
-            server,
-            mode=protocol,
-            client_info=t.Implementation(name="mcpcli", version=__version__),
-            elicitation_callback=_callback(elicitation) if elicitation else None,
-            list_roots_callback=_roots_callback(roots) if roots else None,
-            sampling_callback=_callback(sampling) if sampling else None,
-            # Offered only when the user's provider has a model that can use tools (a ``tools`` tag).
-            sampling_capabilities=t.SamplingCapability(tools=t.SamplingToolsCapability()) if sampling_tools else None,
-            cache=None,
-            logging_callback=on_log,
-            log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
-        )
+        while True:
+            trip = Tripwire(bounds)
+            attempt = AsyncExitStack()
+            server, log, guard = _server_for(target, paths, attempt, creds, trip)
+            if tracer is not None:
+                tracer.register_headers(target.headers)
+                server = traced(server, tracer)
+            client = Client(
+                server,
+                mode=mode,
+                client_info=t.Implementation(name="mcpcli", version=__version__),
+                cache=None,
+                logging_callback=on_log,
+                log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
+                **callbacks,
+            )
+            try:
+                # No cancel scope around this: the client's task group must outlive it (anyio scopes nest strictly).
+                # The guard bounds it instead, by ending the stream the handshake waits on.
+                await attempt.enter_async_context(client)
+            except Exception as exc:  # boundary: transports raise many shapes (ExceptionGroup, httpx2 errors)
+                await attempt.aclose()  # the server is stopped: its log is complete
+                if mode == "legacy" and given == "auto" and trip.error is None and isinstance(_inner(exc), MCPError):
+                    # The handshake that worked last time was refused: the server changed. Ask it afresh.
+                    remember(paths, target, legacy=False)
+                    mode = "auto"
+                    continue
+                raise trip.error or _connect_failure(target, log, creds, exc) from None
+            break
+        await stack.enter_async_context(attempt)
+        if guard is not None:
+            guard.connected()
+        if learn:
+            remember(paths, target, legacy=client.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+        refused: list[bool] = []
+
+        def on_refused() -> None:
+            remember(paths, target, legacy=True)  # the next connection (the retry) starts with the handshake
+            refused.append(True)
+
+        _install_flow_legs(client, on_refused if learn else None)
+        _REFUSED[id(client)] = refused
+        stack.callback(_REFUSED.pop, id(client), None)
+        stack.callback(_URLS.pop, id(client), None)
+        _FAILED[id(client)] = failed
+        stack.callback(_FAILED.pop, id(client), None)
         try:
-            # No cancel scope around this: the client's task group must outlive it (anyio scopes nest strictly).
-            await stack.enter_async_context(client)
-        except Exception as exc:  # boundary: transports raise many shapes (ExceptionGroup, httpx2 errors)
-            raise _connect_failure(target, log, creds, exc) from None
-        _install_flow_legs(client)
-        if log_level is not None:
-            await opt_in_to_logs(client, log_level)
-        yield client
+            if log_level is not None:
+                await opt_in_to_logs(client, log_level)
+            yield client
+        except (Exception, BaseExceptionGroup) as exc:
+            # A bound that tripped ended the connection; the SDK's error for that ("connection closed", "failed
+            # to parse") is not what happened.
+            if trip.error is not None and not isinstance(_inner(exc), UsageError):
+                raise trip.error from None
+            raise
+
+
+_FAILED: dict[int, list[McpcliError]] = {}
+"""Per connected client: what a back-channel answer failed with (a bad preset answer...), told after the call."""
+
+
+def unlisted(client: Client, tool: str) -> None:
+    """Call ``tool`` without a listing: the one mcpcli asked for could not be read.
+
+    The SDK checks a result's structured content against the tool's listed output schema, and lists the tools
+    again to find it, so a listing it cannot read would fail the call after the server ran it. With the schema
+    recorded as unknown (as for a tool listed without one) nothing is checked.
+    """
+    client.session._tool_output_schemas[tool] = None  # see above (a private map of the SDK's session)
+
+
+_URLS: dict[int, list[t.ElicitRequestURLParams]] = {}
+"""Per connected client: the pages a -32042 "URL elicitation required" error of a flow leg named."""
+
+
+def required_urls(client: Client) -> list[t.ElicitRequestURLParams]:
+    """The URL elicitations the last -32042 error carried (the flow reports only the error's message)."""
+    return _URLS.get(id(client), [])
+
+
+def _url_elicitations(exc: MCPError) -> list[t.ElicitRequestURLParams]:
+    from mcp.shared.exceptions import UrlElicitationRequiredError
+    from pydantic import ValidationError
+
+    try:
+        return UrlElicitationRequiredError.from_error(exc.error).elicitations
+    except (ValidationError, ValueError, TypeError, AttributeError):
+        return []  # a malformed list: the error's message is all there is to show
+
+
+_REFUSED: dict[int, list[bool]] = {}
+"""Per connected client: whether the server refused a first leg because it wanted to call back (``auto`` only)."""
+
+
+def wants_back_channel(client: Client) -> bool:
+    """Whether this ``auto`` connection met a server that asks over the pre-2026 back-channel (``_FlowLegs``).
+
+    When it did, the handshake is remembered for the target, so a new connection speaks it.
+    """
+    return bool(_REFUSED.get(id(client)))
+
+
+def back_channel_failure(client: Client) -> McpcliError | None:
+    """The first error a back-channel answer raised on this connection (the server only heard a refusal).
+
+    A pre-2026 server asks mid-call; when mcpcli cannot answer (an invalid ``--answer``), the server gets an
+    error reply and usually ends the call with ``isError``. What the user must see is why mcpcli refused —
+    with its own exit code (2 for a bad answer) — not the server's result.
+    """
+    failed = _FAILED.get(id(client))
+    return failed[0] if failed else None
+
+
+def _inner(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def _refuse(request: t.InputRequest) -> t.InputResponse | t.ErrorData:
+    """What a connection that answers nothing says to a question (discovery, listings)."""
+    return t.ErrorData(
+        code=t.INVALID_REQUEST, message="mcpcli answers questions only while it runs call, prompt, read or resume."
+    )
 
 
 def _server_for(
-    target: Target, paths: Paths, stack: AsyncExitStack, credentials: Credentials
-) -> tuple[Any, _ServerLog | None]:
+    target: Target, paths: Paths, stack: AsyncExitStack, credentials: Credentials, trip: Tripwire
+) -> tuple[Any, _ServerLog | None, Guard | None]:
+    from mcpcli.transports import Guard
+
     if target.kind == "demo":
         from mcpcli.demo import build_server, load_or_create_key
 
-        return build_server(load_or_create_key(paths.demo_key_file)), None
+        return build_server(load_or_create_key(paths.demo_key_file)), None, None
+    bounds = trip.bounds
     if target.kind == "http":
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
+        from mcpcli.transports import http_transport
+
         assert target.url is not None
         headers, auth = credentials.prepare(target, paths)
-        # The SDK's own defaults: a server may hold a response stream open for minutes.
         http = httpx2.AsyncClient(
             headers=headers,
             auth=auth,
-            timeout=httpx2.Timeout(30.0, read=300.0),
+            # Bytes may keep coming while no message does (SSE keep-alives): http_transport bounds that.
+            timeout=httpx2.Timeout(bounds.idle_timeout, connect=bounds.connect_timeout),
+            transport=http_transport(trip),
             event_hooks={"response": [credentials.watch]},
         )
         stack.push_async_callback(http.aclose)
-        return streamable_http_client(target.url, http_client=http), None
+        guard = Guard(
+            streamable_http_client(target.url, http_client=http, max_sse_event_size=bounds.max_message_bytes), trip
+        )
+        return guard, None, guard
+    from mcpcli.transports import stdio
+
     assert target.command is not None
     log = _ServerLog(paths, target)
     stack.callback(log.file.close)
     params = StdioServerParameters(
         command=target.command, args=list(target.args), env=dict(target.env) or None, cwd=target.cwd
     )
-    return stdio_client(params, errlog=log.file), log
+    guard = Guard(stdio(params, log.file, trip), trip)
+    return guard, log, guard
 
 
 def _start_failure(target: Target, log: _ServerLog | None, why: str) -> ServerError:
@@ -234,17 +403,30 @@ def transport_failure(exc: BaseException) -> str | None:
     return None
 
 
-def _callback(handler: BackChannel) -> Any:
+def _callback(handler: BackChannel, failed: list[McpcliError]) -> Any:
     async def callback(ctx: ClientRequestContext, params: Any) -> Any:
-        if isinstance(params, t.CreateMessageRequestParams):
-            return await handler(t.CreateMessageRequest(params=params))
-        return await handler(t.ElicitRequest(params=params))
+        request: t.InputRequest = (
+            t.CreateMessageRequest(params=params)
+            if isinstance(params, t.CreateMessageRequestParams)
+            else t.ElicitRequest(params=params)
+        )
+        return await _answer(handler, request, failed)
 
     return callback
 
 
-def _roots_callback(handler: BackChannel) -> Any:
+def _roots_callback(handler: BackChannel, failed: list[McpcliError]) -> Any:
     async def callback(ctx: ClientRequestContext) -> Any:
-        return await handler(t.ListRootsRequest())
+        return await _answer(handler, t.ListRootsRequest(), failed)
 
     return callback
+
+
+async def _answer(
+    handler: BackChannel, request: t.InputRequest, failed: list[McpcliError]
+) -> t.InputResponse | t.ErrorData:
+    try:
+        return await handler(request)
+    except McpcliError as exc:  # e.g. an invalid --answer: the server hears a refusal, the user hears why
+        failed.append(exc)
+        return t.ErrorData(code=t.INVALID_PARAMS, message="The client could not answer this request.")

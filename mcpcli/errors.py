@@ -95,6 +95,11 @@ def print_error(exc: McpcliError) -> None:
     from mcpcli.display import sanitize
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    console.print(Text.assemble((f"{exc.title}: ", "bold red"), sanitize(exc.message)))
+    message = exc.message
+    if console.is_terminal:  # a 5 MB server error would bury the terminal; a file or a pipe gets all of it
+        from mcpcli.bounds import clip
+
+        message = clip(message, "all of it: run again with --trace FILE, or with stderr sent to a file")
+    console.print(Text.assemble((f"{exc.title}: ", "bold red"), sanitize(message)))
     if exc.hint:
         console.print(Text(f"hint: {sanitize(exc.hint)}", style="dim"))

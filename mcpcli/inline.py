@@ -152,6 +152,10 @@ def _ask_field(term: Terminal, field: FieldSpec, current: Any) -> Any:
                 return coerce(field, _from_numbers(field, text))
             except FieldError as exc:
                 error = str(exc)
+                if len(field.choices) > CHOICES_SHOWN:
+                    if _print_matches(term.console, field, text):
+                        continue  # a long list, filtered by what was typed: pick from the matches
+                    error = f"{field.name}: none of its {len(field.choices):,} choices contains {text.strip()!r}"
         term.console.print(Text(sanitize(error), style="red"))
 
 
@@ -166,10 +170,40 @@ def _print_field(console: Console, field: FieldSpec) -> None:
     if hint:
         line.append(f"  [{hint}]", style="cyan")
     console.print(line)
-    for number, choice in enumerate(field.choices, 1):
-        label = choice.label if choice.label == choice.value else f"{choice.label} ({choice.value})"
-        bullet = f"{number})" if _numbered(field) else "-"
-        console.print(Text(f"  {bullet} {sanitize(label)}"))
+    numbered = _numbered(field)
+    for number, choice in enumerate(field.choices[:CHOICES_SHOWN], 1):
+        _print_choice(console, number, choice, numbered)
+    if (more := len(field.choices) - CHOICES_SHOWN) > 0:
+        console.print(Text(f"  … and {more:,} more: type part of one to see those that match", style="dim"))
+
+
+CHOICES_SHOWN = 20
+"""Choices listed under a field; a longer list is filtered by what the user types instead of printed whole."""
+
+
+def _print_choice(console: Console, number: int, choice: Any, numbered: bool) -> None:
+    label = choice.label if choice.label == choice.value else f"{choice.label} ({choice.value})"
+    bullet = f"{number})" if numbered else "-"
+    console.print(Text(f"  {bullet} {sanitize(label)}"))
+
+
+def _print_matches(console: Console, field: FieldSpec, text: str) -> bool:
+    """List the choices whose value or label contains ``text`` (the first ``CHOICES_SHOWN``); False: none does."""
+    needle = text.strip().casefold()
+    found = [
+        (number, choice)
+        for number, choice in enumerate(field.choices, 1)
+        if needle in choice.value.casefold() or needle in choice.label.casefold()
+    ]
+    if not needle or not found:
+        return False
+    numbered = _numbered(field)
+    for number, choice in found[:CHOICES_SHOWN]:
+        _print_choice(console, number, choice, numbered)
+    rest = len(found) - CHOICES_SHOWN
+    tail = f"; {rest:,} more match: type more of it" if rest > 0 else ""
+    console.print(Text(f"  {len(found):,} match {text.strip()!r}{tail}", style="dim"))
+    return True
 
 
 def _prompt(field: FieldSpec, current: Any) -> str:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import subprocess
 
     from mcpcli.config import Paths, Target
+    from mcpcli.runtime import Runtime
 
 Kind = Literal["tools", "prompts"]
 
@@ -170,7 +171,7 @@ def refresh(given: str | None) -> int:
     try:
         rt = Runtime(Globals(server=given))
         target = rt.target()
-        run_async(lambda: _refresh(rt.paths, target))
+        run_async(lambda: _refresh(rt, target))
     except BaseException as exc:  # boundary: nobody reads this process's output; the log says what went wrong
         import logging
 
@@ -179,14 +180,17 @@ def refresh(given: str | None) -> int:
     return 0
 
 
-async def _refresh(paths: Paths, target: Target) -> None:
+async def _refresh(rt: Runtime, target: Target) -> None:
     import anyio
     from mcp.shared.exceptions import MCPError
 
+    from mcpcli.commands import declared
     from mcpcli.connection import connect
 
+    paths = rt.paths
     with anyio.fail_after(REFRESH_TIMEOUT):
-        async with connect(target, paths) as client:
+        # Declaring what `call` declares: a server may list some tools only to clients that can answer them.
+        async with connect(target, paths, **declared(rt)) as client:
             caps = client.server_capabilities
             fetchers: dict[Kind, Any] = {"tools": client.list_tools, "prompts": client.list_prompts}
             for kind, fetch in fetchers.items():

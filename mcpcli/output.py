@@ -62,7 +62,14 @@ class Output:
     def result(self, method: str, result: Mapping[str, Any]) -> None:
         """A flow's result for people: its text content, each block once."""
         lines = list(_result_lines(method, result))
-        write(self._stdout(), "".join(sanitize(line) + "\n" for line in lines))
+        text = "".join(sanitize(line) + "\n" for line in lines)
+        stream = self._stdout()
+        if getattr(stream, "isatty", lambda: False)():  # cut for a person; --json, a pipe or a file gets it whole
+            from mcpcli.bounds import clip
+
+            text = clip(text, "all of it: --json, or send stdout to a file (> FILE)")
+            text = text if text.endswith("\n") else text + "\n"
+        write(stream, text)
 
     def table(self, title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], empty: str) -> None:
         from rich.table import Table  # deferred: most commands print no table

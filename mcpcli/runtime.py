@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mcpcli.errors import ExitCode, McpcliError
 
 if TYPE_CHECKING:
+    from mcpcli.bounds import Bounds
     from mcpcli.config import Paths, Settings, Target
     from mcpcli.output import Output
     from mcpcli.store import Store
@@ -112,9 +113,15 @@ class Runtime:
             self.out.note(note)
         return target
 
-    def protocol(self) -> Any:
-        """``--protocol`` as given (``connection.connect`` checks it)."""
-        return self.g.protocol or "auto"
+    def protocol(self) -> str | None:
+        """``--protocol`` as given, None when not (``connection.connect`` checks it and applies the target's own)."""
+        return self.g.protocol
+
+    def bounds(self) -> Bounds:
+        """The connection bounds: ``[limits]`` and their environment variables (a bad value: exit 2)."""
+        from mcpcli.bounds import Bounds
+
+        return Bounds.from_settings(self.settings)
 
     def tracer(self, *, record: bool = False, summaries: bool = True) -> Tracer | None:
         """The tap for one connection: ``--trace``, ``-v`` summaries (unless ``summaries`` is off: the app owns

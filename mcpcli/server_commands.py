@@ -225,7 +225,15 @@ def _where(files: list[Path]) -> str:
 
 
 def add_server(
-    rt: Runtime, name: str, target: list[str], *, env: list[str], headers: list[str], cwd: str | None, force: bool
+    rt: Runtime,
+    name: str,
+    target: list[str],
+    *,
+    env: list[str],
+    headers: list[str],
+    cwd: str | None,
+    force: bool,
+    protocol: str | None = None,
 ) -> int:
     """``mcpcli servers add NAME TARGET``: a new entry in servers.json (``--force`` replaces one)."""
     if not SERVER_NAME.fullmatch(name) or name == "demo":
@@ -234,6 +242,10 @@ def add_server(
             hint="Use letters, digits, '.', '_' and '-' (not starting with '.' or '-'); 'demo' is the built-in one.",
         )
     entry = build_entry(target, env=env, headers=headers, cwd=cwd)
+    if protocol is not None:
+        if protocol not in ("auto", "legacy", "2026-07-28"):
+            raise UsageError(f"Unknown protocol {protocol!r}.", hint="Use --protocol auto, legacy or 2026-07-28.")
+        entry = entry.model_copy(update={"protocol": protocol})
     managed = load_managed(rt.paths)
     old = managed.get(name)
     if old == entry:

@@ -18,6 +18,8 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
 - ``crash``: writes to stderr and exits at once (a server that fails to start).
 - ``chatty``: a tool that logs at every level (one message full of escape sequences); it honours
   ``logging/setLevel`` on pre-2026 connections and says which level that asked for.
+- ``calls_back``: a tool that asks its question the pre-2026 way (``ctx.elicit``, over the back-channel) for an
+  integer ``n``, and says what it got; on 2026-07-28 the SDK refuses that with -32600.
 - ``rounds``: for the TUI — ``trip`` asks two forms in one round, ``odd`` asks a form with a part no form can
   hold, ``confirm`` asks a required boolean without a default, ``risky_link`` asks the user to visit a
   plain-http punycode URL; each says what it received.
@@ -393,6 +395,23 @@ def chatty() -> MCPServer:
     return server
 
 
+def calls_back() -> MCPServer:
+    from pydantic import BaseModel
+
+    server = MCPServer("calls-back")
+
+    class Number(BaseModel):
+        n: int
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        """Asks for a number over the back-channel."""
+        answer = await ctx.elicit("Which number?", Number)
+        return f"got {answer.action} {answer.data.n if answer.action == 'accept' else '-'}"
+
+    return server
+
+
 def no_result_type() -> None:
     """A raw stdio JSON-RPC server (not the SDK): its complete tools/call result has no ``resultType``."""
     for line in sys.stdin:
@@ -487,6 +506,7 @@ def main() -> None:
         return
     kinds = {"never_stops": never_stops, "hostile": hostile, "vault": vault, "rounds": rounds, "sampler": sampler}
     kinds["chatty"] = chatty
+    kinds["calls_back"] = calls_back
     server = kinds.get(args.kind)
     built = recorder(args.record, args.slow) if args.kind == "recorder" else server() if server else None
     if built is None:

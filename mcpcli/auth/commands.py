@@ -41,7 +41,7 @@ async def login(rt: Runtime, *, open_browser: bool) -> int:
             hint="Remove that to use OAuth, or keep using the token.",
         )
     creds = Credentials(interactive=True, open_browser=open_browser, fresh=True)
-    async with connect(target, rt.paths, protocol=rt.protocol(), credentials=creds) as client:
+    async with connect(target, rt.paths, protocol=rt.protocol(), bounds=rt.bounds(), credentials=creds) as client:
         server = client.server_info.name if client.server_info else target.label
     record = creds.login
     if record is None or not record.signed_in or not creds.signed_in_now:

@@ -109,6 +109,15 @@ def servers_add(
         str | None,
         typer.Option("--cwd", metavar="DIR", help="Working directory of a stdio server.", show_default=False),
     ] = None,
+    protocol: Annotated[
+        str | None,
+        typer.Option(
+            "--protocol",
+            metavar="VERSION",
+            help="auto | legacy | 2026-07-28: how to talk to it (legacy: a server that still calls back).",
+            show_default=False,
+        ),
+    ] = None,
     force: Force = False,
     *,
     shared: dict[str, Any],
@@ -123,7 +132,9 @@ def servers_add(
     def body(rt: Runtime) -> int:
         from mcpcli.server_commands import add_server
 
-        return add_server(rt, name, target, env=list(env or []), headers=list(header or []), cwd=cwd, force=force)
+        return add_server(
+            rt, name, target, env=list(env or []), headers=list(header or []), cwd=cwd, force=force, protocol=protocol
+        )
 
     local_command(ctx, shared, body)
 

@@ -1,0 +1,317 @@
+"""mcpcli's transports, given to the SDK ``Client`` through its ``Transport`` hook: bounded, and quick to let go.
+
+- ``stdio``: the SDK's stdio transport, rebuilt around two things it cannot be told: one message (one line)
+  may be at most ``max_message_bytes`` long — a longer one is not read, the child is stopped and the
+  connection ends — and shutting down gives the child a short grace after its stdin closes
+  (``STDIN_GRACE``), then terminates its process group, instead of the SDK's fixed two seconds (a Node
+  server keeps running on its timers after stdin closes, so every call waited them out).
+- ``guarded``: any transport, with ``connect_timeout`` on the handshake: until ``Guard.connected`` is called,
+  a read that waits past the deadline ends the stream, which the SDK's dispatcher turns into "connection
+  closed" for the handshake request (a stdio server that never answers ``initialize``, or prints junk and
+  sleeps, cannot hang the command).
+- ``http_transport``: the httpx2 transport for streamable HTTP, whose POST responses are read under
+  ``idle_timeout`` (SSE comments — keep-alives — do not count as activity; a message does) and
+  ``max_message_bytes`` (a JSON body in all, each SSE event on its own).
+
+Each bound that trips is recorded on the connection's ``Tripwire``; ``connection.connect`` says it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from typing import Any, TextIO
+
+import anyio
+import anyio.abc
+import httpx2
+import mcp_types as types
+from mcp.client.stdio import StdioServerParameters, get_default_environment
+from mcp.shared.message import SessionMessage
+
+from mcpcli.bounds import Tripwire
+
+logger = logging.getLogger(__name__)
+
+STDIN_GRACE = 0.25
+"""Seconds a stdio server may take to exit by itself once its stdin is closed, before it is terminated."""
+TERM_GRACE = 1.0
+"""Seconds between SIGTERM to the server's process group and SIGKILL."""
+READ_CHUNK = 64 * 1024
+
+
+# --- stdio -----------------------------------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def stdio(params: StdioServerParameters, errlog: TextIO, trip: Tripwire) -> AsyncIterator[Any]:
+    """Start the server and exchange newline-delimited JSON-RPC with it (the SDK's stdio transport, bounded)."""
+    process = await anyio.open_process(
+        [params.command, *params.args],
+        env=get_default_environment() | (params.env or {}),
+        stderr=errlog,
+        cwd=params.cwd,
+        start_new_session=True,  # its own process group: terminating it reaches the children it started
+    )
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    limit = trip.bounds.max_message_bytes
+
+    async def reader() -> None:
+        assert process.stdout is not None
+        buffer = bytearray()
+        async with read_writer:
+            try:
+                while True:
+                    try:
+                        chunk = await process.stdout.receive(READ_CHUNK)
+                    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                        return
+                    start = len(buffer)
+                    buffer += chunk
+                    while (end := buffer.find(b"\n", start)) != -1:
+                        line = bytes(buffer[:end])
+                        del buffer[: end + 1]
+                        start = 0
+                        if line.strip():
+                            await read_writer.send(_parse(line))
+                    if len(buffer) > limit:
+                        # Not one byte more is kept: the message is dropped and the connection ends with it.
+                        trip.message_too_large()
+                        return
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return  # the session is gone
+
+    async def writer() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_reader:
+                async for message in write_reader:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(data.encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_writer.aclose()  # the server is gone: let the session see the end instead of waiting
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            with anyio.CancelScope(shield=True):
+                write_stream.close()
+                read_stream.close()
+                await stop(process)
+            tg.cancel_scope.cancel()
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:  # junk on stdout: the session hears of it, the handshake guard bounds the wait
+        logger.debug("not a JSON-RPC message from the server: %.200r", line)
+        return exc
+
+
+async def stop(process: anyio.abc.Process) -> None:
+    """Close stdin, give the server ``STDIN_GRACE`` to exit, then SIGTERM its group, then SIGKILL."""
+    if process.stdin is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    if not await _exited(process, STDIN_GRACE):
+        _signal_group(process, signal.SIGTERM)
+        if not await _exited(process, TERM_GRACE):
+            _signal_group(process, signal.SIGKILL)
+            await _exited(process, TERM_GRACE)
+    if process.returncode is not None:
+        # Whatever it started and left behind in its group goes too (a shell wrapper's child, npx's node).
+        _signal_group(process, signal.SIGTERM)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stream.aclose()
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    if callable(close := getattr(transport, "close", None)):
+        with suppress(PermissionError):
+            close()  # asyncio keeps the subprocess transport open while a survivor holds a pipe
+
+
+async def _exited(process: anyio.abc.Process, seconds: float) -> bool:
+    deadline = anyio.current_time() + seconds
+    while process.returncode is None:
+        if anyio.current_time() >= deadline:
+            return False
+        await anyio.sleep(0.01)
+    return True
+
+
+def _signal_group(process: anyio.abc.Process, sig: int) -> None:
+    if sys.platform == "win32":  # pragma: no cover - no process groups; the SDK's job objects are not used here
+        with suppress(ProcessLookupError):
+            process.kill()
+        return
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+# --- the handshake guard -------------------------------------------------------------------------------------------
+
+
+class Guard:
+    """Wraps a transport: reads wait at most until the handshake deadline, until ``connected()`` is called."""
+
+    def __init__(self, inner: Any, trip: Tripwire) -> None:
+        self._inner = inner
+        self._trip = trip
+        self._deadline: float | None = None
+
+    def connected(self) -> None:
+        """The handshake is over: from now on a read waits as long as the request takes."""
+        self._deadline = None
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        self._deadline = anyio.current_time() + self._trip.bounds.connect_timeout
+        read, write = await self._inner.__aenter__()
+        return _GuardedRead(read, self), write
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc_info)
+        return result
+
+
+class _GuardedRead:
+    def __init__(self, inner: Any, guard: Guard) -> None:
+        self._inner = inner
+        self._guard = guard
+
+    def __aiter__(self) -> _GuardedRead:
+        return self
+
+    async def __anext__(self) -> Any:
+        deadline = self._guard._deadline
+        if deadline is None:
+            return await self._inner.__anext__()
+        with anyio.move_on_at(deadline):
+            return await self._inner.__anext__()
+        self._guard._trip.handshake()
+        raise StopAsyncIteration  # the dispatcher's end of stream: the pending handshake request fails
+
+    async def receive(self) -> Any:
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            raise anyio.EndOfStream from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _GuardedRead:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc_info)
+        return result
+
+
+# --- streamable HTTP -------------------------------------------------------------------------------------------------
+
+
+class LimitExceeded(httpx2.StreamError):
+    """Raised from a response body that broke a bound; the SDK fails that one request with it."""
+
+
+def http_transport(trip: Tripwire) -> httpx2.AsyncBaseTransport:
+    """The default httpx2 transport, with every POST response's body read under the bounds."""
+    return _BoundedTransport(httpx2.AsyncHTTPTransport(), trip)
+
+
+class _BoundedTransport(httpx2.AsyncBaseTransport):
+    def __init__(self, inner: httpx2.AsyncBaseTransport, trip: Tripwire) -> None:
+        self._inner = inner
+        self._trip = trip
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        if request.method != "POST":  # the GET stream may rightly stay quiet for hours; it reconnects by itself
+            return response
+        kind = response.headers.get("content-type", "").lower()
+        declared = response.headers.get("content-length", "")
+        stream = _BoundedStream(
+            response.stream,  # type: ignore[arg-type]  # an async transport's responses carry an async stream
+            self._trip,
+            sse=kind.startswith("text/event-stream"),
+            declared=int(declared) if declared.isdigit() else None,
+        )
+        return httpx2.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=stream,
+            extensions=response.extensions,
+            request=request,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _BoundedStream(httpx2.AsyncByteStream):
+    """A response body: idle at most ``idle_timeout`` between messages, no message over ``max_message_bytes``."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, trip: Tripwire, *, sse: bool, declared: int | None) -> None:
+        self._inner = inner
+        self._trip = trip
+        self._sse = sse
+        self._declared = declared
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        bounds = self._trip.bounds
+        limit = bounds.max_message_bytes
+        if not self._sse and self._declared is not None and self._declared > limit:
+            self._trip.message_too_large(self._declared)
+            raise LimitExceeded("message too large")
+        chunks = aiter(self._inner)
+        deadline = anyio.current_time() + bounds.idle_timeout
+        total = 0  # JSON: the whole body; SSE: the event being read
+        head = bytearray()  # SSE: the start of the line being read, to tell a comment from a field
+        while True:
+            chunk = None
+            with anyio.move_on_at(deadline):
+                try:
+                    chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    return
+            if chunk is None:
+                self._trip.idle()
+                raise LimitExceeded("idle")
+            if not self._sse:
+                total += len(chunk)
+                if total > limit:
+                    self._trip.message_too_large()
+                    raise LimitExceeded("message too large")
+                deadline = anyio.current_time() + bounds.idle_timeout
+                yield chunk
+                continue
+            for piece in chunk.splitlines(keepends=True):  # only the last piece may be a line still unfinished
+                total += len(piece)
+                if total > limit:
+                    self._trip.message_too_large()
+                    raise LimitExceeded("message too large")
+                if len(head) < 8:
+                    head += piece[: 8 - len(head)]
+                if not piece.endswith((b"\n", b"\r")):
+                    continue
+                text = bytes(head).strip()
+                head.clear()
+                if not text:
+                    total = 0  # an event ends at a blank line
+                elif not text.startswith(b":"):
+                    deadline = anyio.current_time() + bounds.idle_timeout  # a field of an event: the server is busy
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
