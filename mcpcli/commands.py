@@ -372,9 +372,9 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                     '(or set protocol = "legacy" for it: mcpcli servers add NAME ... --protocol legacy).'
                 )
             return code
-    except _CallsBack:
-        raise
     except BaseException as exc:
+        if isinstance(single := lone(exc) if isinstance(exc, BaseExceptionGroup) else exc, _CallsBack):
+            raise single from None
         if printed and isinstance(exc, Exception):  # the result is out and recorded: a messy teardown is not news
             log.debug("the connection failed while closing, after the result", exc_info=True)
             return printed[0]

@@ -335,7 +335,9 @@ class Flow:
                     )
                     responses = state = None
                     continue
-                if exc.code == t.CONNECTION_CLOSED:
+                if exc.code == t.CONNECTION_CLOSED and exc.message == "Connection closed":
+                    # The SDK's own verdict on a transport that ended under the request (a server may send -32000
+                    # for anything: only the SDK's exact outcome means the connection is gone).
                     raise self._fail("The server closed the connection before answering.") from None
                 raise self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).") from None
             self._in_flight = False

@@ -131,7 +131,9 @@ class Keeper:
             from mcpcli.errors import StoreError
 
             raise StoreError(f"Session {session.id} kept changing while this process claimed it.", hint="Try again.")
-        self.session = seen.model_copy(update=_lease_columns(self.lease))
+        from mcpcli.store.base import lease_columns
+
+        self.session = seen.model_copy(update=lease_columns(self.lease))
         self.saved = True
         self.last_index = seen.round
         self._start_heartbeat()
@@ -227,7 +229,8 @@ class Keeper:
 
     def update(self, *, last: bool = False, **changes: Any) -> None:
         """Change the session under the lease; ``last`` also gives the lease back in the same write."""
-        if self.session is not None and self.saved:
+        # Only under the lease: once it is given back (the last write) or lost, nothing is written unconditionally.
+        if self.session is not None and self.saved and self.lease is not None:
             self.session = self.store.update(
                 self.session.id, lease=self.lease, release=last, trace=self._trace(), **changes
             )
@@ -274,16 +277,6 @@ class Keeper:
         self._passes[point] = seen = self._passes.get(point, 0) + 1
         if seen >= int(nth or 1):
             os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _lease_columns(lease: Lease) -> dict[str, Any]:
-    return {
-        "version": lease.version,
-        "lease_host": lease.host,
-        "lease_pid": lease.pid,
-        "lease_acquired": lease.acquired,
-        "lease_expires": lease.expires,
-    }
 
 
 def _alive(pid: int | None) -> bool:

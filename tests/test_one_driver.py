@@ -108,15 +108,21 @@ def test_a_claim_made_from_a_stale_read_is_refused(tmp_path: Path) -> None:
 # --- 2. a transport death mid-request --------------------------------------------------------------------------------
 
 
-def test_an_http_server_killed_mid_request_leaves_a_resumable_session_said_in_one_line(
-    process: Any, http_server: Any, tmp_path: Path
-) -> None:
+def retry_in_flight(process: Any, http_server: Any, tmp_path: Path) -> tuple[Any, Any, subprocess.Popen[str]]:
+    """A flow saved waiting, then a resume whose answered retry the (slow) server is still working on."""
     record = tmp_path / "legs.jsonl"
     server = http_server("recorder", "--record", str(record), "--slow", "30")
     assert process("call", "two_rounds", "-a", "item=x", "-s", server.url).code == 3
     session = only_session()
     holder = spawn("resume", session.id, "--answer", "sure=true")
     wait_for_legs(record, 2)
+    return server, session, holder
+
+
+def test_an_http_server_killed_mid_request_leaves_a_resumable_session_said_in_one_line(
+    process: Any, http_server: Any, tmp_path: Path
+) -> None:
+    server, session, holder = retry_in_flight(process, http_server, tmp_path)
     assert server.proc is not None
     server.proc.kill()  # the retry is in flight
     server.proc.wait()
@@ -140,12 +146,7 @@ def test_an_http_server_killed_mid_request_leaves_a_resumable_session_said_in_on
 def test_a_driver_killed_mid_request_shows_as_interrupted_and_sits_in_the_inbox(
     process: Any, http_server: Any, tmp_path: Path
 ) -> None:
-    record = tmp_path / "legs.jsonl"
-    server = http_server("recorder", "--record", str(record), "--slow", "30")
-    assert process("call", "two_rounds", "-a", "item=x", "-s", server.url).code == 3
-    session = only_session()
-    holder = spawn("resume", session.id, "--answer", "sure=true")
-    wait_for_legs(record, 2)
+    _server, session, holder = retry_in_flight(process, http_server, tmp_path)
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert store().get(session.id).status == "running"  # nothing could be written: the process died

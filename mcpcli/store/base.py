@@ -161,6 +161,17 @@ class Lease(BaseModel):
     _utc = field_validator("acquired", "expires")(_to_utc)
 
 
+def lease_columns(lease: Lease) -> dict[str, Any]:
+    """The session fields a lease sets, by name (the columns are named after them)."""
+    return {
+        "version": lease.version,
+        "lease_host": lease.host,
+        "lease_pid": lease.pid,
+        "lease_acquired": lease.acquired,
+        "lease_expires": lease.expires,
+    }
+
+
 class SessionBusy(SessionError):
     """Another process holds a live lease on the session; ``--steal`` takes it over."""
 

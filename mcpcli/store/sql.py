@@ -37,6 +37,7 @@ from mcpcli.store.base import (
     SessionChanged,
     SessionRecord,
     Status,
+    lease_columns,
     utcnow,
 )
 
@@ -359,7 +360,7 @@ class SqlStore:
                 if lease is not None:
                     if lease.session_id != new_session.id:
                         raise ValueError(f"the lease is on session {lease.session_id}, not {new_session.id}")
-                    new_session = new_session.model_copy(update=_lease_columns(lease))
+                    new_session = new_session.model_copy(update=lease_columns(lease))
                 self._insert_session(tx, new_session)
             self._hold(tx, session_id, lease)
             last = tx.one("SELECT MAX(round_index) AS highest FROM rounds WHERE session_id = ?", [session_id])
@@ -595,13 +596,3 @@ class SqlStore:
                 " AND (lease_expires IS NULL OR lease_expires < ?)",
                 [*wanted, self._time(older_than), self._time(self.clock())],
             )
-
-
-def _lease_columns(lease: Lease) -> dict[str, Any]:
-    return {
-        "version": lease.version,
-        "lease_host": lease.host,
-        "lease_pid": lease.pid,
-        "lease_acquired": lease.acquired,
-        "lease_expires": lease.expires,
-    }
