@@ -1,5 +1,5 @@
-"""``python -m mcpcli``."""
+"""``python -m mcpcli``: the same entry as the ``mcpcli`` executable (the warm worker first)."""
 
-from mcpcli.cli import main
+from mcpcli.entry import main
 
 main()

@@ -37,6 +37,7 @@ def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("MCPCLI_HOME", str(path))
     for name in ("MCPCLI_SERVER", "MCPCLI_STORE", "MCPCLI_ASSUME_TTY"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MCPCLI_WORKER", "0")  # the cold path; tests/test_worker.py turns the warm one on
     return path
 
 

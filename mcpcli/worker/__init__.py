@@ -1,0 +1,22 @@
+"""The warm engine: a per-user background worker that keeps mcpcli and the SDK loaded, so a command that talks
+to a server starts in a fraction of the cold time — and changes nothing else.
+
+How (``client`` is the front end, ``server`` the worker): the front end hands the worker its argv, environment,
+working directory and its own stdin/stdout/stderr file descriptors over a Unix socket (``SCM_RIGHTS``). The
+worker forks a child that already has everything imported; the child puts those descriptors on 0/1/2, takes the
+caller's environment and directory, and runs the very same command body as the cold path would. So prompts are
+asked at the caller's terminal (it *is* the caller's terminal), output goes where the caller's goes, and exit
+codes, sessions and every behaviour are the cold path's own. The front end forwards Ctrl-C, SIGTERM, SIGHUP and
+window-size changes to that child, and exits with its status.
+
+Nothing runs twice: the child waits for the front end's "go" before it runs, and the front end falls back to
+running in-process (with a note) only before it has said "go" — when the worker is missing, stale, of another
+version, or does not answer in time.
+
+One worker per ``MCPCLI_HOME``: a 0600 socket in a 0700 directory, same-uid peers only (``SO_PEERCRED``). It
+starts on first use (that first command runs in-process while it warms up), exits after an idle period, and is
+off where a background process would surprise (``CI`` set), or with ``--no-worker`` / ``MCPCLI_WORKER=0`` /
+``[worker] enabled = false``.
+
+This package's ``client`` and ``protocol`` modules import only the standard library: they are the warm path.
+"""

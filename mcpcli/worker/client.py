@@ -1,0 +1,240 @@
+"""The front end's side of the warm path: hand a command to the worker, relay signals, exit with its status.
+
+Standard library only, and nothing of mcpcli but ``protocol``: this runs before anything heavy is imported, so
+a warm ``mcpcli call`` costs a bare interpreter plus one round trip to the worker. When the worker cannot take
+the command (none yet, stale socket, another version, no answer in time) ``delegate`` returns ``None`` and the
+caller runs it in-process, as without a worker; nothing has run then — the worker's child runs only once this
+side says "go".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from mcpcli import __version__
+from mcpcli.worker.protocol import WireError, receive, send, socket_path
+
+SERVER_COMMANDS = frozenset({"tools", "prompts", "resources", "info", "call", "prompt", "read", "resume"})
+"""The commands that talk to a server: the ones the worker makes faster."""
+
+VALUE_OPTIONS = frozenset(
+    {"-s", "--server", "-H", "--header", "--protocol", "--store", "--trace", "--log-level", "--bearer"}
+)
+"""Global options that take a value (so the word after them is not the subcommand)."""
+
+IN_PROCESS_FLAGS = frozenset({"--tui", "-h", "--help", "--version", "--install-completion", "--show-completion"})
+
+ANSWER_TIMEOUT = 3.0
+"""Seconds the front end waits for the worker at each step before it runs the command itself."""
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH, signal.SIGQUIT)
+
+OFF = frozenset({"0", "off", "false", "no"})
+ON = frozenset({"1", "on", "true", "yes"})
+
+
+def state_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> Path:
+    """``config.Paths.from_env().state_dir``, without importing the config model (pydantic) on the warm path."""
+    env = os.environ if environ is None else environ
+    if home := env.get("MCPCLI_HOME"):
+        return Path(home).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("mcpcli"))
+
+
+def config_dir() -> Path:
+    if home := os.environ.get("MCPCLI_HOME"):
+        return Path(home).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("mcpcli"))
+
+
+def subcommand(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (global options may come before it), or ``None``."""
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return None
+        if word.startswith("-"):
+            if word in VALUE_OPTIONS:
+                next(words, None)
+            continue
+        return word
+    return None
+
+
+def wanted(argv: Sequence[str]) -> bool:
+    """Whether this command should go through the worker (see the package docstring for the rules)."""
+    if subcommand(argv) not in SERVER_COMMANDS or any(word in IN_PROCESS_FLAGS for word in argv):
+        return False
+    if os.environ.get("_MCPCLI_COMPLETE"):
+        return False
+    choice = os.environ.get("MCPCLI_WORKER", "").strip().lower()
+    if choice in OFF:
+        return False
+    if choice in ON:
+        return True
+    if os.environ.get("CI"):
+        return False  # a background process left behind on a CI runner would surprise
+    return _configured()
+
+
+def _configured() -> bool:
+    """``[worker] enabled`` in config.toml (default true); an unreadable file leaves it to the in-process run."""
+    path = config_dir() / "config.toml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return True
+    if "worker" not in text:
+        return True
+    import tomllib
+
+    try:
+        section = tomllib.loads(text).get("worker") or {}
+    except tomllib.TOMLDecodeError:
+        return False  # the in-process run says what is wrong with the file
+    return bool(section.get("enabled", True)) if isinstance(section, dict) else True
+
+
+def _note(text: str) -> None:
+    sys.stderr.write(f"mcpcli: {text}\n")
+
+
+def delegate(argv: Sequence[str]) -> int | None:
+    """Run ``argv`` in the worker and return its exit status; ``None`` when the caller should run it itself."""
+    home = state_dir()
+    path = socket_path(home)
+    sock = _connect(path, home)
+    if sock is None:
+        return None
+    with sock:
+        try:
+            sock.settimeout(ANSWER_TIMEOUT)
+            send(sock, {"op": "hello", "version": __version__, "package": _package()})
+            hello, _ = receive(sock)
+            if not hello.get("ok"):
+                _replace_worker(path, home, why=str(hello.get("why", "")))
+                return None
+            request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": str(Path.cwd())}
+            send(sock, request, fds=[0, 1, 2])
+            started, _ = receive(sock)
+            child = int(started["started"])
+        except (OSError, WireError, KeyError, ValueError, TypeError):
+            _note("the background worker did not answer; running without it (mcpcli worker stop to reset it).")
+            return None
+        with _forwarding(child):
+            send(sock, {"go": True})  # from here on the command is the worker's: no fallback, ever
+            sock.settimeout(None)
+            try:
+                ended, _ = receive(sock)
+                return int(ended["exit"])
+            except (OSError, WireError, KeyError, ValueError, TypeError):
+                _note(
+                    "the background worker's run of this command died before it finished; a session it was"
+                    " driving is intact: mcpcli sessions list --waiting"
+                )
+                return 4
+
+
+def _package() -> str:
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def _connect(path: Path, home: Path) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(ANSWER_TIMEOUT)
+    try:
+        sock.connect(str(path))
+        return sock
+    except (FileNotFoundError, ConnectionRefusedError):
+        sock.close()
+        start(home)  # first use, or a worker that is gone: this run goes in-process, the next one is warm
+        return None
+    except OSError:
+        sock.close()
+        _note("the background worker did not answer; running without it (mcpcli worker stop to reset it).")
+        return None
+
+
+def _replace_worker(path: Path, home: Path, *, why: str) -> None:
+    """A worker of another mcpcli version (or install) answered: stop it and start ours for the next command."""
+    stop(path)
+    start(home)
+
+
+def start(home: Path) -> int | None:
+    """Start a worker for ``home`` in the background (its own session, no terminal); return its pid."""
+    import subprocess
+
+    log_dir = home / "logs"
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        log = os.open(log_dir / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError:
+        log = os.open(os.devnull, os.O_WRONLY)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpcli.worker.server", str(home)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+            env={**os.environ, "MCPCLI_HOME": str(home)} if "MCPCLI_HOME" in os.environ else None,
+        )
+    except OSError:
+        return None
+    finally:
+        os.close(log)
+    return proc.pid
+
+
+def ask(path: Path, op: str) -> dict[str, object] | None:
+    """A control request (``status``, ``stop``, ``ps``…) to the worker at ``path``; ``None`` when none answers."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(ANSWER_TIMEOUT)
+    with sock:
+        try:
+            sock.connect(str(path))
+            send(sock, {"op": op, "version": __version__, "package": _package()})
+            reply, _ = receive(sock)
+            return reply
+        except (OSError, WireError):
+            return None
+
+
+def stop(path: Path, *, wait: float = 5.0) -> bool:
+    """Ask the worker to exit and wait until its socket is gone; whether one was running."""
+    reply = ask(path, "stop")
+    if reply is None:
+        return False
+    deadline = time.monotonic() + wait
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return True
+
+
+@contextlib.contextmanager
+def _forwarding(child: int) -> Iterator[None]:
+    """Signals meant for the command (Ctrl-C, SIGTERM, SIGHUP, window size) go to the worker's child running it."""
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signum)
+
+    old = {signum: signal.signal(signum, forward) for signum in FORWARDED}
+    try:
+        yield
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)

@@ -1,0 +1,90 @@
+"""The worker's wire: length-prefixed JSON messages on a Unix stream socket, file descriptors beside them.
+
+Standard library only (the front end's warm path imports this). Every read is bounded: a message says its
+length in 4 bytes, and one longer than ``MAX_MESSAGE`` (an environment is a few KiB) is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import struct
+from pathlib import Path
+from typing import Any
+
+MAX_MESSAGE = 4 * 2**20
+"""The largest message either side reads; the environment of a shell fits many times over."""
+
+MAX_FDS = 3
+
+
+class WireError(Exception):
+    """The other side closed the connection, or sent something that is not a message."""
+
+
+def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
+    body = json.dumps(message, separators=(",", ":")).encode()
+    data = struct.pack(">I", len(body)) + body
+    if fds:
+        sent = socket.send_fds(sock, [data], fds)
+        data = data[sent:]
+    if data:
+        sock.sendall(data)
+
+
+def receive(sock: socket.socket, *, with_fds: bool = False) -> tuple[dict[str, Any], list[int]]:
+    """One message (and the descriptors that came with it); ``WireError`` at EOF or on garbage."""
+    fds: list[int] = []
+    if with_fds:
+        head, fds, _flags, _addr = socket.recv_fds(sock, 4, MAX_FDS)
+    else:
+        head = sock.recv(4)
+    head += _exactly(sock, 4 - len(head)) if head else b""
+    if len(head) != 4:
+        _close(fds)
+        raise WireError("closed")
+    (length,) = struct.unpack(">I", head)
+    if length > MAX_MESSAGE:
+        _close(fds)
+        raise WireError(f"a message of {length} bytes")
+    try:
+        message = json.loads(_exactly(sock, length))
+    except ValueError:
+        _close(fds)
+        raise WireError("not JSON") from None
+    if not isinstance(message, dict):
+        _close(fds)
+        raise WireError("not an object")
+    return message, fds
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n > 0:
+        chunk = sock.recv(min(n, 65536))
+        if not chunk:
+            raise WireError("closed")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def socket_path(home: Path) -> Path:
+    """Where the worker of this state dir listens: ``worker/worker.sock`` in it, or — when that path is too long
+    for a Unix socket (about 100 bytes) — a 0700 directory of this user's under the system's temp dir."""
+    path = home / "worker" / "worker.sock"
+    if len(os.fsencode(path)) <= 100:
+        return path
+    import hashlib
+    import tempfile
+
+    digest = hashlib.sha256(os.fsencode(home)).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"mcpcli-{os.getuid()}" / f"{digest}.sock"

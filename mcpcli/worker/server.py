@@ -1,0 +1,322 @@
+"""The worker process: everything imported once, a child forked per command.
+
+``python -m mcpcli.worker.server STATE_DIR`` (the front end starts it; ``mcpcli worker start`` too). It binds
+the socket (a 0700 directory, a 0600 socket, under a lock so two starting workers cannot both bind), imports
+what a command needs (the SDK, the CLI, the flow, the store engines), and then accepts: each connection is
+checked (same uid, ``SO_PEERCRED``), greeted (same mcpcli version and install, or it is told to restart us),
+and its ``run`` request forked. The child takes the caller's descriptors, environment and directory, waits for
+the front end's "go", runs the command as the cold path would, reports its exit status on the socket and
+exits. The worker itself never runs a command, so one command cannot disturb another or the worker.
+
+It exits after ``idle`` seconds with no command running (``[worker] idle_timeout``, ``MCPCLI_WORKER_IDLE``,
+default 900), on ``stop``, or on SIGTERM; its log is ``logs/worker.log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mcpcli import __version__
+from mcpcli.worker.protocol import WireError, receive, send, socket_path
+
+IDLE_TIMEOUT = 900.0
+"""Seconds without a command after which the worker exits (15 minutes)."""
+
+GREETING_TIMEOUT = 2.0
+"""Seconds a connection may take to say what it wants; the worker serves one greeting at a time."""
+
+
+def log(text: str) -> None:
+    sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} worker {os.getpid()}: {text}\n")
+    sys.stderr.flush()
+
+
+def idle_timeout() -> float:
+    raw = os.environ.get("MCPCLI_WORKER_IDLE")
+    if raw:
+        with contextlib.suppress(ValueError):
+            return max(1.0, float(raw))
+    return IDLE_TIMEOUT
+
+
+class Worker:
+    """One worker: its socket, its counters, and the children it forked."""
+
+    def __init__(self, home: Path, idle: float) -> None:
+        self.home = home
+        self.path = socket_path(home)
+        self.idle = idle
+        self.started = time.time()
+        self.served = 0
+        self.children: set[int] = set()
+        self.last_activity = time.monotonic()
+        self.stopping = False
+        self.package = str(Path(__file__).resolve().parent.parent)
+        self.listener: socket.socket | None = None
+        self.inode: int | None = None
+
+    # --- the socket ----------------------------------------------------------------------------------------------
+
+    def bind(self) -> bool:
+        """Listen on the socket; ``False`` when another live worker has it already."""
+        directory = self.path.parent
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        directory.chmod(0o700)
+        lock = os.open(directory / "worker.lock", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self.path.exists():
+                probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                probe.settimeout(1.0)
+                try:
+                    probe.connect(str(self.path))
+                    return False  # alive: that one serves
+                except OSError:
+                    self.path.unlink(missing_ok=True)  # stale: its worker is gone
+                finally:
+                    probe.close()
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            old = os.umask(0o177)  # the socket is created 0600 (this process is single-threaded here)
+            try:
+                listener.bind(str(self.path))
+            finally:
+                os.umask(old)
+            listener.listen(128)
+            self.listener = listener
+            self.inode = self.path.stat().st_ino
+            return True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            os.close(lock)
+
+    def close(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+            with contextlib.suppress(OSError):
+                if self.path.stat().st_ino == self.inode:  # ours: a worker that replaced us may have bound it since
+                    self.path.unlink()
+            self.listener = None
+
+    # --- the loop ------------------------------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        assert self.listener is not None
+        log(f"serving {self.path} (mcpcli {__version__}, idle timeout {self.idle:g} s)")
+        while not self.stopping:
+            self.reap()
+            if not self.children and time.monotonic() - self.last_activity > self.idle:
+                log("idle: exiting")
+                break
+            self.listener.settimeout(0.5)
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError as exc:
+                log(f"accept failed: {exc}")
+                continue
+            self.last_activity = time.monotonic()
+            with conn:
+                try:
+                    self.handle(conn)
+                except (OSError, WireError, ValueError, TypeError, KeyError) as exc:
+                    log(f"a connection failed: {type(exc).__name__}: {exc}")
+
+    def reap(self) -> None:
+        for pid in list(self.children):
+            try:
+                done, _status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self.children.discard(pid)
+                self.last_activity = time.monotonic()
+
+    def handle(self, conn: socket.socket) -> None:
+        conn.settimeout(GREETING_TIMEOUT)
+        uid = _peer_uid(conn)
+        if uid != os.getuid():
+            log(f"refused a connection from uid {uid}")
+            return
+        hello, _ = receive(conn)
+        op = hello.get("op")
+        same = hello.get("version") == __version__ and hello.get("package") == self.package
+        if op == "status":
+            send(conn, self.status())
+            return
+        if op == "stop":
+            send(conn, {"ok": True})
+            self.stopping = True
+            return
+        if op == "ps":
+            send(conn, {"ok": True, "servers": []})
+            return
+        if op != "hello":
+            send(conn, {"ok": False, "why": f"unknown request {op!r}"})
+            return
+        if not same:
+            send(conn, {"ok": False, "why": "version", "version": __version__, "package": self.package})
+            self.stopping = True  # an mcpcli of another version or install is in use: let it start its own worker
+            return
+        send(conn, {"ok": True, "version": __version__, "pid": os.getpid()})
+        request, fds = receive(conn, with_fds=True)
+        if request.get("op") != "run" or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            return
+        self.fork(conn, request, fds)
+
+    def fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 70
+            try:
+                assert self.listener is not None
+                self.listener.close()
+                code = _child(conn, request, fds)
+            finally:
+                os._exit(code)
+        for fd in fds:
+            os.close(fd)
+        self.children.add(pid)
+        self.served += 1
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "pid": os.getpid(),
+            "version": __version__,
+            "package": self.package,
+            "started": self.started,
+            "served": self.served,
+            "running": len(self.children),
+            "idle_timeout": self.idle,
+            "socket": str(self.path),
+            "rss_kb": _rss_kb(),
+        }
+
+
+def _peer_uid(conn: socket.socket) -> int:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+def _rss_kb() -> int:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> int:
+    """In the forked child: become the caller's process, wait for "go", run the command, report its status."""
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
+    os.chdir(str(request.get("cwd") or "/"))
+    _reopen_stdio()
+    send(conn, {"started": os.getpid()})
+    conn.settimeout(30.0)
+    go, _ = receive(conn)
+    if not go.get("go"):
+        return 0
+    conn.settimeout(None)
+    _hang_up_with(conn)
+    argv = [str(word) for word in request.get("argv") or []]
+    code = _run(argv)
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    with contextlib.suppress(OSError):
+        send(conn, {"exit": code})
+    return code
+
+
+def _hang_up_with(conn: socket.socket) -> None:
+    """When the front end goes away mid-command (killed, its terminal closed), this child gets SIGHUP — what the
+    cold path's process would have got from its terminal: a flow saves its session and stops its server."""
+    import threading
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            if conn.recv(1) == b"":
+                os.kill(os.getpid(), signal.SIGHUP)
+
+    threading.Thread(target=watch, name="mcpcli-front-end-watch", daemon=True).start()
+
+
+def _reopen_stdio() -> None:
+    """Fresh text streams on the caller's descriptors, buffered as Python would for them (line-buffered on a
+    terminal)."""
+    encoding = os.environ.get("PYTHONIOENCODING", "utf-8").split(":")[0] or "utf-8"
+    sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding=encoding, closefd=False, buffering=1 if os.isatty(1) else -1)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
+
+
+def _run(argv: list[str]) -> int:
+    from mcpcli.cli import app
+
+    sys.argv = ["mcpcli", *argv]
+    try:
+        app(args=argv, prog_name="mcpcli")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
+        sys.stderr.write("\nInterrupted.\n")
+        return 130
+    return 0
+
+
+def preload() -> None:
+    """Everything a command imports, once (the point of the worker)."""
+    import mcp
+    import mcp.client.streamable_http  # noqa: F401
+
+    import mcpcli.cli
+    import mcpcli.commands
+    import mcpcli.connection
+    import mcpcli.flow
+    import mcpcli.store.sqlite
+
+    with contextlib.suppress(ImportError):
+        import mcpcli.store.postgres  # noqa: F401
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        sys.stderr.write("usage: python -m mcpcli.worker.server STATE_DIR\n")
+        return 2
+    home = Path(args[0])
+    worker = Worker(home, idle_timeout())
+    if not worker.bind():
+        log("another worker serves this home; exiting")
+        return 0
+    signal.signal(signal.SIGTERM, lambda *_: setattr(worker, "stopping", True))
+    try:
+        preload()
+        worker.serve()
+    finally:
+        worker.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,330 @@
+"""The warm worker: the same command, the same terminal, the same output and exit codes — only faster; and a
+worker that is missing, stale, of another version, hung or killed never loses or doubles a command."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+from conftest import PY, ROOT, stdio_server
+from test_durability import wait_for_legs
+from test_flows import only_session, store
+
+from mcpcli.worker.protocol import receive, send, socket_path
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def warm(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The worker on (the other tests run cold), started and answering; stopped afterwards."""
+    monkeypatch.setenv("MCPCLI_WORKER", "1")
+    monkeypatch.delenv("CI", raising=False)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    started = mcpcli("worker", "start")
+    assert started.returncode == 0, started.stderr
+    yield socket_path(home)
+    mcpcli("worker", "stop")
+
+
+def mcpcli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT, **kw: Any
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "mcpcli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=60,
+        **kw,
+    )
+
+
+def served(path: Path) -> int:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(str(path))
+    with sock:
+        send(sock, {"op": "status"})
+        return int(receive(sock)[0]["served"])
+
+
+def test_a_warm_command_prints_and_exits_exactly_as_the_cold_one(warm: Path, tmp_path: Path) -> None:
+    cases = [
+        ("call", "echo", "-a", "text=hi"),
+        ("call", "provision", "-a", "name=w", "--answer", "region=eu-west-1"),
+        ("call", "provision", "-a", "name=w", "--no-input", "--json"),
+        ("call", "no_such_tool"),
+        ("--json", "tools"),
+    ]
+    for args in cases:
+        before = served(warm)
+        hot = mcpcli(*args)
+        cold = mcpcli(*args, env={"MCPCLI_WORKER": "0"})
+        assert served(warm) == before + 1, args  # the warm one really went through the worker
+        assert hot.returncode == cold.returncode, (args, hot.stderr, cold.stderr)
+        strip = (lambda text: text.replace(json.loads(text)["session_id"], "ID")) if "--no-input" in args else str
+        assert strip(hot.stdout) == strip(cold.stdout), args
+        assert _no_ids(hot.stderr) == _no_ids(cold.stderr), args
+
+
+def _no_ids(text: str) -> str:
+    import re
+
+    return re.sub(r"\b[0-9a-f]{12}\b", "ID", text)
+
+
+def test_the_callers_environment_and_directory_apply_to_each_call(warm: Path, tmp_path: Path) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"region": "sa-east-1"}))
+    record = tmp_path / "legs.jsonl"
+    env = {"MCPCLI_SERVER": stdio_server("recorder", "--record", "legs.jsonl")}
+    r = mcpcli("call", "two_rounds", "-a", "item=here", "--answers", "answers.json", env=env, cwd=tmp_path)
+    assert r.returncode == 3  # the recorder asks `sure`, not `region`: exit 3 and a session
+    assert record.exists()  # the server ran in the caller's directory (its relative --record path)
+    r = mcpcli("call", "provision", "-a", "name=p", "--answers", "answers.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "Provisioned 'p' in sa-east-1.\n"  # the relative answers file, from the caller's cwd
+
+
+def test_prompts_are_asked_at_the_callers_terminal_and_ctrl_c_stops_that_flow_only(warm: Path) -> None:
+    env = {**os.environ}
+    child = pexpect.spawn(
+        PY,
+        ["-m", "mcpcli", "call", "provision", "-a", "name=tty"],
+        env=env,
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=30,
+    )
+    child.expect("region")
+    child.sendline("ap-south-1")
+    child.expect(r"Send\?")
+    child.sendline("")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "Provisioned 'tty' in ap-south-1." in (child.before or "")
+    other = pexpect.spawn(
+        PY, ["-m", "mcpcli", "call", "provision", "-a", "name=c"], env=env, cwd=str(ROOT), encoding="utf-8", timeout=30
+    )
+    other.expect("› ")  # at the prompt (as a person would be)
+    other.sendintr()
+    other.expect(pexpect.EOF)
+    other.close()
+    assert other.exitstatus == 130
+    assert "Interrupted; session" in (other.before or "")
+    (stopped,) = [s for s in store().list() if s.arguments == {"name": "c"}]
+    assert stopped.status == "waiting"
+    assert mcpcli("worker", "status").returncode == 0  # the worker lives on
+
+
+def test_a_killed_front_end_hangs_up_its_flow_and_the_session_is_kept(warm: Path, tmp_path: Path) -> None:
+    record = tmp_path / "legs.jsonl"
+    target = stdio_server("recorder", "--record", str(record), "--slow", "60")
+    front = subprocess.Popen(
+        [PY, "-m", "mcpcli", "-s", target, "call", "two_rounds", "-a", "item=x", "--answer", "sure=true"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for_legs(record, 2)
+    front.send_signal(signal.SIGKILL)
+    front.wait()
+    deadline = time.monotonic() + 10
+    while store().list() and store().list()[0].status == "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert only_session().status == "waiting"  # SIGHUP'd like a closed terminal: saved, resumable
+
+
+def test_a_stale_socket_is_cleaned_up_and_a_missing_worker_starts_on_first_use(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCPCLI_WORKER", "1")
+    monkeypatch.delenv("CI", raising=False)
+    path = socket_path(home)
+    path.parent.mkdir(parents=True, mode=0o700)
+    home.chmod(0o700)
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(path))
+    dead.close()  # a socket file nobody listens on: a worker that crashed
+    try:
+        first = mcpcli("call", "echo", "-a", "text=one")
+        assert (first.returncode, first.stdout) == (0, "one\n")  # run in-process, the worker starting meanwhile
+        deadline = time.monotonic() + 20
+        while mcpcli("worker", "status", "--json").stdout.find('"running": true') < 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        second = mcpcli("call", "echo", "-a", "text=two")
+        assert (second.returncode, second.stdout) == (0, "two\n")
+        assert served(path) == 1
+    finally:
+        mcpcli("worker", "stop")
+
+
+def test_a_worker_of_another_version_is_replaced_not_used(warm: Path) -> None:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(str(warm))
+    with sock:
+        send(sock, {"op": "hello", "version": "0.0.0-other", "package": "/elsewhere"})
+        reply, _ = receive(sock)
+    assert reply["ok"] is False and reply["why"] == "version"
+    deadline = time.monotonic() + 5
+    while warm.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not warm.exists()  # it stepped aside for the other install
+    r = mcpcli("call", "echo", "-a", "text=after")
+    assert (r.returncode, r.stdout) == (0, "after\n")
+
+
+def test_a_hung_worker_does_not_hang_the_front_end(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCPCLI_WORKER", "1")
+    monkeypatch.delenv("CI", raising=False)
+    path = socket_path(home)
+    path.parent.mkdir(parents=True, mode=0o700)
+    home.chmod(0o700)
+    mute = socket.socket(socket.AF_UNIX)
+    mute.bind(str(path))
+    mute.listen(8)  # accepts (the kernel does) but never answers
+    try:
+        start = time.monotonic()
+        r = mcpcli("call", "echo", "-a", "text=anyway")
+        took = time.monotonic() - start
+        assert (r.returncode, r.stdout) == (0, "anyway\n")
+        assert "did not answer; running without it" in r.stderr
+        assert took < 15
+    finally:
+        mute.close()
+
+
+def test_a_worker_child_killed_mid_flow_is_one_line_and_the_session_resumes(warm: Path, tmp_path: Path) -> None:
+    record = tmp_path / "legs.jsonl"
+    target = stdio_server("recorder", "--record", str(record), "--slow", "60")
+    front = subprocess.Popen(
+        [PY, "-m", "mcpcli", "-s", target, "call", "two_rounds", "-a", "item=k", "--answer", "sure=true"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for_legs(record, 2)
+    worker_pid = json.loads(mcpcli("worker", "status", "--json").stdout)["pid"]
+    children = subprocess.run(["pgrep", "-P", str(worker_pid)], capture_output=True, text=True).stdout.split()
+    assert children
+    for pid in children:
+        os.kill(int(pid), signal.SIGKILL)
+    _out, err = front.communicate(timeout=30)
+    assert front.returncode == 4
+    assert "died before it finished" in err and "sessions list --waiting" in err
+    assert len([line for line in err.splitlines() if line.strip()]) == 1
+    done = mcpcli("resume", only_session().id, "-s", stdio_server("recorder", "--record", str(record)))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "recorded k\n"
+
+
+def test_the_socket_is_private_and_other_users_are_refused(warm: Path) -> None:
+    assert warm.stat().st_mode & 0o777 == 0o600
+    assert warm.parent.stat().st_mode & 0o777 == 0o700
+    if os.getuid() != 0:
+        pytest.skip("needs root to connect as another user")
+    # A worker of its own in a place another user can reach, its socket opened up: SO_PEERCRED still refuses.
+    home = Path(f"/tmp/mcpcli-peer-{os.getpid()}")
+    home.mkdir(mode=0o711)
+    server = subprocess.Popen(
+        [PY, "-m", "mcpcli.worker.server", str(home)], cwd=ROOT, env={**os.environ, "MCPCLI_HOME": str(home)}
+    )
+    path = socket_path(home)
+    try:
+        deadline = time.monotonic() + 20
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        path.parent.chmod(0o711)
+        path.chmod(0o666)
+        probe = (
+            "import socket,struct,json,sys\n"
+            "s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+            "b=json.dumps({'op':'status'}).encode(); s.sendall(struct.pack('>I',len(b))+b)\n"
+            "try:\n    print('answered' if s.recv(100) else 'refused')\n"
+            "except ConnectionResetError:\n    print('refused')\n"
+        )
+        out = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", probe, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        assert out.stdout.strip() == "refused", out  # closed without a word
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        import shutil
+
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_an_idle_worker_exits_by_itself(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCPCLI_WORKER", "1")
+    monkeypatch.setenv("MCPCLI_WORKER_IDLE", "1")
+    monkeypatch.delenv("CI", raising=False)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    assert mcpcli("worker", "start").returncode == 0
+    path = socket_path(home)
+    deadline = time.monotonic() + 15
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not path.exists()
+
+
+def test_no_worker_and_ci_run_in_process(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCPCLI_WORKER", raising=False)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = socket_path(home)
+    assert mcpcli("call", "echo", "-a", "text=x", "--no-worker", env={"CI": ""}).stdout == "x\n"
+    assert mcpcli("call", "echo", "-a", "text=x", env={"CI": "true"}).stdout == "x\n"
+    time.sleep(0.5)
+    assert not path.exists()  # neither started a worker
+
+
+def test_the_warm_front_end_imports_neither_the_sdk_nor_the_cli_layers(warm: Path) -> None:
+    r = subprocess.run(
+        [PY, "-X", "importtime", "-m", "mcpcli", "call", "echo", "-a", "text=light"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ),
+        timeout=60,
+    )
+    assert r.stdout == "light\n"
+    imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    for heavy in ("mcp", "mcp_types", "textual", "typer", "rich", "pydantic", "mcpcli.cli"):
+        assert heavy not in imported, heavy
+    assert "mcpcli.worker.client" in imported
+
+
+def test_resume_through_the_worker_keeps_one_driver(warm: Path, tmp_path: Path) -> None:
+    started = mcpcli("call", "provision", "-a", "name=r", "--no-input", "--json")
+    session_id = json.loads(started.stdout)["session_id"]
+    racers = [
+        subprocess.Popen(
+            [PY, "-m", "mcpcli", "resume", session_id, "--answer", "region=x"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    results = [
+        (p.wait(timeout=60), p.stdout.read() if p.stdout else "", p.stderr.read() if p.stderr else "") for p in racers
+    ]
+    assert sorted(code for code, _, _ in results) in ([0, 0], [0, 6]), results
+    assert [out for _, out, _ in results].count("Provisioned 'r' in x.\n") >= 1
