@@ -637,6 +637,7 @@ def resume_target(
     target, _note = resolve_target(
         given or record.server, rt.settings, headers=parse_headers(rt.g.headers), servers=servers
     )
+    target = rt.kept(target)
     if given:
         trust.remember(rt.paths, target)
     elif not trust.is_trusted(rt.paths, target):

@@ -188,6 +188,10 @@ class ServerEntry(BaseModel):
     """How to talk to this server: ``auto`` (the default: try 2026-07-28, fall back to the handshake), ``legacy``
     (the pre-2026 ``initialize`` handshake — for a server that still asks its questions over the back-channel,
     such as fastmcp's ``ctx.elicit``) or ``2026-07-28``. ``--protocol`` overrides it."""
+    keep_alive: bool = False
+    """stdio only: keep the server's process running between commands, in the background worker (``mcpcli worker
+    ps``), so a stateful server — a browser, a database session, a REPL — remembers what the last call did.
+    Without the worker (``--no-worker``, ``CI``) each command starts the server afresh, as before."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> ServerEntry:
@@ -421,6 +425,9 @@ class Target:
     client_metadata_url: str | None = None
     """HTTP: the Client ID Metadata Document URL to sign in with where the authorization server accepts one
     (the entry's, else the config's top-level one)."""
+    keep_alive: bool = False
+    """stdio: the server's process outlives the command, kept by the background worker (``keep_alive`` in the
+    config, ``--keep-alive`` on the command line)."""
     source: Literal["url", "name", "demo", "command"] = "command"
     """Where the target came from: a URL, a named server of the user's config files, the demo, or a command line
     taken as given (a command line that came from a stored session runs only once trusted: ``mcpcli.trust``)."""
@@ -553,6 +560,7 @@ def resolve_target(
             args=tuple(entry.args),
             env=dict(entry.env),
             cwd=entry.cwd,
+            keep_alive=entry.keep_alive,
             source="name",
             protocol=entry.protocol,
         ), note

@@ -345,6 +345,14 @@ def _server_for(
     from mcpcli.transports import stdio
 
     assert target.command is not None
+    if target.keep_alive:
+        from mcpcli.worker.attach import attached, worker_socket
+
+        if (where := worker_socket()) is not None:
+            kept = attached(where, target, max_message_bytes=bounds.max_message_bytes, note=_say)
+            guard = Guard(kept, trip)
+            return guard, None, guard
+        _say(f"Not keeping {target.label} alive: that needs the background worker (it is off here); starting it.")
     log = _ServerLog(paths, target)
     stack.callback(log.file.close)
     params = StdioServerParameters(
@@ -352,6 +360,13 @@ def _server_for(
     )
     guard = Guard(stdio(params, log.file, trip), trip)
     return guard, log, guard
+
+
+def _say(text: str) -> None:
+    """A line for the person at the terminal about the connection itself (stderr, as every note)."""
+    import sys
+
+    sys.stderr.write(text + "\n")
 
 
 def _start_failure(target: Target, log: _ServerLog | None, why: str) -> ServerError:

@@ -39,6 +39,8 @@ class Globals:
     """``--log-level LEVEL``: print the server's log messages at this level and above (none without it)."""
     bearer: str | None = None
     """``--bearer TOKEN``: a static token for HTTP servers (wins over the config's ``bearer_token_env`` and OAuth)."""
+    keep_alive: bool = False
+    """``--keep-alive``: a stdio server's process outlives the command (kept by the background worker)."""
     json: bool = False
     """``--json`` before the subcommand: as if given after it (it cannot be turned off again there)."""
 
@@ -111,6 +113,14 @@ class Runtime:
         )
         if note:
             self.out.note(note)
+        return self.kept(target)
+
+    def kept(self, target: Target) -> Target:
+        """``target`` with ``--keep-alive`` applied (stdio only)."""
+        if self.g.keep_alive and target.kind == "stdio" and not target.keep_alive:
+            import dataclasses
+
+            return dataclasses.replace(target, keep_alive=True)
         return target
 
     def protocol(self) -> str | None:

@@ -13,6 +13,7 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
 - ``sampler``: a tool that asks the client's LLM for a completion (system prompt, hints, stop sequences,
   metadata that must not be forwarded) and returns it.
 - ``no_result_type``: a raw JSON-RPC stdio server whose complete result omits ``resultType``.
+- ``counter``: a stateful server — ``count`` says how often this process was called, and its pid.
 - ``legacy_only``: a raw JSON-RPC stdio server that speaks only 2025-11-25 (``server/discover`` is unknown to it)
   and asks ``provision``'s region over the back-channel.
 - ``crash``: writes to stderr and exits at once (a server that fails to start).
@@ -441,6 +442,22 @@ def no_result_type() -> None:
         print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
 
 
+def counter() -> MCPServer:
+    """A stateful server: ``count`` says how often this process was called, and its pid."""
+    import os
+
+    server = MCPServer("counter")
+    calls = [0]
+
+    @server.tool()
+    async def count() -> str:
+        """One more call of this process."""
+        calls[0] += 1
+        return f"call {calls[0]} of pid {os.getpid()}"
+
+    return server
+
+
 def legacy_only() -> None:
     """A raw stdio JSON-RPC server that speaks only 2025-11-25 (as most servers in the wild still do):
     ``server/discover`` is an unknown method; ``provision`` asks its question over the back-channel."""
@@ -506,6 +523,7 @@ def main() -> None:
         return
     kinds = {"never_stops": never_stops, "hostile": hostile, "vault": vault, "rounds": rounds, "sampler": sampler}
     kinds["chatty"] = chatty
+    kinds["counter"] = counter
     kinds["calls_back"] = calls_back
     server = kinds.get(args.kind)
     built = recorder(args.record, args.slow) if args.kind == "recorder" else server() if server else None

@@ -328,3 +328,45 @@ def test_resume_through_the_worker_keeps_one_driver(warm: Path, tmp_path: Path) 
     ]
     assert sorted(code for code, _, _ in results) in ([0, 0], [0, 6]), results
     assert [out for _, out, _ in results].count("Provisioned 'r' in x.\n") >= 1
+
+
+# --- kept-alive stdio servers ----------------------------------------------------------------------------------------
+
+
+def test_a_kept_alive_server_remembers_between_commands_and_is_restarted_after_a_crash(warm: Path) -> None:
+    target = stdio_server("counter")
+    first = mcpcli("-s", target, "--keep-alive", "call", "count")
+    second = mcpcli("-s", target, "call", "count", "--keep-alive")
+    assert first.returncode == second.returncode == 0, (first.stderr, second.stderr)
+    pid = first.stdout.split()[-1]
+    assert first.stdout == f"call 1 of pid {pid}\n" and second.stdout == f"call 2 of pid {pid}\n"
+    listed = json.loads(mcpcli("worker", "ps", "--json").stdout)
+    assert [(s["pid"], s["calls"], s["alive"]) for s in listed] == [(int(pid), 2, True)]
+    os.kill(int(pid), signal.SIGKILL)
+    time.sleep(0.3)
+    third = mcpcli("-s", target, "--keep-alive", "call", "count")
+    assert third.returncode == 0, third.stderr
+    assert third.stdout.startswith("call 1 of pid ") and not third.stdout.endswith(f" {pid}\n")
+    assert "had stopped; started it again" in third.stderr
+    assert len(third.stderr.strip().splitlines()) == 1
+    cold = mcpcli("-s", target, "--keep-alive", "call", "count", env={"MCPCLI_WORKER": "0"})
+    assert cold.stdout.startswith("call 1 of pid ")  # the cold path starts its own; the kept one is not touched
+    assert "needs the background worker" in cold.stderr
+
+
+def test_a_named_server_with_keep_alive_and_a_legacy_server_keep_their_process(warm: Path, home: Path) -> None:
+    args = json.dumps([str(ROOT / "tests" / "servers.py"), "counter"])
+    config = f"[mcpServers.tally]\ncommand = {json.dumps(PY)}\nargs = {args}\nkeep_alive = true\n"
+    (home / "config.toml").write_text(config, encoding="utf-8")
+    outs = [mcpcli("-s", "tally", "call", "count").stdout for _ in range(2)]
+    assert outs[0].startswith("call 1 ") and outs[1].startswith("call 2 ")
+    legacy = stdio_server("legacy_only")
+    for _ in range(2):  # its initialize is sent once; the second command's is answered from the first reply
+        r = mcpcli("-s", legacy, "--keep-alive", "call", "provision", "-a", "name=l", "--answer", "region=r")
+        assert (r.returncode, r.stdout) == (0, "Provisioned 'l' in r.\n"), r.stderr
+    names = {s["name"] for s in json.loads(mcpcli("worker", "ps", "--json").stdout)}
+    assert names == {"tally", legacy}
+    assert mcpcli("worker", "restart", "tally").returncode == 0
+    again = mcpcli("-s", "tally", "call", "count")
+    assert again.stdout.startswith("call 1 ")
+    assert mcpcli("worker", "restart", "nope").returncode == 6

@@ -66,6 +66,11 @@ LogLevel = _opt(
     help="Print the server's log messages at LEVEL and up: debug|info|notice|warning|error|critical|alert|emergency.",
     metavar="LEVEL",
 )
+KeepAlive = _opt(
+    "--keep-alive",
+    help="stdio: keep the server running between commands, in the background worker (mcpcli worker ps).",
+    kind=bool | None,
+)
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 Keys = list[str] | None
 
@@ -78,6 +83,7 @@ CONNECTION: dict[str, tuple[Any, Any]] = {
     "verbose": (Verbose, None),
     "trace": (TraceOpt, None),
     "log_level": (LogLevel, None),
+    "keep_alive": (KeepAlive, None),
 }
 """Global options that may also follow the subcommand (the later value wins)."""
 

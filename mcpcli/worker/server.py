@@ -63,6 +63,7 @@ class Worker:
         self.package = str(Path(__file__).resolve().parent.parent)
         self.listener: socket.socket | None = None
         self.inode: int | None = None
+        self.kept: Any = None
 
     # --- the socket ----------------------------------------------------------------------------------------------
 
@@ -109,27 +110,57 @@ class Worker:
     # --- the loop ------------------------------------------------------------------------------------------------
 
     def serve(self) -> None:
+        import selectors
+
+        from mcpcli.worker.kept import Kept
+
         assert self.listener is not None
         log(f"serving {self.path} (mcpcli {__version__}, idle timeout {self.idle:g} s)")
-        while not self.stopping:
-            self.reap()
-            if not self.children and time.monotonic() - self.last_activity > self.idle:
-                log("idle: exiting")
-                break
-            self.listener.settimeout(0.5)
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            except OSError as exc:
-                log(f"accept failed: {exc}")
-                continue
-            self.last_activity = time.monotonic()
-            with conn:
-                try:
-                    self.handle(conn)
-                except (OSError, WireError, ValueError, TypeError, KeyError) as exc:
-                    log(f"a connection failed: {type(exc).__name__}: {exc}")
+        selector = selectors.DefaultSelector()
+        selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
+        self.kept = Kept(
+            self.home / "logs" / "servers.log",
+            lambda obj, data: selector.register(obj, selectors.EVENT_READ, data),
+            selector.unregister,
+        )
+        try:
+            while not self.stopping:
+                self.reap()
+                busy = self.children or any(s.current for s in self.kept.servers.values())
+                if not busy and time.monotonic() - self.last_activity > self.idle:
+                    log("idle: exiting")
+                    break
+                for key, _events in selector.select(timeout=0.5):
+                    kind, server = key.data
+                    if kind == "server":
+                        self.kept.from_server(server)
+                    elif kind == "attached":
+                        self.kept.from_command(server)
+                        self.last_activity = time.monotonic()
+                    else:
+                        self.accept()
+        finally:
+            self.kept.stop_all()
+            selector.close()
+
+    def accept(self) -> None:
+        assert self.listener is not None
+        try:
+            conn, _ = self.listener.accept()
+        except (BlockingIOError, TimeoutError):
+            return
+        except OSError as exc:
+            log(f"accept failed: {exc}")
+            return
+        self.last_activity = time.monotonic()
+        kept = False
+        try:
+            kept = self.handle(conn)
+        except (OSError, WireError, ValueError, TypeError, KeyError) as exc:
+            log(f"a connection failed: {type(exc).__name__}: {exc}")
+        finally:
+            if not kept:
+                conn.close()
 
     def reap(self) -> None:
         for pid in list(self.children):
@@ -141,39 +172,42 @@ class Worker:
                 self.children.discard(pid)
                 self.last_activity = time.monotonic()
 
-    def handle(self, conn: socket.socket) -> None:
+    def handle(self, conn: socket.socket) -> bool:
+        """Serve one connection's request; ``True`` when the connection lives on (lent to a kept server)."""
         conn.settimeout(GREETING_TIMEOUT)
         uid = _peer_uid(conn)
         if uid != os.getuid():
             log(f"refused a connection from uid {uid}")
-            return
+            return False
         hello, _ = receive(conn)
-        op = hello.get("op")
+        op = str(hello.get("op"))
         same = hello.get("version") == __version__ and hello.get("package") == self.package
         if op == "status":
             send(conn, self.status())
-            return
-        if op == "stop":
+        elif op == "stop":
             send(conn, {"ok": True})
             self.stopping = True
-            return
-        if op == "ps":
-            send(conn, {"ok": True, "servers": []})
-            return
-        if op != "hello":
+        elif op == "ps":
+            send(conn, {"ok": True, "servers": self.kept.describe()})
+        elif op.startswith("restart:"):
+            send(conn, {"ok": self.kept.restart(op.removeprefix("restart:"))})
+        elif op == "attach":
+            self.kept.attach(conn, hello)
+            return True
+        elif op != "hello":
             send(conn, {"ok": False, "why": f"unknown request {op!r}"})
-            return
-        if not same:
+        elif not same:
             send(conn, {"ok": False, "why": "version", "version": __version__, "package": self.package})
             self.stopping = True  # an mcpcli of another version or install is in use: let it start its own worker
-            return
-        send(conn, {"ok": True, "version": __version__, "pid": os.getpid()})
-        request, fds = receive(conn, with_fds=True)
-        if request.get("op") != "run" or len(fds) != 3:
-            for fd in fds:
-                os.close(fd)
-            return
-        self.fork(conn, request, fds)
+        else:
+            send(conn, {"ok": True, "version": __version__, "pid": os.getpid()})
+            request, fds = receive(conn, with_fds=True)
+            if request.get("op") != "run" or len(fds) != 3:
+                for fd in fds:
+                    os.close(fd)
+                return False
+            self.fork(conn, request, fds)
+        return False
 
     def fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         pid = os.fork()
@@ -182,7 +216,8 @@ class Worker:
             try:
                 assert self.listener is not None
                 self.listener.close()
-                code = _child(conn, request, fds)
+                self.kept.forget_in_child()
+                code = _child(conn, request, fds, str(self.path))
             finally:
                 os._exit(code)
         for fd in fds:
@@ -219,7 +254,7 @@ def _rss_kb() -> int:
     return 0
 
 
-def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> int:
+def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: str) -> int:
     """In the forked child: become the caller's process, wait for "go", run the command, report its status."""
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_DFL)
@@ -229,6 +264,7 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> int:
         os.close(fd)
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
+    os.environ["MCPCLI_WORKER_SOCKET"] = path  # kept-alive servers are attached through the worker
     os.chdir(str(request.get("cwd") or "/"))
     _reopen_stdio()
     send(conn, {"started": os.getpid()})

@@ -1,0 +1,123 @@
+"""A command's side of a kept-alive stdio server: a transport that talks to the worker's copy of the server.
+
+Inside the worker a command runs in a forked child; the server process it wants kept belongs to the worker
+itself (``kept``), which outlives the command. ``attached`` asks the worker for that server (started on first
+use, restarted if it died) and then exchanges the same newline-delimited JSON-RPC the stdio transport would,
+through the worker. The SDK session above it cannot tell the difference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from mcp.shared.message import SessionMessage
+
+from mcpcli.config import Target
+from mcpcli.errors import ServerError
+
+SOCKET_ENV = "MCPCLI_WORKER_SOCKET"
+"""Set by the worker in each command's environment: where to attach to kept-alive servers."""
+
+READ_CHUNK = 64 * 1024
+
+
+def worker_socket() -> str | None:
+    """The worker to attach kept-alive servers through: the one running this command, else (the TUI, an in-process
+    run) this home's worker if it is running and not turned off — a kept server is one process, whichever command
+    reaches it."""
+    if given := os.environ.get(SOCKET_ENV):
+        return given
+    from mcpcli.worker.client import OFF, state_dir
+    from mcpcli.worker.protocol import socket_path
+
+    if os.environ.get("MCPCLI_WORKER", "").strip().lower() in OFF:
+        return None
+    path = socket_path(state_dir())
+    return str(path) if path.exists() else None
+
+
+def server_key(target: Target) -> dict[str, Any]:
+    """What makes two commands' servers one kept process: the same command line, directory and configured env."""
+    return {
+        "command": target.command,
+        "args": list(target.args),
+        "cwd": target.cwd,
+        "env": dict(sorted(target.env.items())),
+    }
+
+
+@asynccontextmanager
+async def attached(
+    path: str, target: Target, *, max_message_bytes: int, note: Callable[[str], None]
+) -> AsyncIterator[Any]:
+    """The kept-alive server for ``target``, through the worker at ``path``, as an SDK transport."""
+    from mcpcli.transports import _parse
+
+    stream = await anyio.connect_unix(path)
+    request = {"op": "attach", "name": target.label, "server": server_key(target), "env": dict(os.environ)}
+    body = json.dumps(request).encode()
+    await stream.send(struct.pack(">I", len(body)) + body)
+    buffer = bytearray()
+    while len(buffer) < 4 or len(buffer) < 4 + struct.unpack(">I", bytes(buffer[:4]))[0]:
+        chunk = await stream.receive(READ_CHUNK)
+        if not chunk:
+            raise ServerError(f"The worker would not start the kept-alive server {target.label!r}.")
+        buffer += chunk
+    (length,) = struct.unpack(">I", bytes(buffer[:4]))
+    reply = json.loads(bytes(buffer[4 : 4 + length]))
+    del buffer[: 4 + length]
+    if not reply.get("ok"):
+        await stream.aclose()
+        raise ServerError(f"Cannot start the kept-alive server {target.label!r}: {reply.get('why', 'unknown')}.")
+    if reply.get("restarted"):
+        note(f"The kept-alive server {target.label} had stopped; started it again (pid {reply.get('pid')}).")
+
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def reader() -> None:
+        pending = buffer
+        async with read_writer:
+            while True:
+                while (end := pending.find(b"\n")) != -1:
+                    line = bytes(pending[:end])
+                    del pending[: end + 1]
+                    if line.strip():
+                        try:
+                            await read_writer.send(_parse(line))
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            return
+                if len(pending) > max_message_bytes:
+                    return
+                try:
+                    chunk = await stream.receive(READ_CHUNK)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                    return
+                pending += chunk
+
+    async def writer() -> None:
+        try:
+            async with write_reader:
+                async for message in write_reader:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await stream.send(data.encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_writer.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            write_stream.close()
+            read_stream.close()
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()  # detaching: the server keeps running in the worker
+            tg.cancel_scope.cancel()

@@ -1,0 +1,340 @@
+"""Kept-alive stdio servers: processes the worker owns, lent to one command at a time.
+
+A server is started by the first command that attaches to it (``attach.attached``) and then outlives it. While
+a command is attached, the worker relays newline-delimited JSON-RPC both ways; a second command waits for the
+first to detach (a stateful server serves one conversation at a time). Because every command's SDK session
+begins with a handshake, a pre-2026 ``initialize`` is sent to the server once: later ones are answered from the
+first reply, and their ``notifications/initialized`` is not passed on (``server/discover`` is stateless and goes
+through). The ids of a command's requests are prefixed with its attachment number on the way in and restored
+on the way out, so a late answer to a command that has gone cannot reach the next one.
+
+Everything here runs in the worker's one thread, from its selector loop: nothing may block for long.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpcli.worker.protocol import send
+
+MAX_LINE = 64 * 2**20
+"""The longest line either side may send before its connection is cut (a bound, as on the cold path)."""
+
+
+def _key(server: dict[str, Any]) -> str:
+    return json.dumps(server, sort_keys=True)
+
+
+@dataclass
+class Attachment:
+    """One command attached to (or waiting for) a kept server."""
+
+    conn: socket.socket
+    number: int
+    env: dict[str, str]
+    buffer: bytearray = field(default_factory=bytearray)
+    answered_from_cache: bool = False
+
+
+@dataclass
+class KeptServer:
+    name: str
+    spec: dict[str, Any]
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    started: float = 0.0
+    calls: int = 0
+    restarts: int = 0
+    init_reply: dict[str, Any] | None = None
+    init_pending: str | None = None
+    current: Attachment | None = None
+    waiting: deque[Attachment] = field(default_factory=deque)
+    out: bytearray = field(default_factory=bytearray)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, env: dict[str, str]) -> None:
+        from mcp.client.stdio import get_default_environment
+
+        log = self.log_path.open("ab")
+        try:
+            self.proc = subprocess.Popen(
+                [self.spec["command"], *self.spec["args"]],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=self.spec.get("cwd") or env.get("PWD") or None,
+                env={**get_default_environment(), **{k: v for k, v in env.items() if k == "PATH"}, **self.spec["env"]},
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        self.started = time.time()
+        self.init_reply = None
+        self.init_pending = None
+        self.out.clear()
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            if proc.stdin:
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "command": [self.spec["command"], *self.spec["args"]],
+            "pid": self.proc.pid if self.proc else None,
+            "alive": self.alive,
+            "uptime": time.time() - self.started if self.alive else 0.0,
+            "calls": self.calls,
+            "restarts": self.restarts,
+            "attached": self.current is not None,
+            "waiting": len(self.waiting),
+        }
+
+
+class Kept:
+    """The worker's kept servers, and the relay between them and the commands attached to them."""
+
+    def __init__(self, log_path: Path, register: Any, unregister: Any) -> None:
+        self.servers: dict[str, KeptServer] = {}
+        self.log_path = log_path
+        self._register = register
+        self._unregister = unregister
+        self._numbers = 0
+
+    # --- attaching -----------------------------------------------------------------------------------------------
+
+    def attach(self, conn: socket.socket, request: dict[str, Any]) -> None:
+        """A command asks for its server: lend it now, or queue it behind the command holding it."""
+        spec = request.get("server") or {}
+        if not isinstance(spec, dict) or not spec.get("command"):
+            send(conn, {"ok": False, "why": "no command"})
+            conn.close()
+            return
+        spec = {
+            "command": str(spec["command"]),
+            "args": [str(a) for a in spec.get("args") or []],
+            "cwd": spec.get("cwd"),
+            "env": {str(k): str(v) for k, v in (spec.get("env") or {}).items()},
+        }
+        server = self.servers.setdefault(
+            _key(spec), KeptServer(str(request.get("name") or spec["command"]), spec, self.log_path)
+        )
+        self._numbers += 1
+        env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
+        attachment = Attachment(conn, self._numbers, env)
+        if server.current is None:
+            self._lend(server, attachment)
+        else:
+            server.waiting.append(attachment)
+
+    def _lend(self, server: KeptServer, attachment: Attachment) -> None:
+        restarted = False
+        if not server.alive:
+            restarted = server.proc is not None or server.calls > 0
+            if server.proc is not None:
+                self._unregister(server.proc.stdout)
+                server.stop()
+            try:
+                server.start(attachment.env)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    send(attachment.conn, {"ok": False, "why": exc.strerror or str(exc)})
+                attachment.conn.close()
+                return
+            if restarted:
+                server.restarts += 1
+            assert server.proc is not None and server.proc.stdout is not None
+            self._register(server.proc.stdout, ("server", server))
+        server.current = attachment
+        server.calls += 1
+        try:
+            send(attachment.conn, {"ok": True, "pid": server.proc.pid if server.proc else None, "restarted": restarted})
+        except OSError:
+            self._detach(server)
+            return
+        attachment.conn.setblocking(False)
+        self._register(attachment.conn, ("attached", server))
+
+    def _detach(self, server: KeptServer) -> None:
+        attachment, server.current = server.current, None
+        if attachment is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self._unregister(attachment.conn)
+            attachment.conn.close()
+        while server.waiting and server.current is None:
+            self._lend(server, server.waiting.popleft())
+
+    # --- relaying ------------------------------------------------------------------------------------------------
+
+    def from_command(self, server: KeptServer) -> None:
+        attachment = server.current
+        assert attachment is not None
+        try:
+            chunk = attachment.conn.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk or len(attachment.buffer) > MAX_LINE:
+            self._detach(server)
+            return
+        attachment.buffer += chunk
+        while (end := attachment.buffer.find(b"\n")) != -1:
+            line = bytes(attachment.buffer[:end])
+            del attachment.buffer[: end + 1]
+            if line.strip():
+                self._to_server(server, attachment, line)
+
+    def _to_server(self, server: KeptServer, attachment: Attachment, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        method = message.get("method")
+        if method == "initialize" and "id" in message and server.init_reply is not None:
+            reply = {**server.init_reply, "id": message["id"]}
+            attachment.answered_from_cache = True
+            self._to_command(server, reply)
+            return
+        if method == "notifications/initialized" and attachment.answered_from_cache:
+            return
+        if method is not None and "id" in message:  # a request of the command's: tag its id
+            tagged = f"k{attachment.number}:{json.dumps(message['id'])}"
+            if method == "initialize":
+                server.init_pending = tagged
+            message = {**message, "id": tagged}
+        self._write_server(server, json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def _write_server(self, server: KeptServer, data: bytes) -> None:
+        if server.proc is None or server.proc.stdin is None:
+            return
+        try:
+            server.proc.stdin.write(data)
+            server.proc.stdin.flush()
+        except OSError:
+            self._server_gone(server)
+
+    def from_server(self, server: KeptServer) -> None:
+        assert server.proc is not None and server.proc.stdout is not None
+        try:
+            chunk = os.read(server.proc.stdout.fileno(), 65536)
+        except OSError:
+            chunk = b""
+        if not chunk or len(server.out) > MAX_LINE:
+            self._server_gone(server)
+            return
+        server.out += chunk
+        while (end := server.out.find(b"\n")) != -1:
+            line = bytes(server.out[:end])
+            del server.out[: end + 1]
+            if line.strip():
+                self._from_server_line(server, line)
+
+    def _from_server_line(self, server: KeptServer, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        current = server.current
+        if "method" not in message and isinstance(message.get("id"), str) and message["id"].startswith("k"):
+            number, _, original = message["id"][1:].partition(":")
+            if message["id"] == server.init_pending and "result" in message:
+                server.init_reply = {k: v for k, v in message.items() if k != "id"}
+                server.init_pending = None
+            if current is None or number != str(current.number):
+                return  # the answer to a command that has gone
+            message = {**message, "id": json.loads(original)}
+        elif current is None:
+            if message.get("method") == "ping" and "id" in message:
+                self._write_server(
+                    server, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}).encode() + b"\n"
+                )
+            return
+        self._to_command(server, message)
+
+    def _to_command(self, server: KeptServer, message: dict[str, Any]) -> None:
+        attachment = server.current
+        if attachment is None:
+            return
+        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        try:
+            attachment.conn.setblocking(True)
+            attachment.conn.settimeout(5.0)
+            attachment.conn.sendall(data)
+            attachment.conn.setblocking(False)
+        except OSError:
+            self._detach(server)
+
+    def _server_gone(self, server: KeptServer) -> None:
+        """The server exited (or its pipes broke): the command using it sees its connection end; the next one
+        restarts it."""
+        if server.proc is not None and server.proc.stdout is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self._unregister(server.proc.stdout)
+        server.stop()
+        server.proc = None
+        server.calls = max(server.calls, 1)
+        self._detach(server)
+
+    # --- management ----------------------------------------------------------------------------------------------
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [server.describe() for server in self.servers.values()]
+
+    def restart(self, name: str) -> bool:
+        found = [s for s in self.servers.values() if s.name == name]
+        for server in found:
+            self._server_gone(server)
+        return bool(found)
+
+    def forget_in_child(self) -> None:
+        """In a forked command: the kept servers' pipes and sockets are the worker's, not this process's."""
+        for server in self.servers.values():
+            for attachment in [server.current, *server.waiting]:
+                if attachment is not None:
+                    attachment.conn.close()
+            if server.proc is not None:
+                for pipe in (server.proc.stdin, server.proc.stdout):
+                    if pipe is not None:
+                        with contextlib.suppress(OSError):
+                            pipe.close()  # this process's copy; the worker keeps its own
+
+    def stop_all(self) -> None:
+        for server in self.servers.values():
+            if server.current is not None:
+                self._detach(server)
+            server.stop()
