@@ -8,6 +8,9 @@
   the same call, over stdio and over HTTP (target ratio ≤ 1.10);
 - per flow, in one process over HTTP: mcpcli's hand-run loop (``Flow`` with its durable
   SQLite writes, preset answers) against the SDK's own automatic loop (target ratio ≤ 1.25);
+- the warm worker: whole-process ``call echo`` through it over HTTP (target ≤ 0.25× the SDK client's cold call)
+  and to a kept-alive stdio server (≤ 0.15× the SDK client's cold stdio call), 100 concurrent one-round flows
+  through one worker against one (≤ 3×), and the worker's RSS;
 - racing resumes (``--race N`` pairs, default 20): two ``resume`` processes at once per flow, against a
   server that logs every request it receives; counts double sends and lost rounds (target: 0);
 - bounds: peak RSS and time of ``mcpcli call`` receiving a 50 MB result from a raw stdio server (against the
@@ -325,6 +328,52 @@ def store_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
         cluster.stop()
 
 
+def worker_figures(tmp: Path, env: dict[str, str], runs: int, demo: list[str], url: str, client: Path) -> None:
+    """The warm path: whole-process ``call echo`` through the worker over HTTP and to a kept-alive stdio server,
+    against the minimal SDK client's cold call; 100 concurrent one-round flows against one; the idle worker's RSS."""
+    import json
+
+    warm = {**env, "MCPCLI_WORKER": "1"}
+    warm.pop("CI", None)
+    mcpcli = mcpcli_argv()
+    subprocess.run([*mcpcli, "worker", "start"], env=warm, cwd=ROOT, capture_output=True, check=True)
+    try:
+        run_once([*mcpcli, "call", "echo", "--arg", "text=hi", "-s", url], warm, "hi")  # the worker's first
+        ours, base = alternate(
+            runs,
+            lambda: run_once([*mcpcli, "call", "echo", "--arg", "text=hi", "-s", url], warm, "hi"),
+            lambda: run_once([PY, str(client), url], env, "hi"),
+        )
+        print(row("warm call echo, HTTP vs SDK client cold", ours, base, "≤ 0.25x", ours / base <= 0.25))
+        kept = [*mcpcli, "call", "echo", "--arg", "text=hi", "-s", shlex.join(demo), "--keep-alive"]
+        run_once(kept, warm, "hi")
+        ours, base = alternate(
+            runs, lambda: run_once(kept, warm, "hi"), lambda: run_once([PY, str(client), *demo], env, "hi")
+        )
+        print(row("warm call echo, kept stdio vs SDK cold", ours, base, "≤ 0.15x", ours / base <= 0.15))
+        one_round = [*mcpcli, "call", "provision", "-a", "name=b", "--answer", "region=r", "-s", url]
+        single = statistics.median(run_once(one_round, warm) for _ in range(max(3, runs // 3)))
+        start = time.perf_counter()
+        procs = [
+            subprocess.Popen(one_round, env=warm, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(100)
+        ]
+        codes = [p.wait(timeout=300) for p in procs]
+        together = time.perf_counter() - start
+        verdict = "ok" if together / single <= 3 else "MISS"
+        print(
+            f"{'100 concurrent one-round flows vs one':<40} {together:>9.3f} s  {single:>9.3f} s  "
+            f"{together / single:>7.2f}x   ≤ 3x       {verdict}{'' if set(codes) == {0} else f' (exits {set(codes)})'}"
+        )
+        status = subprocess.run(
+            [*mcpcli, "worker", "status", "--json"], env=warm, cwd=ROOT, capture_output=True, text=True
+        )
+        rss = json.loads(status.stdout).get("rss_kb", 0)
+        print(f"{'idle worker RSS (after the runs above)':<40} {rss / 1024:>9.1f} MiB")
+    finally:
+        subprocess.run([*mcpcli, "worker", "stop"], env=warm, cwd=ROOT, capture_output=True)
+
+
 def race_figure(tmp: Path, env: dict[str, str], pairs: int) -> None:
     """Racing resumes: ``pairs`` flows, each resumed by two processes at once; every retry the server received is
     logged by the tests' recorder server, so a double send is counted, not inferred. Target: 0 double sends."""
@@ -396,6 +445,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="measured runs per figure (after 2 warm-up runs)")
     parser.add_argument("--race", type=int, default=20, help="racing resume pairs to run (0: none)")
+    parser.add_argument("--no-worker", dest="worker", action="store_false", help="skip the warm-worker figures")
     given = parser.parse_args()
     runs = given.runs
 
@@ -404,6 +454,7 @@ def main() -> None:
         for name in ("MCPCLI_SERVER", "MCPCLI_STORE", "MCPCLI_ASSUME_TTY"):
             os.environ.pop(name, None)
         os.environ["MCPCLI_HOME"] = str(tmp / "home")
+        os.environ["MCPCLI_WORKER"] = "0"  # the cold rows measure the cold path; worker_figures turns it on
         env = dict(os.environ)
         key = tmp / "demo.key"
         client_script = tmp / "sdk_client.py"
@@ -454,6 +505,8 @@ def main() -> None:
             ours, base = anyio.run(per_flow, url, FLOWS)
             label = f"per flow, HTTP, {FLOWS} flows vs SDK loop"
             print(row(label, ours, base, "≤ 1.25x", ours / base <= 1.25, unit="ms"))
+            if given.worker:
+                worker_figures(tmp, env, runs, demo, url, client_script)
         finally:
             server.terminate()
             try:

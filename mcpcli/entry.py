@@ -10,12 +10,17 @@ import sys
 NO_WORKER = "--no-worker"
 
 
+def _names_a_server_command(argv: list[str]) -> bool:
+    """A cheap first look (``--help``, ``sessions list``… never import the worker client)."""
+    return any(word in ("tools", "prompts", "resources", "info", "call", "prompt", "read", "resume") for word in argv)
+
+
 def main() -> None:
     argv = sys.argv[1:]
     if NO_WORKER in argv:
         # Anywhere on the line: run in this process. Typer never sees it.
         sys.argv = [sys.argv[0], *(word for word in argv if word != NO_WORKER)]
-    else:
+    elif _names_a_server_command(argv):
         from mcpcli.worker.client import delegate, wanted
 
         if wanted(argv) and (code := delegate(argv)) is not None:

@@ -29,16 +29,32 @@ SERVERS = Path(__file__).resolve().parent / "servers.py"
 PY = sys.executable
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("MCPCLI_TEST_WARM") == "1":
+        skip = pytest.mark.skip(reason="the warm pass: this test kills or signals the mcpcli process itself")
+        for item in items:
+            if "cold_only" in item.keywords:
+                item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
-def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("home")
     base.chmod(0o700)
     path = base / "mcpcli"
     monkeypatch.setenv("MCPCLI_HOME", str(path))
     for name in ("MCPCLI_SERVER", "MCPCLI_STORE", "MCPCLI_ASSUME_TTY"):
         monkeypatch.delenv(name, raising=False)
+    if os.environ.get("MCPCLI_TEST_WARM") == "1":
+        # The warm pass (.ci/run): the same tests, every server command through a worker started for this home.
+        monkeypatch.setenv("MCPCLI_WORKER", "1")
+        monkeypatch.delenv("CI", raising=False)
+        subprocess.run([PY, "-m", "mcpcli", "worker", "start"], capture_output=True, timeout=60, check=True)
+        yield path
+        subprocess.run([PY, "-m", "mcpcli", "worker", "stop"], capture_output=True, timeout=60)
+        return
     monkeypatch.setenv("MCPCLI_WORKER", "0")  # the cold path; tests/test_worker.py turns the warm one on
-    return path
+    yield path
 
 
 @dataclass

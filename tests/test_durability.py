@@ -61,6 +61,7 @@ def wait_for_legs(record: Path, n: int) -> None:
     assert len(legs(record)) >= n
 
 
+@pytest.mark.cold_only
 def test_a_live_driver_is_refused_and_a_steal_makes_its_late_commit_fail(
     process: Any, http_server: Any, tmp_path: Path
 ) -> None:
@@ -82,6 +83,7 @@ def test_a_live_driver_is_refused_and_a_steal_makes_its_late_commit_fail(
     assert store().get(session.id).status == "done"
 
 
+@pytest.mark.cold_only
 def test_a_driver_killed_on_this_host_is_taken_over_without_steal(
     process: Any, http_server: Any, tmp_path: Path
 ) -> None:
@@ -100,6 +102,7 @@ def test_a_driver_killed_on_this_host_is_taken_over_without_steal(
     assert f"pid {holder.pid}) is gone" in r.err
 
 
+@pytest.mark.cold_only
 def test_an_expired_lease_is_taken_without_steal(process: Any, http_server: Any, tmp_path: Path) -> None:
     record = tmp_path / "legs.jsonl"
     server = http_server("recorder", "--record", str(record), "--slow", "30")
@@ -161,6 +164,7 @@ def check_consistent(session_id: str) -> list[Any]:
     return rounds
 
 
+@pytest.mark.cold_only
 @pytest.mark.parametrize("point", ["before_commit", "after_commit", "after_send"])
 @pytest.mark.parametrize("nth", [1, 2, 3])
 def test_a_kill_at_a_fault_point_loses_nothing_and_resume_finishes(
@@ -189,6 +193,7 @@ def test_a_kill_at_a_fault_point_loses_nothing_and_resume_finishes(
     assert all(r.answers is not None for r in after)
 
 
+@pytest.mark.cold_only
 def test_a_bounded_kill_9_loop_never_corrupts_the_session(process: Any, http_demo: Any, tmp_path: Path) -> None:
     server = http_demo()
     answers = tmp_path / "a.json"

@@ -143,6 +143,7 @@ def test_an_http_server_killed_mid_request_leaves_a_resumable_session_said_in_on
     assert "sending it again with the same answers" in done.err
 
 
+@pytest.mark.cold_only
 def test_a_driver_killed_mid_request_shows_as_interrupted_and_sits_in_the_inbox(
     process: Any, http_server: Any, tmp_path: Path
 ) -> None:
@@ -381,6 +382,7 @@ def _alive(pid: int) -> bool:
     return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
 
 
+@pytest.mark.cold_only
 @pytest.mark.parametrize(("signum", "code", "said"), [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGHUP, 129, "SIGHUP")])
 def test_sigterm_and_sighup_save_the_session_and_stop_the_stdio_server(
     signum: int, code: int, said: str, tmp_path: Path
@@ -404,6 +406,7 @@ def test_sigterm_and_sighup_save_the_session_and_stop_the_stdio_server(
     assert store().get(session.id).status == "waiting"
 
 
+@pytest.mark.cold_only
 def test_ctrl_c_before_any_input_request_does_not_claim_a_saved_session(tmp_path: Path) -> None:
     record = tmp_path / "legs.jsonl"
     flow = spawn("-s", stdio_server("recorder", "--record", str(record)), "call", "sleepy", "-a", "seconds=60")

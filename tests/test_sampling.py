@@ -93,6 +93,7 @@ def test_the_session_budget_pauses_a_request_that_would_pass_it(cli: Any) -> Non
         assert fake.requests == []
 
 
+@pytest.mark.cold_only
 def test_a_stored_reply_is_reused_after_a_crash_instead_of_asking_the_llm_again(process: Any) -> None:
     with serve("openai-chat") as fake:
         configure(fake.provider(), policy="always")

@@ -26,7 +26,9 @@ app = typer.Typer(
     name="mcpcli",
     help=(
         "Call MCP servers from a shell, and carry flows that need more than one round trip to the end.\n\n"
-        "Try: mcpcli call provision --arg name=orders   (against the built-in demo server)"
+        "Try: mcpcli call provision --arg name=orders   (against the built-in demo server)\n\n"
+        "Server commands are served by a background worker, warm after the first (mcpcli worker status);"
+        " --no-worker anywhere on the line runs one in this process."
     ),
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion; what TAB offers: mcpcli.completion

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from mcpcli import __version__
-from mcpcli.worker.protocol import WireError, receive, send, socket_path
+from mcpcli.worker.protocol import WireError, private_dirs, receive, send, socket_path
 
 SERVER_COMMANDS = frozenset({"tools", "prompts", "resources", "info", "call", "prompt", "read", "resume"})
 """The commands that talk to a server: the ones the worker makes faster."""
@@ -178,7 +178,7 @@ def start(home: Path) -> int | None:
 
     log_dir = home / "logs"
     try:
-        log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(log_dir)
         log = os.open(log_dir / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     except OSError:
         log = os.open(os.devnull, os.O_WRONLY)

@@ -77,6 +77,16 @@ def _close(fds: list[int]) -> None:
             os.close(fd)
 
 
+def private_dirs(path: Path) -> Path:
+    """``path`` and its missing parents, each created 0700 (``mkdir(parents=True)`` would make the parents 0755,
+    and the session store refuses a state dir others can read)."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+    return path
+
+
 def socket_path(home: Path) -> Path:
     """Where the worker of this state dir listens: ``worker/worker.sock`` in it, or — when that path is too long
     for a Unix socket (about 100 bytes) — a 0700 directory of this user's under the system's temp dir."""

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpcli import __version__
-from mcpcli.worker.protocol import WireError, receive, send, socket_path
+from mcpcli.worker.protocol import WireError, private_dirs, receive, send, socket_path
 
 IDLE_TIMEOUT = 900.0
 """Seconds without a command after which the worker exits (15 minutes)."""
@@ -70,7 +70,7 @@ class Worker:
     def bind(self) -> bool:
         """Listen on the socket; ``False`` when another live worker has it already."""
         directory = self.path.parent
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(directory)
         directory.chmod(0o700)
         lock = os.open(directory / "worker.lock", os.O_WRONLY | os.O_CREAT, 0o600)
         try:
