@@ -199,8 +199,8 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
     from mcpcli.connection import connect
     from mcpcli.flow import Call, Flow
     from mcpcli.keeper import Keeper
-    from mcpcli.output import Output
     from mcpcli.store import open_store
+    from mcpcli.terminal.output import Output
     from mcpcli.trace import Tracer
 
     paths = Paths.from_env()

@@ -32,18 +32,18 @@ from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError, UserStopped
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump, is_legacy
 from mcpcli.keeper import Finished, Keeper, lease_ttl_from_env
-from mcpcli.output import describe_pending, pending_document
 from mcpcli.runtime import lone
+from mcpcli.terminal.output import describe_pending, pending_document
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from mcpcli.config import Target
     from mcpcli.flow import Reporter
-    from mcpcli.inline import Terminal
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.sampling import Policy
     from mcpcli.store import SessionRecord
+    from mcpcli.terminal.inline import Terminal
 
 
 # --- discovery -------------------------------------------------------------------------------------------------------
@@ -179,7 +179,7 @@ def _sources(rt: Runtime, opts: AnswerOptions) -> list[AnswerSource]:
     if (term := _terminal(rt, opts)) is not None:
         import webbrowser
 
-        from mcpcli.asking import TerminalUser  # deferred: only a terminal session needs Rich and the prompts
+        from mcpcli.terminal.asking import TerminalUser  # deferred: only a terminal session needs Rich and the prompts
 
         sources.append(TerminalUser(term, presets, open_url=webbrowser.open))
     return sources
@@ -190,7 +190,7 @@ def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
     (``MCPCLI_ASSUME_TTY`` lets tests drive a pipe)."""
     if opts.no_input or not _at_terminal():
         return None
-    from mcpcli.inline import Terminal
+    from mcpcli.terminal.inline import Terminal
 
     return Terminal(rt.out.err)
 
@@ -228,7 +228,7 @@ def _server_logs(rt: Runtime, say: Callable[[str], None]) -> dict[str, Any]:
     level = rt.log_level()
     if level is None:
         return {}
-    from mcpcli.server_logs import log_printer
+    from mcpcli.terminal.server_logs import log_printer
 
     return {"log_level": level, "on_log": log_printer(level, say)}
 
@@ -285,7 +285,7 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper) -> A
 
     approver = None
     if (term := _terminal(rt, opts)) is not None:
-        from mcpcli.asking import TerminalApprover
+        from mcpcli.terminal.asking import TerminalApprover
 
         approver = TerminalApprover(term)
     budget = Budget(settings.sampling.max_calls, settings.sampling.max_tokens, used)
@@ -431,8 +431,8 @@ def _show_required_urls(rt: Runtime, pages: Sequence[Any]) -> None:
     no request left to consent to; the user opens what they trust."""
     from rich.text import Text
 
-    from mcpcli.asking import check_url, url_text
     from mcpcli.display import safe
+    from mcpcli.terminal.asking import check_url, url_text
 
     console = rt.out.err
     console.print(Text("The server needs you to visit a page before it can go on:", style="bold"))
@@ -667,7 +667,7 @@ def _confirm_command(
             f" {sanitize(command)}",
             hint=f"Check it; run it only if you trust it: mcpcli resume {record.id} --trust-server",
         )
-    from mcpcli.inline import confirm_command
+    from mcpcli.terminal.inline import confirm_command
 
     if not confirm_command(ask, sanitize(command), cwd=target.cwd):
         raise UserStopped("The session's server command was not run; nothing was sent.", hint=None)
@@ -828,7 +828,7 @@ def _tui_sources(
     sources: list[AnswerSource], opts: AnswerOptions, user: Callable[[Presets], AnswerSource], approver: Any
 ) -> list[AnswerSource]:
     """The CLI's sources with the full-screen user in place of the inline prompts, and the sampler's gates on screen."""
-    from mcpcli.asking import TerminalUser
+    from mcpcli.terminal.asking import TerminalUser
 
     kept = [source for source in sources if not isinstance(source, TerminalUser)]
     for source in kept:

@@ -312,7 +312,7 @@ def show_trace(rt: Runtime, id_or_prefix: str) -> int:
     """``sessions show ID --trace``: the redacted messages the session recorded, one line each (or as JSON)."""
     from rich.text import Text
 
-    from mcpcli.trace_lines import offset, read_lines, summarize
+    from mcpcli.terminal.trace_lines import offset, read_lines, summarize
 
     record = rt.store.get(id_or_prefix)
     entries = read_lines(rt.store.trace_lines(record.id))

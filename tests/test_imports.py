@@ -104,7 +104,7 @@ def test_the_import_check_does_see_the_sdk_when_a_command_needs_it(home: Path) -
     assert "mcp_types" in _matching(modules, SDK)
 
 
-CORE = ["mcpcli.flow", "mcpcli.answers", "mcpcli.forms", "mcpcli.store", "mcpcli.config", "mcpcli.inline"]
+CORE = ["mcpcli.flow", "mcpcli.answers", "mcpcli.forms", "mcpcli.store", "mcpcli.config", "mcpcli.terminal.inline"]
 CORE += ["mcpcli.commands", "mcpcli.keeper", "mcpcli.vault", "mcpcli.cli", "mcpcli.sampling", "mcpcli.llm"]
 
 
