@@ -221,7 +221,7 @@ def guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) 
 
 
 class Interrupted(McpcliError):
-    """Ctrl-C outside a flow (a flow's own interruption is reported by ``commands.interrupted``)."""
+    """Ctrl-C outside a flow (a flow's own interruption is reported by ``commands.flows.interrupted``)."""
 
     exit_code = ExitCode.INTERRUPTED
     default_title = "Interrupted"

@@ -93,7 +93,7 @@ def test_sessions_show_and_the_inbox_import_neither_the_sdk_nor_textual(home: Pa
         store.close()
     for argv in (("sessions", "show", session.id), ("sessions", "list", "--waiting")):
         modules = _imported(_run_main(*argv), home)
-        assert "mcpcli.session_views" in modules
+        assert "mcpcli.commands.sessions" in modules
         assert _matching(modules, SDK + UI) == []
 
 
@@ -105,7 +105,15 @@ def test_the_import_check_does_see_the_sdk_when_a_command_needs_it(home: Path) -
 
 
 CORE = ["mcpcli.flow", "mcpcli.answers", "mcpcli.forms", "mcpcli.store", "mcpcli.config", "mcpcli.terminal.inline"]
-CORE += ["mcpcli.commands", "mcpcli.keeper", "mcpcli.vault", "mcpcli.cli", "mcpcli.sampling", "mcpcli.llm"]
+CORE += [
+    "mcpcli.commands.flows",
+    "mcpcli.inbox",
+    "mcpcli.keeper",
+    "mcpcli.vault",
+    "mcpcli.cli",
+    "mcpcli.sampling",
+    "mcpcli.llm",
+]
 
 
 @pytest.mark.parametrize("module", CORE)

@@ -1,5 +1,5 @@
 """Commands that talk to a server: discovery (tools, prompts, resources, info) and flows (call, prompt, read,
-resume, tui). Each parses, builds the options and runs one core coroutine from ``mcpcli.commands``."""
+resume, tui). Each parses, builds the options and runs one command body from ``mcpcli.commands.flows``."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _discovery(ctx: typer.Context, what: str, values: dict[str, Any]) -> None:
     g: Globals = ctx.obj.merged(**global_values(values))
 
     def body() -> int:
-        from mcpcli.commands import discover
+        from mcpcli.commands.flows import discover
 
         rt = Runtime(g, json_out=values["json"])
         return run_async(lambda: discover(rt, what)) or 0
@@ -149,7 +149,7 @@ def _flow_command(
         try:
             with stops:
                 if values.get("tui"):
-                    from mcpcli.commands import run_tui  # the app runs its own event loop
+                    from mcpcli.commands.flows import run_tui  # the app runs its own event loop
 
                     _need_terminal()
 
@@ -159,7 +159,7 @@ def _flow_command(
             # The connection's task groups wrap what the body raised; Ctrl-C may arrive inside a group.
             single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
             if isinstance(single, KeyboardInterrupt):
-                from mcpcli.commands import interrupted
+                from mcpcli.commands.flows import interrupted
 
                 interrupted(rt, flows, stops.what())
                 if opts.json:
@@ -201,12 +201,12 @@ def _call_command(
     ctx: typer.Context, values: dict[str, Any], method: Method, name: str, pairs: list[str], args: str | None
 ) -> None:
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        from mcpcli.commands import run_call
+        from mcpcli.commands.flows import run_call
 
         return await run_call(rt, opts, flows, method, name, pairs, args)
 
     def job() -> Any:
-        from mcpcli.commands import CallJob
+        from mcpcli.commands.flows import CallJob
 
         return CallJob(method, name, tuple(pairs), args)
 
@@ -306,12 +306,12 @@ def resume(
     """
 
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        from mcpcli.commands import run_resume
+        from mcpcli.commands.flows import run_resume
 
         return await run_resume(rt, opts, flows, session, steal=steal, trust_server=trust_server)
 
     def job() -> Any:
-        from mcpcli.commands import ResumeJob
+        from mcpcli.commands.flows import ResumeJob
 
         return ResumeJob(session, steal, trust_server)
 
@@ -344,7 +344,7 @@ def tui(
         raise AssertionError("mcpcli tui always runs the app")  # pragma: no cover
 
     def job() -> Any:
-        from mcpcli.commands import ResumeJob
+        from mcpcli.commands.flows import ResumeJob
 
         return ResumeJob(session) if session else None
 

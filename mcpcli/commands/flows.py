@@ -1,8 +1,9 @@
-"""The core coroutine behind each command: connect, do the work, render, return the exit code.
+"""The bodies of the commands that talk to a server: connect, do the work, render, return the exit code.
 
-``cli.py`` parses and calls these; they build the answer sources and the flow
-and hand results to ``output``. Imported only by commands that talk to a
-server (it pulls in the SDK).
+Discovery (``tools``, ``prompts``, ``resources``, ``info``) and flows (``call``, ``prompt``, ``read``,
+``resume``); for the full-screen app, ``drive`` and ``catalog``, which return what to show instead of printing it.
+The front ends parse and call these; they build the answer sources and the flow and hand results to
+``terminal.output``. Imported only by commands that talk to a server (it pulls in the SDK).
 """
 
 from __future__ import annotations
