@@ -30,6 +30,7 @@ from mcpcli.errors import ExitCode
 from mcpcli.runtime import AnswerOptions, Globals, Runtime, lone, run_async
 
 if TYPE_CHECKING:
+    from mcpcli.commands.flows import CallJob, ResumeJob
     from mcpcli.flow import Flow, Method
 
 
@@ -149,11 +150,8 @@ def _flow_command(
         try:
             with stops:
                 if values.get("tui"):
-                    from mcpcli.commands.flows import run_tui  # the app runs its own event loop
-
                     _need_terminal()
-
-                    return run_tui(rt, opts, flows, job=job() if job else None)
+                    return _run_tui(rt, opts, flows, job=job() if job else None)  # the app runs its own event loop
                 return run_async(lambda: start(rt, opts, flows)) or 0
         except BaseException as exc:
             # The connection's task groups wrap what the body raised; Ctrl-C may arrive inside a group.
@@ -180,6 +178,24 @@ def _flow_command(
             rt.close()
 
     run_guarded(body, g.debug, json=opts.json)
+
+
+def _run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJob | ResumeJob | None) -> int:
+    """Run the full-screen app; once the terminal is back, print the result (stdout) or the error, as the CLI would."""
+    from mcpcli.commands.flows import needs_input, render
+    from mcpcli.tui.app import build_app  # deferred: only --tui and `mcpcli tui` load Textual
+
+    app = build_app(rt, opts, job=job, flows=flows)
+    ended = app.run()
+    if ended is None:
+        return 0
+    if ended.error is not None:
+        raise ended.error
+    if ended.need is not None:
+        return needs_input(rt, ended.need)
+    if ended.outcome is not None and ended.method is not None:
+        return render(rt, ended.method, ended.outcome)
+    return ended.code
 
 
 def _need_terminal() -> None:

@@ -361,7 +361,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                 raise failure  # e.g. a bad --answer to a pre-2026 server's question: exit 2, as on 2026-07-28
             _say_unmatched(rt, flow)
             # Printed before the connection closes: the result is final, whatever the server takes to exit.
-            code = _render(rt, flow.call.method if flow.call else "tools/call", _error_result(outcome))
+            code = render(rt, flow.call.method if flow.call else "tools/call", _error_result(outcome))
             printed.append(code)
             if (
                 code == ExitCode.TOOL_ERROR
@@ -382,7 +382,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
         settled = _settled(flow, exc)
         if isinstance(settled, NeedInput):
             _say_unmatched(rt, flow)
-            return _needs_input(rt, settled)
+            return needs_input(rt, settled)
         if isinstance(settled, McpcliError):
             if flow.session is not None and flow.keeper.saved:
                 settled.session_id = flow.session.id
@@ -591,7 +591,7 @@ async def run_resume(
     record = rt.store.get(session_id)
     if record.status == "done" and record.result is not None:
         rt.out.note(f"Session {record.id} already finished; here is its result again.")
-        return _render(rt, record.method, Outcome(record.result, record, ExitCode(record.exit_code or 0)))
+        return render(rt, record.method, Outcome(record.result, record, ExitCode(record.exit_code or 0)))
     target, protocol = resume_target(rt, record, trust_server=trust_server, ask=_terminal(rt, opts))
     rt.store.check_writable()
     flow = _flow(
@@ -603,7 +603,7 @@ async def run_resume(
         flow.keeper.close()
         finished = done.session
         rt.out.note(f"Session {finished.id} was finished by another run meanwhile; here is its result.")
-        return _render(rt, finished.method, Outcome(finished.result or {}, finished, ExitCode(finished.exit_code or 0)))
+        return render(rt, finished.method, Outcome(finished.result or {}, finished, ExitCode(finished.exit_code or 0)))
     except BaseException:
         flow.keeper.close()
         raise
@@ -675,7 +675,8 @@ def _confirm_command(
     trust.remember(rt.paths, target)
 
 
-def _render(rt: Runtime, method: str, outcome: Outcome) -> int:
+def render(rt: Runtime, method: str, outcome: Outcome) -> int:
+    """A final result on stdout (``--json``: as JSON); its exit code."""
     if rt.json:
         rt.out.json(outcome.result)
     else:
@@ -683,7 +684,8 @@ def _render(rt: Runtime, method: str, outcome: Outcome) -> int:
     return int(outcome.exit_code)
 
 
-def _needs_input(rt: Runtime, need: NeedInput) -> int:
+def needs_input(rt: Runtime, need: NeedInput) -> int:
+    """Nobody could answer: what the saved session waits for (``--json``: with an answers template); exit 3."""
     if rt.json:
         rt.out.json(pending_document(need.session.id, need.pending, answers_template(need.pending)))
     else:
@@ -853,20 +855,3 @@ async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
             except MCPError:
                 found[key] = []
     return found
-
-
-def run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJob | ResumeJob | None) -> int:
-    """Run the full-screen app; once the terminal is back, print the result (stdout) or the error, as the CLI would."""
-    from mcpcli.tui.app import build_app  # deferred: only --tui and `mcpcli tui` load Textual
-
-    app = build_app(rt, opts, job=job, flows=flows)
-    ended = app.run()
-    if ended is None:
-        return 0
-    if ended.error is not None:
-        raise ended.error
-    if ended.need is not None:
-        return _needs_input(rt, ended.need)
-    if ended.outcome is not None and ended.method is not None:
-        return _render(rt, ended.method, ended.outcome)
-    return ended.code
