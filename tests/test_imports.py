@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -135,3 +136,33 @@ def test_the_tui_options_in_help_import_neither_the_sdk_nor_textual(argv: tuple[
     modules = _imported(_run_main(*argv), home)
     assert "mcpcli.cli" in modules
     assert _matching(modules, SDK + UI) == []
+
+
+def test_the_import_contract_holds() -> None:
+    """DESIGN.md §Layout as ``lint-imports`` checks it (pyproject.toml): front ends over command bodies over the
+    runtime and the terminal over the core; the core imports no UI toolkit, no command body and no front end."""
+    lint = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    if not Path(lint).exists():
+        pytest.skip("import-linter is not installed (pip install -e '.[dev]')")
+    proc = subprocess.run([lint, "--no-cache"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_core_never_asks_at_a_prompt() -> None:
+    """Rich's prompts belong to the terminal layer (``lint-imports`` forbids only whole external packages, and the
+    core may use Rich to style text): no core module imports ``rich.prompt``."""
+    import ast
+
+    package = ROOT / "mcpcli"
+    front = {"cli", "tui", "worker", "commands", "terminal", "runtime.py", "__main__.py"}
+    core = [p for p in package.rglob("*.py") if p.relative_to(package).parts[0] not in front]
+    assert len(core) > 20  # the walk is real
+    found = []
+    for path in core:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if any(name == "rich.prompt" or name.startswith("rich.prompt.") for name in names):
+                found.append(str(path.relative_to(ROOT)))
+    assert found == []
