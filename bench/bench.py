@@ -237,10 +237,13 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
                 name = f"svc{i}"
                 expected = f"Provisioned {name!r} in {REGION}."
                 flow = Flow(
-                    keeper=Keeper(open_store=lambda: store), server=target.label, sources=[presets], reporter=reporter
+                    keeper=Keeper(open_store=lambda: store, tracer=tracer),
+                    server=target.label,
+                    sources=[presets],
+                    reporter=reporter,
+                    tracer=tracer,
                 )
                 flow.client = client
-                flow.tracer = flow.keeper.tracer = tracer
                 current.append(flow)
                 start = time.perf_counter()
                 outcome = await flow.start(Call("tools/call", "provision", {"name": name}))

@@ -166,24 +166,37 @@ def _info(rt: Runtime, client: Client) -> int:
 # --- flows -----------------------------------------------------------------------------------------------------------
 
 
-def _sources(rt: Runtime, opts: AnswerOptions) -> list[AnswerSource]:
-    presets = Presets.parse(
-        opts.answer,
-        opts.answers,
-        decline=opts.decline,
-        cancel=opts.cancel,
-        accept=opts.accept,
-        accept_defaults=opts.accept_defaults,
-    )
-    roots = Roots([p.expanduser() for p in opts.roots] or [Path.cwd()])
-    sources: list[AnswerSource] = [presets, roots]
-    if (term := _terminal(rt, opts)) is not None:
-        import webbrowser
+@dataclass(frozen=True)
+class Seat:
+    """Where the person a flow answers to sits: the front end's part of a flow (``build_flow``).
 
-        from mcpcli.terminal.asking import TerminalUser  # deferred: only a terminal session needs Rich and the prompts
+    The inline terminal (``call``, ``resume``) and the full-screen app differ only in what is here; the
+    presets, the roots, the sampler, the store and the limits are built the same way for both.
+    """
 
-        sources.append(TerminalUser(term, presets, open_url=webbrowser.open))
-    return sources
+    reporter: Reporter
+    """The flow's notes and the server's progress: ``rt.out`` on stderr, or the app's notifications."""
+    terminal: Terminal | None = None
+    """The person at the terminal, asked inline (after the presets and roots); None: nobody to ask there."""
+    app_user: MakeUser | None = None
+    """The app's answer source, asked last (it needs the flow itself: its call is the round's header)."""
+    approver: Any = None
+    """Who approves sampling requests (``asking.TerminalApprover``, the app's screen); None: the policy alone."""
+    summaries: bool = True
+    """Whether ``-v`` prints trace lines on stderr (not in the app: it owns the terminal)."""
+    sign_in: bool = False
+    """Whether OAuth may open a browser to sign in (a person is at the terminal); else ``mcpcli auth login``."""
+
+
+def terminal_seat(rt: Runtime, opts: AnswerOptions) -> Seat:
+    """The CLI's seat: inline prompts and sampling approval when a person is at the terminal, notes on stderr."""
+    term = _terminal(rt, opts)
+    approver = None
+    if term is not None:
+        from mcpcli.terminal.asking import TerminalApprover  # deferred: only a terminal session needs the prompts
+
+        approver = TerminalApprover(term)
+    return Seat(reporter=rt.out, terminal=term, approver=approver, sign_in=term is not None)
 
 
 def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
@@ -196,30 +209,58 @@ def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
     return Terminal(rt.out.err)
 
 
-def _flow(
-    rt: Runtime, opts: AnswerOptions, server: str, flows: list[Flow], *, connection: dict[str, Any] | None = None
+def build_flow(
+    rt: Runtime,
+    opts: AnswerOptions,
+    seat: Seat,
+    server: str,
+    flows: list[Flow],
+    *,
+    connection: dict[str, Any] | None = None,
 ) -> Flow:
+    """The one way a flow is built, for every front end: its session keeper, its answer sources in order — presets,
+    roots, the person at the terminal, the sampler, the app's user — its reporter, limits, sign-in and trace tap.
+    It joins ``flows`` (the list the interrupt handlers read)."""
     from mcpcli.vault import load_store_key
 
+    # Every flow records its trace in its session (bounded); --trace and -v read the same tap.
+    tracer = rt.tracer(record=True, summaries=seat.summaries)
     keeper = Keeper(
         open_store=lambda: rt.store,
         store_key=lambda: load_store_key(rt.paths.store_key_file),
         lease_ttl=lease_ttl_from_env(),
+        tracer=tracer,
     )
-    sources = _sources(rt, opts)
-    if (sampler := _sampler(rt, opts, server, keeper)) is not None:
+    presets = Presets.parse(
+        opts.answer,
+        opts.answers,
+        decline=opts.decline,
+        cancel=opts.cancel,
+        accept=opts.accept,
+        accept_defaults=opts.accept_defaults,
+    )
+    roots = Roots([p.expanduser() for p in opts.roots] or [Path.cwd()])
+    sources: list[AnswerSource] = [presets, roots]
+    if seat.terminal is not None:
+        import webbrowser
+
+        from mcpcli.terminal.asking import TerminalUser  # deferred: only a terminal session needs Rich and the prompts
+
+        sources.append(TerminalUser(seat.terminal, presets, open_url=webbrowser.open))
+    if (sampler := _sampler(rt, opts, server, keeper, seat.approver)) is not None:
         sources.append(sampler)
     flow = Flow(
         keeper=keeper,
         server=server,
         sources=sources,
-        reporter=rt.out,
+        reporter=seat.reporter,
         limits=Limits(max_rounds=opts.max_rounds, timeout=opts.timeout),
-        credentials=credentials(rt, interactive=_terminal(rt, opts) is not None),
+        credentials=credentials(rt, interactive=seat.sign_in),
+        tracer=tracer,
         connection=connection,
     )
-    # Every flow records its trace in its session (bounded); --trace and -v read the same tap.
-    flow.tracer = keeper.tracer = rt.tracer(record=True)
+    if seat.app_user is not None and not opts.no_input:
+        sources.append(seat.app_user(flow, presets))  # the one source that needs the flow: it shows its call
     flows.append(flow)
     return flow
 
@@ -254,7 +295,7 @@ def _sampling_tools(rt: Runtime, llm_name: str | None) -> bool:
     return any("tools" in m.tags for m in provider.models)
 
 
-def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper) -> AnswerSource | None:
+def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, approver: Any) -> AnswerSource | None:
     """The sampling source when an LLM provider is configured; without one, sampling requests wait (exit 3)."""
     settings = rt.settings
     if not settings.providers:
@@ -284,11 +325,6 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper) -> A
         totals = [usage_of(r.answers or {}) for r, _ in keeper.rounds()]
         return sum(c for c, _ in totals), sum(n for _, n in totals)
 
-    approver = None
-    if (term := _terminal(rt, opts)) is not None:
-        from mcpcli.terminal.asking import TerminalApprover
-
-        approver = TerminalApprover(term)
     budget = Budget(settings.sampling.max_calls, settings.sampling.max_tokens, used)
     return Sampler(server, cast("Policy", policy), complete, describe, approver=approver, budget=budget)
 
@@ -493,9 +529,8 @@ async def run_call(
     protocol = rt.protocol()
     _check_store(rt)
     trust.remember(rt.paths, target)  # the user typed this command line: a later resume may run it unasked
-    flow = _flow(
-        rt, opts, target.label, flows, connection=connection_settings(target, protocol or target.protocol or "auto")
-    )
+    connection = connection_settings(target, protocol or target.protocol or "auto")
+    flow = build_flow(rt, opts, terminal_seat(rt, opts), target.label, flows, connection=connection)
 
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
@@ -592,11 +627,11 @@ async def run_resume(
     if record.status == "done" and record.result is not None:
         rt.out.note(f"Session {record.id} already finished; here is its result again.")
         return render(rt, record.method, Outcome(record.result, record, ExitCode(record.exit_code or 0)))
-    target, protocol = resume_target(rt, record, trust_server=trust_server, ask=_terminal(rt, opts))
+    seat = terminal_seat(rt, opts)
+    target, protocol = resume_target(rt, record, trust_server=trust_server, ask=seat.terminal)
     rt.store.check_writable()
-    flow = _flow(
-        rt, opts, record.server, flows, connection=connection_settings(target, protocol or target.protocol or "auto")
-    )
+    connection = connection_settings(target, protocol or target.protocol or "auto")
+    flow = build_flow(rt, opts, seat, record.server, flows, connection=connection)
     try:
         flow.adopt(record, steal=steal)  # before connecting: a loser of a race starts nothing and sends nothing
     except Finished as done:
@@ -754,11 +789,10 @@ async def drive(
     flows: list[Flow],
     job: CallJob | ResumeJob,
     *,
-    make_user: MakeUser,
-    reporter: Reporter,
-    approver: Any = None,
+    seat: Seat,
 ) -> Outcome:
-    """The app's core coroutine: the flow ``run_call``/``run_resume`` drive, answered by the full-screen user.
+    """The app's core coroutine: the flow ``run_call``/``run_resume`` drive, built for the app's ``seat`` (its
+    answer source, reporter and sampling approver).
 
     Returns the outcome for the app to show instead of rendering it; errors (``NeedInput``, ``McpcliError``)
     propagate to the app, which shows them or exits with their code.
@@ -773,20 +807,12 @@ async def drive(
         target, note = tui_target(rt)
         protocol = cast("Protocol | None", rt.protocol())
         if note:
-            reporter.note(note)
+            seat.reporter.note(note)
         trust.remember(rt.paths, target)
     rt.store.check_writable()
-    flow = _flow(
-        rt,
-        opts,
-        record.server if record is not None else target.label,
-        flows,
-        connection=connection_settings(target, protocol or target.protocol or "auto"),
-    )
-    flow.sources = _tui_sources(list(flow.sources), opts, lambda presets: make_user(flow, presets), approver)
-    flow.reporter = reporter
-    flow.tracer = flow.keeper.tracer = rt.tracer(record=True, summaries=False)  # the app owns the terminal
-    flow.credentials = credentials(rt, interactive=False)  # the app owns the terminal: `mcpcli auth login` signs in
+    server = record.server if record is not None else target.label
+    connection = connection_settings(target, protocol or target.protocol or "auto")
+    flow = build_flow(rt, opts, seat, server, flows, connection=connection)
     if record is not None:
         try:
             flow.adopt(record, steal=job.steal if isinstance(job, ResumeJob) else False)
@@ -825,20 +851,6 @@ def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | No
 
     servers = ServerTable(rt.paths, rt.settings)
     return resolve_target(rt.g.server or stored, rt.settings, headers=parse_headers(rt.g.headers), servers=servers)
-
-
-def _tui_sources(
-    sources: list[AnswerSource], opts: AnswerOptions, user: Callable[[Presets], AnswerSource], approver: Any
-) -> list[AnswerSource]:
-    """The CLI's sources with the full-screen user in place of the inline prompts, and the sampler's gates on screen."""
-    from mcpcli.terminal.asking import TerminalUser
-
-    kept = [source for source in sources if not isinstance(source, TerminalUser)]
-    for source in kept:
-        if approver is not None and hasattr(source, "approver"):
-            source.approver = approver
-    presets = next(source for source in kept if isinstance(source, Presets))
-    return kept if opts.no_input else [*kept, user(presets)]
 
 
 async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:

@@ -126,16 +126,16 @@ class McpcliApp(App[TuiExit]):
         self.run_worker(self._drive(job, screen), name="flow", group="flow", exclusive=True, exit_on_error=False)
 
     async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen) -> None:
-        from mcpcli.commands.flows import drive
+        from mcpcli.commands.flows import Seat, drive
         from mcpcli.flow import NeedInput
         from mcpcli.tui.sampling import TuiApprover
         from mcpcli.tui.source import TuiReporter
 
+        # The app owns the terminal: no -v lines on it, and no browser sign-in (`mcpcli auth login` signs in).
         reporter = TuiReporter(self, screen, verbose=self.rt.g.verbose)
+        seat = Seat(reporter=reporter, app_user=self._user, approver=TuiApprover(self), summaries=False)
         try:
-            outcome = await drive(
-                self.rt, self.opts, self.flows, job, make_user=self._user, reporter=reporter, approver=TuiApprover(self)
-            )
+            outcome = await drive(self.rt, self.opts, self.flows, job, seat=seat)
         except BaseException as exc:  # shown, or the app exits with the CLI's code
             single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
             if isinstance(single, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
