@@ -181,9 +181,10 @@ def guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) 
     """Run ``body``; every failure becomes one line (and a hint) on stderr and an exit code — with ``json``, also
     an error document on stdout."""
     from mcpcli.errors import print_error
+    from mcpcli.terminal.hints import worded
 
     def fail(exc: McpcliError) -> int:
-        print_error(exc)
+        print_error(worded(exc))
         if json:
             from mcpcli.display import json_text
             from mcpcli.errors import error_document

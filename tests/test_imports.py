@@ -148,21 +148,49 @@ def test_the_import_contract_holds() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def _core_files() -> list[Path]:
+    """The core's source files: everything under mcpcli/ but the front ends, the command bodies, the runtime and
+    the terminal (DESIGN.md §Layout)."""
+    package = ROOT / "mcpcli"
+    front = {"cli", "tui", "worker", "commands", "terminal", "runtime.py", "__main__.py"}
+    core = [p for p in package.rglob("*.py") if p.relative_to(package).parts[0] not in front]
+    assert len(core) > 20  # the walk is real
+    return core
+
+
 def test_the_core_never_asks_at_a_prompt() -> None:
     """Rich's prompts belong to the terminal layer (``lint-imports`` forbids only whole external packages, and the
     core may use Rich to style text): no core module imports ``rich.prompt``."""
     import ast
 
-    package = ROOT / "mcpcli"
-    front = {"cli", "tui", "worker", "commands", "terminal", "runtime.py", "__main__.py"}
-    core = [p for p in package.rglob("*.py") if p.relative_to(package).parts[0] not in front]
-    assert len(core) > 20  # the walk is real
     found = []
-    for path in core:
+    for path in _core_files():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
             if any(name == "rich.prompt" or name.startswith("rich.prompt.") for name in names):
                 found.append(str(path.relative_to(ROOT)))
+    assert found == []
+
+
+def test_the_core_words_no_session_command() -> None:
+    """What to do next about a session (resume it, steal it, look at it) is data in the core (``errors.NextStep``),
+    worded at the boundary (``terminal.hints``): no string the core builds names ``mcpcli resume`` or
+    ``mcpcli sessions show`` (docstrings may)."""
+    import ast
+
+    found = []
+    for path in _core_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = set()
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+                docstrings.add(id(body[0].value))
+        words = ("mcpcli resume", "mcpcli sessions show")
+        for node in ast.walk(tree):
+            text = node.value if isinstance(node, ast.Constant) and id(node) not in docstrings else None
+            if isinstance(text, str) and any(w in text for w in words):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []

@@ -725,10 +725,11 @@ def needs_input(rt: Runtime, need: NeedInput) -> int:
         rt.out.json(pending_document(need.session.id, need.pending, answers_template(need.pending)))
     else:
         describe_pending(rt.out.err, need.session.id, need.pending)
-    if need.hint and "cannot be deferred" in need.message:
+    if not need.deferred:  # a mid-call question: say why nobody could answer it, and how to
         from mcpcli.errors import print_error
+        from mcpcli.terminal.hints import worded
 
-        print_error(need)
+        print_error(worded(need))
     return int(ExitCode.INPUT_REQUIRED)
 
 

@@ -26,6 +26,7 @@ from textual.binding import Binding, BindingType
 from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError, UserStopped
 from mcpcli.runtime import lone
+from mcpcli.terminal.hints import worded
 
 if TYPE_CHECKING:
     from mcpcli.answers import Presets
@@ -140,6 +141,8 @@ class McpcliApp(App[TuiExit]):
             single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
             if isinstance(single, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
                 raise  # the app is closing: let the worker end
+            if isinstance(single, McpcliError):
+                worded(single)  # the core says what to do next as data; the app shows it as the CLI would
             if isinstance(single, NeedInput) and screen.standalone:
                 self.exit(TuiExit(int(ExitCode.INPUT_REQUIRED), need=single))
             elif isinstance(single, NeedInput):
