@@ -202,8 +202,8 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
     from mcpcli.connection import connect
     from mcpcli.flow import Call, Flow
     from mcpcli.keeper import Keeper
-    from mcpcli.output import Output
     from mcpcli.store import open_store
+    from mcpcli.terminal.output import Output
     from mcpcli.trace import Tracer
 
     paths = Paths.from_env()
@@ -240,10 +240,13 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
                 name = f"svc{i}"
                 expected = f"Provisioned {name!r} in {REGION}."
                 flow = Flow(
-                    keeper=Keeper(open_store=lambda: store), server=target.label, sources=[presets], reporter=reporter
+                    keeper=Keeper(open_store=lambda: store, tracer=tracer),
+                    server=target.label,
+                    sources=[presets],
+                    reporter=reporter,
+                    tracer=tracer,
                 )
                 flow.client = client
-                flow.tracer = flow.keeper.tracer = tracer
                 current.append(flow)
                 start = time.perf_counter()
                 outcome = await flow.start(Call("tools/call", "provision", {"name": name}))

@@ -11,8 +11,10 @@ listing without cache hints, and so that a server that still calls back on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
@@ -32,7 +34,6 @@ from mcpcli.bounds import Bounds, Tripwire
 from mcpcli.config import Paths, Target, private_dir
 from mcpcli.errors import McpcliError, ServerError, UsageError
 from mcpcli.handshakes import remember, remembered
-from mcpcli.server_logs import opt_in_to_logs
 from mcpcli.trace import Tracer, traced
 
 if TYPE_CHECKING:
@@ -346,7 +347,7 @@ def _server_for(
 
     assert target.command is not None
     if target.keep_alive:
-        from mcpcli.worker.attach import attached, worker_socket
+        from mcpcli.attach import attached, worker_socket
 
         if (where := worker_socket()) is not None:
             kept = attached(where, target, max_message_bytes=bounds.max_message_bytes, note=_say)
@@ -445,3 +446,18 @@ async def _answer(
     except McpcliError as exc:  # e.g. an invalid --answer: the server hears a refusal, the user hears why
         failed.append(exc)
         return t.ErrorData(code=t.INVALID_PARAMS, message="The client could not answer this request.")
+
+
+async def opt_in_to_logs(client: Any, level: str) -> None:
+    """Ask a handshake-era server for its logs (``logging/setLevel``), when it offers logging at all.
+
+    On 2026-07-28 the opt-in is per request (``Client(log_level=…)`` stamps it in ``_meta``): nothing to send.
+    """
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    if client.protocol_version in MODERN_PROTOCOL_VERSIONS or client.server_capabilities.logging is None:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        with contextlib.suppress(MCPError):  # a server that refuses keeps logging as it did; the flow goes on
+            await client.session.set_logging_level(level)

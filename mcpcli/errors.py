@@ -1,13 +1,32 @@
 """Errors and exit codes: the one place that maps a failure to what the user sees.
 
 Every failure mcpcli expects is an ``McpcliError`` carrying a one-line message,
-a short title and a hint (ideally the command that fixes it). ``cli.py`` prints
+a short title and a hint (ideally the command that fixes it). The front end prints
 it once, on stderr, and exits with its ``exit_code``.
+
+The core words no command line: where the fix is an mcpcli command about a session, the
+error carries a ``NextStep`` (what to do, about which session) and the front end words it
+(``terminal.hints``) — so the CLI, the app and the worker say the same thing.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum
+from typing import Literal
+
+Action = Literal["answer", "answer_here", "continue", "continue_more_rounds", "steal", "look"]
+"""What the user can do next about a session: answer what it waits for (``answer``), answer a question that
+could not wait (``answer_here``), continue it (``continue``), with more rounds (``continue_more_rounds``),
+take it over from a driver that is gone (``steal``), or look at where it stands (``look``)."""
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """What the user can do next about a session, as data; the front end words it (``terminal.hints``)."""
+
+    action: Action
+    session_id: str
 
 
 class ExitCode(IntEnum):
@@ -31,11 +50,16 @@ class McpcliError(Exception):
     session_id: str | None = None
     """The session the failure left behind (kept, resumable), when there is one: set where it is known."""
 
-    def __init__(self, message: str, *, title: str | None = None, hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, title: str | None = None, hint: str | None = None, next_step: NextStep | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.title = title or self.default_title
         self.hint = hint
+        """What to do, in words; None until a front end words ``next_step`` (``terminal.hints.worded``)."""
+        self.next_step = next_step
+        """What to do as data, when it is an mcpcli command about a session."""
 
 
 class UsageError(McpcliError):

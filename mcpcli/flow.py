@@ -25,7 +25,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
-from mcpcli.errors import ExitCode, McpcliError, ServerError
+from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError
 from mcpcli.keeper import Keeper
 
 if TYPE_CHECKING:
@@ -105,13 +105,13 @@ class NeedInput(McpcliError):
         what = ", ".join(pending) or "input"
         if deferred:
             message = f"Session {session.id} is waiting for input: {what}."
-            hint = f"Answer it with: mcpcli resume {session.id} --answer FIELD=VALUE (or at a terminal)"
         else:
             message = f"The server asked mid-call ({what}) and nobody could answer; such a question cannot be deferred."
-            hint = f"Run again at a terminal, or with --answer: mcpcli resume {session.id} --answer FIELD=VALUE"
-        super().__init__(message, hint=hint)
+        super().__init__(message, next_step=NextStep("answer" if deferred else "answer_here", session.id))
         self.session = session
         self.pending = pending
+        self.deferred = deferred
+        """Whether the question waits in the session (2026-07-28), or was asked mid-call and could not wait."""
 
 
 class LimitReached(McpcliError):
@@ -355,7 +355,7 @@ class Flow:
                 self._keep("waiting")
                 raise LimitReached(
                     f"The server still asks for input after {self.limits.max_rounds} rounds; stopped.",
-                    hint=self._resume_hint("--max-rounds N"),
+                    next_step=self._next_step("continue_more_rounds"),
                 )
             responses = await self._take_round(requests, state)
             if requests:
@@ -582,18 +582,19 @@ class Flow:
         if self.tracer is not None:
             self.tracer.event(kind, **fields, elapsed_ms=round((time.monotonic() - self._t0) * 1000, 3))
 
-    def _resume_hint(self, extra: str = "") -> str | None:
+    def _next_step(self, action: Action = "continue") -> NextStep | None:
+        """Continue the saved session (the front end words it); None when nothing was saved."""
         if self.session is None or not self._saved:
             return None
-        return f"Continue with: mcpcli resume {self.session.id}" + (f" {extra}" if extra else "")
+        return NextStep(action, self.session.id)
 
     def _fail(self, message: str) -> ServerError:
         self._keep("waiting", error=message)
-        return ServerError(message, hint=self._resume_hint())
+        return ServerError(message, next_step=self._next_step())
 
     def _timeout(self) -> LimitReached:
         self._keep("waiting")
-        return LimitReached(f"The flow did not finish within {self.limits.timeout:g} s.", hint=self._resume_hint())
+        return LimitReached(f"The flow did not finish within {self.limits.timeout:g} s.", next_step=self._next_step())
 
 
 def _innermost(exc: BaseException) -> str:

@@ -10,7 +10,7 @@ Refreshes of one server start at most every ``REFRESH_INTERVAL`` seconds: a dead
 every TAB, and a list marked immediately stale (``ttlMs: 0``, the SDK server's default) is not refetched on
 every TAB either.
 
-Light at import, like ``mcpcli.completion``: reading the cache needs no ``mcp``.
+Light at import, like ``mcpcli.cli.completion``: reading the cache needs no ``mcp``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     import subprocess
 
     from mcpcli.config import Paths, Target
-    from mcpcli.runtime import Runtime
 
 Kind = Literal["tools", "prompts"]
 
@@ -162,54 +161,3 @@ def start_refresh(path: Path, given: str | None) -> subprocess.Popen[bytes] | No
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-
-
-def refresh(given: str | None) -> int:
-    """``mcpcli _refresh-cache [TARGET]``: list the server's tools and prompts and rewrite their cache."""
-    from mcpcli.runtime import Globals, Runtime, run_async
-
-    try:
-        rt = Runtime(Globals(server=given))
-        target = rt.target()
-        run_async(lambda: _refresh(rt, target))
-    except BaseException as exc:  # boundary: nobody reads this process's output; the log says what went wrong
-        import logging
-
-        logging.getLogger(__name__).info("completion cache refresh of %r failed: %r", given or "default", exc)
-        return 1
-    return 0
-
-
-async def _refresh(rt: Runtime, target: Target) -> None:
-    import anyio
-    from mcp.shared.exceptions import MCPError
-
-    from mcpcli.commands import declared
-    from mcpcli.connection import connect
-
-    paths = rt.paths
-    with anyio.fail_after(REFRESH_TIMEOUT):
-        # Declaring what `call` declares: a server may list some tools only to clients that can answer them.
-        async with connect(target, paths, **declared(rt)) as client:
-            caps = client.server_capabilities
-            fetchers: dict[Kind, Any] = {"tools": client.list_tools, "prompts": client.list_prompts}
-            for kind, fetch in fetchers.items():
-                pages: list[Any] = []
-                if caps is not None and getattr(caps, kind) is not None:
-                    try:
-                        pages = await _pages(fetch)
-                    except MCPError:
-                        continue
-                remember(paths, target, kind, pages, client.protocol_version)
-
-
-async def _pages(fetch: Any) -> list[Any]:
-    """Every page of a listing (at most 100: a paginator that never ends cannot hold a refresh)."""
-    pages: list[Any] = []
-    cursor = None
-    for _ in range(100):
-        pages.append(await fetch(cursor=cursor))
-        cursor = pages[-1].next_cursor
-        if not cursor:
-            break
-    return pages

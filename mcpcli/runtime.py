@@ -18,8 +18,8 @@ from mcpcli.errors import ExitCode, McpcliError
 if TYPE_CHECKING:
     from mcpcli.bounds import Bounds
     from mcpcli.config import Paths, Settings, Target
-    from mcpcli.output import Output
     from mcpcli.store import Store
+    from mcpcli.terminal.output import Output
     from mcpcli.trace import Tracer, TraceSinks
 
 
@@ -77,7 +77,7 @@ class Runtime:
 
     def __init__(self, g: Globals, *, json_out: bool = False) -> None:
         from mcpcli.config import Paths, load_settings
-        from mcpcli.output import Output
+        from mcpcli.terminal.output import Output
 
         self.g = g
         self.json = json_out or g.json
@@ -136,17 +136,18 @@ class Runtime:
     def tracer(self, *, record: bool = False, summaries: bool = True) -> Tracer | None:
         """The tap for one connection: ``--trace``, ``-v`` summaries (unless ``summaries`` is off: the app owns
         the terminal) and, with ``record``, the lines a flow's session keeps. None when nobody would read it."""
+        from mcpcli.terminal.trace_lines import summarize
         from mcpcli.trace import Tracer, TraceSinks
 
         if self._trace is None:
-            self._trace = TraceSinks.open(self.g.trace, self.out.err if self.g.verbose else None)
+            self._trace = TraceSinks.open(self.g.trace, self.out.err if self.g.verbose else None, summarize)
         if not (record or self._trace.file is not None or (summaries and self._trace.console is not None)):
             return None
         return Tracer(self._trace, record=record, summaries=summaries)
 
     def log_level(self) -> str | None:
         """``--log-level`` checked (exit 2 with the levels when it is none of them)."""
-        from mcpcli.server_logs import check_log_level
+        from mcpcli.terminal.server_logs import check_log_level
 
         return check_log_level(self.g.log_level)
 
@@ -190,9 +191,10 @@ def guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) 
     """Run ``body``; every failure becomes one line (and a hint) on stderr and an exit code — with ``json``, also
     an error document on stdout."""
     from mcpcli.errors import print_error
+    from mcpcli.terminal.hints import worded
 
     def fail(exc: McpcliError) -> int:
-        print_error(exc)
+        print_error(worded(exc))
         if json:
             from mcpcli.display import json_text
             from mcpcli.errors import error_document
@@ -230,7 +232,7 @@ def guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) 
 
 
 class Interrupted(McpcliError):
-    """Ctrl-C outside a flow (a flow's own interruption is reported by ``commands.interrupted``)."""
+    """Ctrl-C outside a flow (a flow's own interruption is reported by ``commands.flows.interrupted``)."""
 
     exit_code = ExitCode.INTERRUPTED
     default_title = "Interrupted"

@@ -4,7 +4,7 @@ One tap, three readers:
 
 - ``--trace FILE``: the whole run as NDJSON in a 0600 file (``{"t", "at", "dir", "kind", "id", "method",
   "message"}`` per message, ``{"t", "at", "event", ...}`` for the flow's rounds, restarts and result);
-- ``-v``: one sanitized summary line per message on stderr (``summarize``);
+- ``-v``: one sanitized summary line per message on stderr (worded by ``terminal.trace_lines``);
 - the flow's session: the same lines (each message cut at 64 KiB) handed to the ``Keeper``, which stores them
   with its next write; ``mcpcli sessions show ID --trace`` prints them.
 
@@ -18,7 +18,8 @@ are then treated as registered secrets; any string holding a registered secret (
 answers) becomes ``"[redacted]"``; so does the value of a header-like key (``authorization``…).
 
 No SDK import at module level (the SDK's transports are imported when a connection is tapped).
-``trace_lines`` turns lines into readable text; ``server_logs`` handles the server's own log messages.
+``terminal.trace_lines`` turns lines into readable text; ``terminal.server_logs`` prints the server's own log
+messages.
 """
 
 from __future__ import annotations
@@ -28,14 +29,13 @@ import json
 import os
 import stat
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from mcpcli.errors import UsageError
-from mcpcli.trace_lines import summarize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -183,19 +183,25 @@ class TraceSinks:
     """``--trace FILE``, opened 0600."""
     console: Console | None = None
     """stderr, for ``-v`` summaries."""
+    summarize: Callable[[Mapping[str, Any]], str] | None = None
+    """Words an entry as one readable line for ``console`` (the front end's ``terminal.trace_lines.summarize``:
+    the core only records)."""
     secrets: set[str] = field(default_factory=set)
     """Registered secret values (tokens, keys, secret answers): never written in any line."""
     start: float = field(default_factory=time.monotonic)
     """``t`` in every line counts from here."""
 
     @classmethod
-    def open(cls, path: str | None, console: Console | None) -> TraceSinks:
-        return cls(file=open_trace_file(Path(path)) if path else None, console=console)
+    def open(
+        cls, path: str | None, console: Console | None, summarize: Callable[[Mapping[str, Any]], str] | None = None
+    ) -> TraceSinks:
+        return cls(file=open_trace_file(Path(path)) if path else None, console=console, summarize=summarize)
 
-    def summary(self, text: str) -> None:
-        if self.console is not None:
+    def summary(self, entry: Mapping[str, Any]) -> None:
+        if self.console is not None and self.summarize is not None:
             from rich.text import Text
 
+            text = self.summarize(entry)
             self.console.print(Text(text, style="dim"), markup=False, highlight=False, soft_wrap=True)
 
     def write(self, line: str) -> None:
@@ -354,7 +360,7 @@ class Tracer:
         line = _json(head) if body is None else _json(head)[:-1] + ',"message":' + body + "}"
         self.sinks.write(line)
         if self.summaries:
-            self.sinks.summary(summarize({**head, "message": message}))
+            self.sinks.summary({**head, "message": message})
         if self.record:
             if body is not None and len(body) > STORED_MESSAGE_MAX:
                 cut = {"truncated": True, "bytes": len(body), "head": body[:STORED_HEAD]}

@@ -219,7 +219,7 @@ def test_tool_names_come_from_the_cache_mcpcli_tools_wrote_without_importing_the
     lines = proc.stdout.splitlines()
     assert lines[0] == "provision"
     modules = set(json.loads(next(x for x in lines if x.startswith(MARKER)).removeprefix(MARKER)))
-    assert {"mcpcli.completion", "mcpcli.listcache"} <= modules  # the list is real: completion read the cache
+    assert {"mcpcli.cli.completion", "mcpcli.listcache"} <= modules  # the list is real: completion read the cache
     assert sorted(m for m in modules if m.split(".")[0] in SDK_AND_UI or m.startswith("mcpcli.tui")) == []
     assert not listcache.cache_file(Paths.from_env(), DEMO).with_suffix(".refresh").exists()  # fresh: no refresh
 

@@ -101,7 +101,7 @@ def test_reveal_invisible_escapes_what_hides_in_a_host_name() -> None:
     ],
 )
 def test_a_url_with_a_hostile_host_is_warned_about_and_never_crashes(url: str, warning: str) -> None:
-    from mcpcli.asking import check_url, url_text
+    from mcpcli.terminal.asking import check_url, url_text
 
     check = check_url(url)
     assert any(warning in w for w in check.warnings), check.warnings
@@ -110,7 +110,7 @@ def test_a_url_with_a_hostile_host_is_warned_about_and_never_crashes(url: str, w
 
 
 def test_the_host_is_emphasised_with_its_hidden_characters_escaped() -> None:
-    from mcpcli.asking import url_text
+    from mcpcli.terminal.asking import url_text
 
     text = url_text("https://user@EXA\u200bmple.com:8443/p\u202e")
     assert text.plain == "https://user@EXA\\u200bmple.com:8443/p\\u202e"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -93,7 +94,7 @@ def test_sessions_show_and_the_inbox_import_neither_the_sdk_nor_textual(home: Pa
         store.close()
     for argv in (("sessions", "show", session.id), ("sessions", "list", "--waiting")):
         modules = _imported(_run_main(*argv), home)
-        assert "mcpcli.session_views" in modules
+        assert "mcpcli.commands.sessions" in modules
         assert _matching(modules, SDK + UI) == []
 
 
@@ -104,8 +105,16 @@ def test_the_import_check_does_see_the_sdk_when_a_command_needs_it(home: Path) -
     assert "mcp_types" in _matching(modules, SDK)
 
 
-CORE = ["mcpcli.flow", "mcpcli.answers", "mcpcli.forms", "mcpcli.store", "mcpcli.config", "mcpcli.inline"]
-CORE += ["mcpcli.commands", "mcpcli.keeper", "mcpcli.vault", "mcpcli.cli", "mcpcli.sampling", "mcpcli.llm"]
+CORE = ["mcpcli.flow", "mcpcli.answers", "mcpcli.forms", "mcpcli.store", "mcpcli.config", "mcpcli.terminal.inline"]
+CORE += [
+    "mcpcli.commands.flows",
+    "mcpcli.inbox",
+    "mcpcli.keeper",
+    "mcpcli.vault",
+    "mcpcli.cli",
+    "mcpcli.sampling",
+    "mcpcli.llm",
+]
 
 
 @pytest.mark.parametrize("module", CORE)
@@ -127,3 +136,61 @@ def test_the_tui_options_in_help_import_neither_the_sdk_nor_textual(argv: tuple[
     modules = _imported(_run_main(*argv), home)
     assert "mcpcli.cli" in modules
     assert _matching(modules, SDK + UI) == []
+
+
+def test_the_import_contract_holds() -> None:
+    """DESIGN.md §Layout as ``lint-imports`` checks it (pyproject.toml): front ends over command bodies over the
+    runtime and the terminal over the core; the core imports no UI toolkit, no command body and no front end."""
+    lint = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    if not Path(lint).exists():
+        pytest.skip("import-linter is not installed (pip install -e '.[dev]')")
+    proc = subprocess.run([lint, "--no-cache"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _core_files() -> list[Path]:
+    """The core's source files: everything under mcpcli/ but the front ends, the command bodies, the runtime and
+    the terminal (DESIGN.md §Layout)."""
+    package = ROOT / "mcpcli"
+    front = {"cli", "tui", "worker", "commands", "terminal", "runtime.py", "__main__.py"}
+    core = [p for p in package.rglob("*.py") if p.relative_to(package).parts[0] not in front]
+    assert len(core) > 20  # the walk is real
+    return core
+
+
+def test_the_core_never_asks_at_a_prompt() -> None:
+    """Rich's prompts belong to the terminal layer (``lint-imports`` forbids only whole external packages, and the
+    core may use Rich to style text): no core module imports ``rich.prompt``."""
+    import ast
+
+    found = []
+    for path in _core_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if any(name == "rich.prompt" or name.startswith("rich.prompt.") for name in names):
+                found.append(str(path.relative_to(ROOT)))
+    assert found == []
+
+
+def test_the_core_words_no_session_command() -> None:
+    """What to do next about a session (resume it, steal it, look at it) is data in the core (``errors.NextStep``),
+    worded at the boundary (``terminal.hints``): no string the core builds names ``mcpcli resume`` or
+    ``mcpcli sessions show`` (docstrings may)."""
+    import ast
+
+    found = []
+    for path in _core_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = set()
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+                docstrings.add(id(body[0].value))
+        words = ("mcpcli resume", "mcpcli sessions show")
+        for node in ast.walk(tree):
+            text = node.value if isinstance(node, ast.Constant) and id(node) not in docstrings else None
+            if isinstance(text, str) and any(w in text for w in words):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []

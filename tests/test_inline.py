@@ -13,7 +13,7 @@ from rich.console import Console
 
 from mcpcli.errors import UserStopped
 from mcpcli.forms import FieldSpec, parse_schema
-from mcpcli.inline import FormOutcome, Terminal, ask_form
+from mcpcli.terminal.inline import FormOutcome, Terminal, ask_form
 
 
 class Script:
@@ -238,7 +238,9 @@ def test_the_help_line_is_shown_first() -> None:
 
 
 def test_the_prompt_modules_import_neither_the_sdk_nor_textual() -> None:
-    code = "import sys, mcpcli.inline; print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'textual'}))"
+    code = (
+        "import sys, mcpcli.terminal.inline; print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'textual'}))"
+    )
     root = Path(__file__).resolve().parents[1]
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
     assert result.stdout.strip() == "[]"

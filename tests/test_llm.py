@@ -951,7 +951,7 @@ def test_llm_commands_import_no_http_stack_sdk_or_ui(home: Path) -> None:
     import subprocess
     import sys
 
-    code = "import json, sys, mcpcli.llm, mcpcli.llm.commands; print(json.dumps(sorted(sys.modules)))"
+    code = "import json, sys, mcpcli.llm, mcpcli.commands.llm; print(json.dumps(sorted(sys.modules)))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ}
     ).stdout

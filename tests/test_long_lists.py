@@ -7,7 +7,7 @@ import time
 
 from test_inline import fields_of, run
 
-from mcpcli.inline import FormOutcome
+from mcpcli.terminal.inline import FormOutcome
 
 
 def _huge() -> dict[str, object]:

@@ -493,7 +493,7 @@ def test_servers_list_imports_neither_the_sdk_nor_textual(home: Path, tmp_path: 
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {"url": "https://p.example/sse"}}}))
     out, modules = run_and_list_modules(_run_main("servers", "list"), home, cwd=tmp_path)
     assert "proj" in out and "conf" in out  # the command really listed them
-    assert "mcpcli.server_commands" in modules
+    assert "mcpcli.commands.servers" in modules
     assert _matching(modules, SDK + UI) == []
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from mcpcli.errors import ConfigError, ExitCode, McpcliError, SessionError, StoreError, UsageError
+from mcpcli.errors import ConfigError, ExitCode, McpcliError, NextStep, SessionError, StoreError, UsageError
 from mcpcli.store import (
     Lease,
     LeaseLost,
@@ -36,6 +36,7 @@ from mcpcli.store import (
     open_store,
 )
 from mcpcli.store.sql import SCHEMA_VERSION, list_query
+from mcpcli.terminal.hints import worded
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LEASE_COLUMNS = {"version", "lease_host", "lease_pid", "lease_acquired", "lease_expires"}
@@ -431,7 +432,8 @@ def test_a_held_session_is_refused_with_who_holds_it_and_since_when(open_again: 
     assert isinstance(busy, SessionError) and busy.exit_code == ExitCode.SESSION == 6
     assert (busy.host, busy.pid, busy.since) == ("host-a", 4242, T0)
     assert busy.message == f"Session {session.id} is being driven by pid 4242 on host-a since 2026-01-01 12:00:00 UTC."
-    assert busy.hint == f"If that process is gone: mcpcli resume {session.id} --steal"
+    assert busy.hint is None and busy.next_step == NextStep("steal", session.id)  # worded by the front end:
+    assert worded(busy).hint == f"If that process is gone: mcpcli resume {session.id} --steal"
     with pytest.raises(SessionBusy):  # another process on the same host is another driver
         second.claim(session.id, host="host-a", pid=4243, ttl=30)
     assert second.get(session.id).version == 1  # a refused claim changes nothing

@@ -21,6 +21,7 @@ from mcpcli.config import Paths
 from mcpcli.store import SessionRecord, SqliteStore, Store, open_store
 from mcpcli.store.base import TRACE_MAX_LINES, TRACE_TRUNCATED
 from mcpcli.store.sql import SCHEMA_VERSION
+from mcpcli.terminal.trace_lines import summarize
 from mcpcli.trace import (
     BUFFER_MAX_LINES,
     STORED_MESSAGE_MAX,
@@ -30,7 +31,6 @@ from mcpcli.trace import (
     redact,
     state_digest,
 )
-from mcpcli.trace_lines import summarize
 
 PASSPHRASE = "correct horse battery"
 ONBOARD = [
@@ -274,7 +274,7 @@ def test_sessions_show_trace_imports_neither_the_sdk_nor_textual(home: Path) -> 
     with closing(open_store(None, Paths.from_env({"MCPCLI_HOME": str(home)}).store_file)) as s:
         s.add_round(session.id, attempt=1, requests={}, request_state=None, new_session=session, trace=[line])
     modules = _imported(_run_main("sessions", "show", session.id, "--trace"), home)
-    assert "mcpcli.trace_lines" in modules  # the command did format the line
+    assert "mcpcli.terminal.trace_lines" in modules  # the command did format the line
     assert _matching(modules, SDK + UI) == []
 
 

@@ -19,7 +19,7 @@ from conftest import PY, ROOT, stdio_server
 from test_durability import wait_for_legs
 from test_flows import only_session, store
 
-from mcpcli.worker.protocol import receive, send, socket_path
+from mcpcli.wire import receive, send, socket_path
 
 pytestmark = pytest.mark.slow
 
@@ -278,7 +278,7 @@ def test_an_idle_worker_exits_by_itself(home: Path, monkeypatch: pytest.MonkeyPa
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     assert mcpcli("worker", "start").returncode == 0
     path = socket_path(home)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 40  # a loaded machine takes its time to import; idle is 1 s after that
     while path.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not path.exists()
@@ -307,7 +307,7 @@ def test_the_warm_front_end_imports_neither_the_sdk_nor_the_cli_layers(warm: Pat
     imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
     for heavy in ("mcp", "mcp_types", "textual", "typer", "rich", "pydantic", "mcpcli.cli"):
         assert heavy not in imported, heavy
-    assert "mcpcli.worker.client" in imported
+    assert "mcpcli.warm" in imported
 
 
 def test_resume_through_the_worker_keeps_one_driver(warm: Path, tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ def llm_list(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.llm.commands import list_providers
+        from mcpcli.commands.llm import list_providers
 
         return list_providers(rt)
 
@@ -66,7 +66,7 @@ def llm_test(
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.llm.commands import test_provider
+        from mcpcli.commands.llm import test_provider
 
         return run_async(lambda: test_provider(rt, name, model, timeout)) or 0
 
@@ -84,7 +84,7 @@ def keys_set(ctx: typer.Context, name: ProviderName, *, shared: dict[str, Any]) 
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.llm.commands import set_key
+        from mcpcli.commands.llm import set_key
 
         return set_key(rt, name)
 
@@ -97,7 +97,7 @@ def keys_rm(ctx: typer.Context, name: ProviderName, *, shared: dict[str, Any]) -
     """Delete a provider's stored API key."""
 
     def body(rt: Runtime) -> int:
-        from mcpcli.llm.commands import rm_key
+        from mcpcli.commands.llm import rm_key
 
         return rm_key(rt, name)
 
@@ -152,7 +152,7 @@ def auth_login(
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.auth.commands import login
+        from mcpcli.commands.auth import login
 
         return run_async(lambda: login(rt, open_browser=not no_browser)) or 0
 
@@ -165,7 +165,7 @@ def auth_status(ctx: typer.Context, given: AuthServer = None, *, shared: dict[st
     """List stored OAuth logins: state, expiry, scope, client — never the tokens."""
 
     def body(rt: Runtime) -> int:
-        from mcpcli.auth.commands import status
+        from mcpcli.commands.auth import status
 
         return status(rt, server_given=bool(given or shared.get("server")))
 
@@ -178,7 +178,7 @@ def auth_logout(ctx: typer.Context, given: AuthServer = None, *, shared: dict[st
     """Forget a server's tokens and client registration on this machine."""
 
     def body(rt: Runtime) -> int:
-        from mcpcli.auth.commands import logout
+        from mcpcli.commands.auth import logout
 
         return run_async(lambda: logout(rt)) or 0
 

@@ -101,7 +101,7 @@ def main() -> None:
     """Console-script entry point."""
     try:
         if os.environ.get("_MCPCLI_COMPLETE"):  # the shell asks what TAB offers (Typer's protocol)
-            from mcpcli.completion import answer_shell
+            from mcpcli.cli.completion import answer_shell
 
             answer_shell(app)
         app()

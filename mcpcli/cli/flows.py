@@ -1,5 +1,5 @@
 """Commands that talk to a server: discovery (tools, prompts, resources, info) and flows (call, prompt, read,
-resume, tui). Each parses, builds the options and runs one core coroutine from ``mcpcli.commands``."""
+resume, tui). Each parses, builds the options and runs one command body from ``mcpcli.commands.flows``."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from mcpcli.errors import ExitCode
 from mcpcli.runtime import AnswerOptions, Globals, Runtime, lone, run_async
 
 if TYPE_CHECKING:
+    from mcpcli.commands.flows import CallJob, ResumeJob
     from mcpcli.flow import Flow, Method
 
 
@@ -40,7 +41,7 @@ def _discovery(ctx: typer.Context, what: str, values: dict[str, Any]) -> None:
     g: Globals = ctx.obj.merged(**global_values(values))
 
     def body() -> int:
-        from mcpcli.commands import discover
+        from mcpcli.commands.flows import discover
 
         rt = Runtime(g, json_out=values["json"])
         return run_async(lambda: discover(rt, what)) or 0
@@ -149,17 +150,14 @@ def _flow_command(
         try:
             with stops:
                 if values.get("tui"):
-                    from mcpcli.commands import run_tui  # the app runs its own event loop
-
                     _need_terminal()
-
-                    return run_tui(rt, opts, flows, job=job() if job else None)
+                    return _run_tui(rt, opts, flows, job=job() if job else None)  # the app runs its own event loop
                 return run_async(lambda: start(rt, opts, flows)) or 0
         except BaseException as exc:
             # The connection's task groups wrap what the body raised; Ctrl-C may arrive inside a group.
             single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
             if isinstance(single, KeyboardInterrupt):
-                from mcpcli.commands import interrupted
+                from mcpcli.commands.flows import interrupted
 
                 interrupted(rt, flows, stops.what())
                 if opts.json:
@@ -182,6 +180,24 @@ def _flow_command(
     run_guarded(body, g.debug, json=opts.json)
 
 
+def _run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJob | ResumeJob | None) -> int:
+    """Run the full-screen app; once the terminal is back, print the result (stdout) or the error, as the CLI would."""
+    from mcpcli.commands.flows import needs_input, render
+    from mcpcli.tui.app import build_app  # deferred: only --tui and `mcpcli tui` load Textual
+
+    app = build_app(rt, opts, job=job, flows=flows)
+    ended = app.run()
+    if ended is None:
+        return 0
+    if ended.error is not None:
+        raise ended.error
+    if ended.need is not None:
+        return needs_input(rt, ended.need)
+    if ended.outcome is not None and ended.method is not None:
+        return render(rt, ended.method, ended.outcome)
+    return ended.code
+
+
 def _need_terminal() -> None:
     """The app reads keys from stdin and draws on stderr: without a terminal on both it would write escape codes
     into a pipe and wait for keys that never come."""
@@ -201,12 +217,12 @@ def _call_command(
     ctx: typer.Context, values: dict[str, Any], method: Method, name: str, pairs: list[str], args: str | None
 ) -> None:
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        from mcpcli.commands import run_call
+        from mcpcli.commands.flows import run_call
 
         return await run_call(rt, opts, flows, method, name, pairs, args)
 
     def job() -> Any:
-        from mcpcli.commands import CallJob
+        from mcpcli.commands.flows import CallJob
 
         return CallJob(method, name, tuple(pairs), args)
 
@@ -306,12 +322,12 @@ def resume(
     """
 
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        from mcpcli.commands import run_resume
+        from mcpcli.commands.flows import run_resume
 
         return await run_resume(rt, opts, flows, session, steal=steal, trust_server=trust_server)
 
     def job() -> Any:
-        from mcpcli.commands import ResumeJob
+        from mcpcli.commands.flows import ResumeJob
 
         return ResumeJob(session, steal, trust_server)
 
@@ -344,7 +360,7 @@ def tui(
         raise AssertionError("mcpcli tui always runs the app")  # pragma: no cover
 
     def job() -> Any:
-        from mcpcli.commands import ResumeJob
+        from mcpcli.commands.flows import ResumeJob
 
         return ResumeJob(session) if session else None
 

@@ -16,10 +16,10 @@ import typer
 
 
 def _lazy(name: str) -> Callable[[typer.Context, str], list[Any]]:
-    """A completion callback that imports ``mcpcli.completion`` only when the shell asks (not at every start)."""
+    """A completion callback that imports ``mcpcli.cli.completion`` only when the shell asks (not at every start)."""
 
     def complete(ctx: typer.Context, incomplete: str) -> list[Any]:
-        from mcpcli import completion
+        from mcpcli.cli import completion
 
         found: list[Any] = getattr(completion, name)(ctx, incomplete)
         return found

@@ -43,7 +43,7 @@ def servers_list(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.server_commands import list_servers
+        from mcpcli.commands.servers import list_servers
 
         return list_servers(rt)
 
@@ -80,7 +80,7 @@ def servers_import(
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.server_commands import import_servers
+        from mcpcli.commands.servers import import_servers
 
         return import_servers(rt, source, list(name or []), force=force, dry_run=dry_run)
 
@@ -130,7 +130,7 @@ def servers_add(
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.server_commands import add_server
+        from mcpcli.commands.servers import add_server
 
         return add_server(
             rt, name, target, env=list(env or []), headers=list(header or []), cwd=cwd, force=force, protocol=protocol
@@ -150,7 +150,7 @@ def servers_remove(
     """Remove a server from servers.json (those of config.toml and ./.mcp.json are edited there)."""
 
     def body(rt: Runtime) -> int:
-        from mcpcli.server_commands import remove_server
+        from mcpcli.commands.servers import remove_server
 
         return remove_server(rt, name)
 
@@ -192,6 +192,6 @@ def paths(ctx: typer.Context, json: Json = False) -> None:
 @app.command("_refresh-cache", hidden=True)
 def refresh_cache(target: Annotated[str | None, typer.Argument()] = None) -> None:
     """Rewrite shell completion's cached tool and prompt lists of TARGET (started by completion, prints nothing)."""
-    from mcpcli.listcache import refresh
+    from mcpcli.commands.cache import refresh
 
     raise typer.Exit(refresh(target))

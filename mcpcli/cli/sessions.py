@@ -59,7 +59,7 @@ def sessions_list(
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.session_views import list_sessions
+        from mcpcli.commands.sessions import list_sessions
 
         return list_sessions(rt, status, limit, server=server or rt.g.server, waiting=waiting)
 
@@ -85,7 +85,7 @@ def sessions_show(
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.session_views import show_session, show_trace
+        from mcpcli.commands.sessions import show_session, show_trace
 
         return show_trace(rt, session) if trace else show_session(rt, session, reveal=reveal)
 
@@ -106,7 +106,7 @@ def sessions_rm(
     """Delete sessions and their rounds (all of them, or none when one is unknown)."""
 
     def body(rt: Runtime) -> int:
-        from mcpcli.session_views import remove_sessions
+        from mcpcli.commands.sessions import remove_sessions
 
         return remove_sessions(rt, sessions)
 
@@ -138,7 +138,7 @@ def sessions_prune(
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.session_views import prune_sessions
+        from mcpcli.commands.sessions import prune_sessions
 
         return prune_sessions(rt, older_than, status)
 
@@ -171,7 +171,7 @@ def sessions_export(
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.bundle import export_session
+        from mcpcli.commands.bundle import export_session
 
         return export_session(rt, session, output, include_answers=include_answers)
 
@@ -194,7 +194,7 @@ def sessions_import(
     """
 
     def body(rt: Runtime) -> int:
-        from mcpcli.bundle import import_session
+        from mcpcli.commands.bundle import import_session
 
         return import_session(rt, source)
 

@@ -23,8 +23,7 @@ app.add_typer(worker_app, name="worker")
 
 
 def _path() -> object:
-    from mcpcli.worker.client import state_dir
-    from mcpcli.worker.protocol import socket_path
+    from mcpcli.wire import socket_path, state_dir
 
     return socket_path(state_dir())
 
@@ -36,7 +35,7 @@ def _say(text: str) -> None:
 @worker_app.command("status")
 def status(json_out: Json = False) -> None:
     """Whether the worker runs: pid, version, uptime, commands served, memory, its socket."""
-    from mcpcli.worker.client import ask
+    from mcpcli.warm import ask
 
     path = _path()
     reply = ask(path, "status")  # type: ignore[arg-type]
@@ -57,7 +56,8 @@ def status(json_out: Json = False) -> None:
 @worker_app.command("start")
 def start() -> None:
     """Start the worker now (it would start by itself on the next server command)."""
-    from mcpcli.worker.client import ask, start, state_dir
+    from mcpcli.warm import ask, start
+    from mcpcli.wire import state_dir
 
     path = _path()
     if ask(path, "status") is not None:  # type: ignore[arg-type]
@@ -77,7 +77,7 @@ def start() -> None:
 @worker_app.command("stop")
 def stop() -> None:
     """Stop the worker (commands it is running finish first; kept-alive servers stop with it)."""
-    from mcpcli.worker.client import stop as stop_worker
+    from mcpcli.warm import stop as stop_worker
 
     _say("Stopped the worker." if stop_worker(_path()) else "No worker was running.")  # type: ignore[arg-type]
 
@@ -85,7 +85,7 @@ def stop() -> None:
 @worker_app.command("ps")
 def ps(json_out: Json = False) -> None:
     """The stdio servers the worker keeps alive: target, pid, uptime, calls."""
-    from mcpcli.worker.client import ask
+    from mcpcli.warm import ask
 
     reply = ask(_path(), "ps")  # type: ignore[arg-type]
     servers = list((reply or {}).get("servers") or [])  # type: ignore[call-overload]
@@ -106,9 +106,10 @@ def restart(
     name: Annotated[str | None, typer.Argument(help="A kept-alive server to restart; without it, the worker.")] = None,
 ) -> None:
     """Restart one kept-alive server (by name), or the whole worker."""
-    from mcpcli.worker.client import ask, state_dir
-    from mcpcli.worker.client import start as start_worker
-    from mcpcli.worker.client import stop as stop_worker
+    from mcpcli.warm import ask
+    from mcpcli.warm import start as start_worker
+    from mcpcli.warm import stop as stop_worker
+    from mcpcli.wire import state_dir
 
     path = _path()
     if name is None:

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcpcli.errors import SessionError
+from mcpcli.errors import NextStep, SessionError
 
 Status = Literal["waiting", "running", "done", "failed", "expired"]
 """Where a session stands: waiting for answers, running, or finished one way or another."""
@@ -187,7 +187,7 @@ class SessionBusy(SessionError):
         """When the holder claimed the session, in UTC."""
         super().__init__(
             f"Session {session_id} is being driven by pid {pid} on {host} since {self.since:%Y-%m-%d %H:%M:%S} UTC.",
-            hint=f"If that process is gone: mcpcli resume {session_id} --steal",
+            next_step=NextStep("steal", session_id),
         )
 
 
@@ -213,7 +213,7 @@ class LeaseLost(SessionError):
         self.session_id = session_id
         super().__init__(
             f"Another driver took over session {session_id}; this process stopped.",
-            hint=f"See where it stands: mcpcli sessions show {session_id}",
+            next_step=NextStep("look", session_id),
         )
 
 

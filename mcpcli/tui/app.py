@@ -1,7 +1,7 @@
 """The app and its one factory, ``build_app`` — used by the CLI and by the tests alike, so tests run the real wiring.
 
 The app owns the workers; screens only show and collect. A flow runs in a named async worker on the
-app's own event loop (``commands.drive``: connect, ``Flow.start``/``resume``), and answers rounds by
+app's own event loop (``commands.flows.drive``: connect, ``Flow.start``/``resume``), and answers rounds by
 awaiting screens (``source.TuiUser``). Modes:
 
 - ``flow`` (``call|prompt|read|resume --tui``, ``mcpcli tui SESSION``): one flow; its result is shown, and
@@ -26,10 +26,11 @@ from textual.binding import Binding, BindingType
 from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError, UserStopped
 from mcpcli.runtime import lone
+from mcpcli.terminal.hints import worded
 
 if TYPE_CHECKING:
     from mcpcli.answers import Presets
-    from mcpcli.commands import CallJob, ResumeJob
+    from mcpcli.commands.flows import CallJob, ResumeJob
     from mcpcli.flow import AnswerSource, Flow, NeedInput, Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.tui.run import RunScreen
@@ -92,7 +93,7 @@ class McpcliApp(App[TuiExit]):
 
             self.push_screen(SessionsScreen())
         else:
-            from mcpcli.commands import tui_target
+            from mcpcli.commands.flows import tui_target
             from mcpcli.tui.start import StartScreen
 
             self.push_screen(StartScreen(tui_target(self.rt)[0].label))
@@ -101,7 +102,7 @@ class McpcliApp(App[TuiExit]):
     # --- workers -----------------------------------------------------------------------------------------------------
 
     async def _load_catalog(self) -> None:
-        from mcpcli.commands import catalog
+        from mcpcli.commands.flows import catalog
         from mcpcli.tui.start import StartScreen
 
         try:
@@ -126,20 +127,22 @@ class McpcliApp(App[TuiExit]):
         self.run_worker(self._drive(job, screen), name="flow", group="flow", exclusive=True, exit_on_error=False)
 
     async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen) -> None:
-        from mcpcli.commands import drive
+        from mcpcli.commands.flows import Seat, drive
         from mcpcli.flow import NeedInput
         from mcpcli.tui.sampling import TuiApprover
         from mcpcli.tui.source import TuiReporter
 
+        # The app owns the terminal: no -v lines on it, and no browser sign-in (`mcpcli auth login` signs in).
         reporter = TuiReporter(self, screen, verbose=self.rt.g.verbose)
+        seat = Seat(reporter=reporter, app_user=self._user, approver=TuiApprover(self), summaries=False)
         try:
-            outcome = await drive(
-                self.rt, self.opts, self.flows, job, make_user=self._user, reporter=reporter, approver=TuiApprover(self)
-            )
+            outcome = await drive(self.rt, self.opts, self.flows, job, seat=seat)
         except BaseException as exc:  # shown, or the app exits with the CLI's code
             single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
             if isinstance(single, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
                 raise  # the app is closing: let the worker end
+            if isinstance(single, McpcliError):
+                worded(single)  # the core says what to do next as data; the app shows it as the CLI would
             if isinstance(single, NeedInput) and screen.standalone:
                 self.exit(TuiExit(int(ExitCode.INPUT_REQUIRED), need=single))
             elif isinstance(single, NeedInput):
@@ -200,7 +203,7 @@ def _method(job: CallJob | ResumeJob) -> str:
 
 def _title(job: CallJob | ResumeJob) -> str:
     """The run screen's heading: the call as it will be sent (or the session being resumed)."""
-    from mcpcli.commands import ResumeJob
+    from mcpcli.commands.flows import ResumeJob
     from mcpcli.tui.text import compact_json
 
     if isinstance(job, ResumeJob):

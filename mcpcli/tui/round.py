@@ -27,8 +27,8 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, RadioSet, Static
 
 from mcpcli import forms
-from mcpcli.asking import check_url, url_text
 from mcpcli.flow import Question
+from mcpcli.terminal.asking import check_url, url_text
 from mcpcli.tui.fields import NOT_GIVEN, FieldWidget, field_widget
 from mcpcli.tui.marks import Radio
 from mcpcli.tui.text import compact_json, plain, pretty_json

@@ -1,6 +1,6 @@
 """The sessions screen: flows waiting for input (and what each waits for), then recent ones.
 
-Read from the store with ``session_views``' helpers — the same inbox ``sessions list --waiting`` prints.
+Read from the store with ``inbox``' helpers — the same inbox ``sessions list --waiting`` prints.
 Enter on a session resumes it in place (a ``ResumeJob`` on a run screen); a finished one shows its
 stored result again. The list is read again whenever the screen comes back.
 """
@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from mcpcli.display import safe
-from mcpcli.session_views import inbox, is_interrupted, pending_requests, shown_status
+from mcpcli.inbox import inbox, is_interrupted, pending_requests, shown_status
 
 if TYPE_CHECKING:
     from mcpcli.store import SessionRecord
@@ -87,7 +87,7 @@ class SessionsScreen(Screen[None]):
 
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
-        from mcpcli.commands import ResumeJob
+        from mcpcli.commands.flows import ResumeJob
 
         if event.row_key.value is not None:
             cast("McpcliApp", self.app).start_job(ResumeJob(event.row_key.value))

@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from mcpcli.asking import check_url, url_text
+from mcpcli.terminal.asking import check_url, url_text
 from mcpcli.tui.text import plain
 
 

@@ -1,7 +1,7 @@
 """The warm engine: a per-user background worker that keeps mcpcli and the SDK loaded, so a command that talks
 to a server starts in a fraction of the cold time — and changes nothing else.
 
-How (``client`` is the front end, ``server`` the worker): the front end hands the worker its argv, environment,
+How (``mcpcli.warm`` is the front end, ``server`` the worker): the front end hands the worker its argv, environment,
 working directory and its own stdin/stdout/stderr file descriptors over a Unix socket (``SCM_RIGHTS``). The
 worker forks a child that already has everything imported; the child puts those descriptors on 0/1/2, takes the
 caller's environment and directory, and runs the very same command body as the cold path would. So prompts are
@@ -18,5 +18,6 @@ starts on first use (that first command runs in-process while it warms up), exit
 off where a background process would surprise (``CI`` set), or with ``--no-worker`` / ``MCPCLI_WORKER=0`` /
 ``[worker] enabled = false``.
 
-This package's ``client`` and ``protocol`` modules import only the standard library: they are the warm path.
+The front end's side lives in ``mcpcli.warm`` and ``mcpcli.wire`` (standard library only: the warm path);
+a kept-alive server's transport in ``mcpcli.attach``.
 """

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpcli.worker.protocol import send
+from mcpcli.wire import send
 
 MAX_LINE = 64 * 2**20
 """The longest line either side may send before its connection is cut (a bound, as on the cold path)."""

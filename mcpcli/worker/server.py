@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import mcpcli
 from mcpcli import __version__
-from mcpcli.worker.protocol import WireError, private_dirs, receive, send, socket_path
+from mcpcli.wire import WireError, private_dirs, receive, send, socket_path
 
 IDLE_TIMEOUT = 900.0
 """Seconds without a command after which the worker exits (15 minutes)."""
@@ -60,7 +61,7 @@ class Worker:
         self.children: set[int] = set()
         self.last_activity = time.monotonic()
         self.stopping = False
-        self.package = str(Path(__file__).resolve().parent.parent)
+        self.package = str(Path(mcpcli.__file__).resolve().parent)  # which install: another one must not be served
         self.listener: socket.socket | None = None
         self.inode: int | None = None
         self.kept: Any = None

@@ -3,13 +3,12 @@
 2026-07-28 makes delivery a per-request opt-in (``Client(log_level=…)`` stamps it in every request's
 ``_meta``); before that, a server that offers logging is asked once with ``logging/setLevel``. Either way
 each message at or above the level is printed as one sanitized line; without ``--log-level``, none are.
+Asking for the logs is the connection's (``connection.opt_in_to_logs``); printing them is this module's.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -42,19 +41,3 @@ def log_printer(level: str, say: Callable[[str], None]) -> Callable[[Any], Await
         say(sanitize(f"[server {severity}]{who} {data}").replace("\n", "\\n"))
 
     return on_log
-
-
-async def opt_in_to_logs(client: Any, level: str) -> None:
-    """Ask a handshake-era server for its logs (``logging/setLevel``), when it offers logging at all.
-
-    On 2026-07-28 the opt-in is per request (``Client(log_level=…)`` stamps it in ``_meta``): nothing to send.
-    """
-    from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-    if client.protocol_version in MODERN_PROTOCOL_VERSIONS or client.server_capabilities.logging is None:
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MCPDeprecationWarning)
-        with contextlib.suppress(MCPError):  # a server that refuses keeps logging as it did; the flow goes on
-            await client.session.set_logging_level(level)

@@ -1,4 +1,6 @@
-"""The worker's wire: length-prefixed JSON messages on a Unix stream socket, file descriptors beside them.
+"""The worker's wire: length-prefixed JSON messages on a Unix stream socket, file descriptors beside them — and
+where that socket lives. Shared by the front end (``warm``), the worker (``worker``) and kept-alive servers'
+transport (``attach``).
 
 Standard library only (the front end's warm path imports this). Every read is bounded: a message says its
 length in 4 bytes, and one longer than ``MAX_MESSAGE`` (an environment is a few KiB) is refused.
@@ -18,6 +20,20 @@ MAX_MESSAGE = 4 * 2**20
 """The largest message either side reads; the environment of a shell fits many times over."""
 
 MAX_FDS = 3
+
+OFF = frozenset({"0", "off", "false", "no"})
+"""``MCPCLI_WORKER`` values that turn the worker off (``ON``: on, even where it would be off by default)."""
+ON = frozenset({"1", "on", "true", "yes"})
+
+
+def state_dir(environ: dict[str, str] | None = None) -> Path:
+    """``config.Paths.from_env().state_dir``, without importing the config model (pydantic) on the warm path."""
+    env = os.environ if environ is None else environ
+    if home := env.get("MCPCLI_HOME"):
+        return Path(home).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("mcpcli"))
 
 
 class WireError(Exception):

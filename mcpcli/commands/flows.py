@@ -1,8 +1,9 @@
-"""The core coroutine behind each command: connect, do the work, render, return the exit code.
+"""The bodies of the commands that talk to a server: connect, do the work, render, return the exit code.
 
-``cli.py`` parses and calls these; they build the answer sources and the flow
-and hand results to ``output``. Imported only by commands that talk to a
-server (it pulls in the SDK).
+Discovery (``tools``, ``prompts``, ``resources``, ``info``) and flows (``call``, ``prompt``, ``read``,
+``resume``); for the full-screen app, ``drive`` and ``catalog``, which return what to show instead of printing it.
+The front ends parse and call these; they build the answer sources and the flow and hand results to
+``terminal.output``. Imported only by commands that talk to a server (it pulls in the SDK).
 """
 
 from __future__ import annotations
@@ -32,18 +33,18 @@ from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError, UserStopped
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump, is_legacy
 from mcpcli.keeper import Finished, Keeper, lease_ttl_from_env
-from mcpcli.output import describe_pending, pending_document
 from mcpcli.runtime import lone
+from mcpcli.terminal.output import describe_pending, pending_document
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from mcpcli.config import Target
     from mcpcli.flow import Reporter
-    from mcpcli.inline import Terminal
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.sampling import Policy
     from mcpcli.store import SessionRecord
+    from mcpcli.terminal.inline import Terminal
 
 
 # --- discovery -------------------------------------------------------------------------------------------------------
@@ -165,7 +166,71 @@ def _info(rt: Runtime, client: Client) -> int:
 # --- flows -----------------------------------------------------------------------------------------------------------
 
 
-def _sources(rt: Runtime, opts: AnswerOptions) -> list[AnswerSource]:
+@dataclass(frozen=True)
+class Seat:
+    """Where the person a flow answers to sits: the front end's part of a flow (``build_flow``).
+
+    The inline terminal (``call``, ``resume``) and the full-screen app differ only in what is here; the
+    presets, the roots, the sampler, the store and the limits are built the same way for both.
+    """
+
+    reporter: Reporter
+    """The flow's notes and the server's progress: ``rt.out`` on stderr, or the app's notifications."""
+    terminal: Terminal | None = None
+    """The person at the terminal, asked inline (after the presets and roots); None: nobody to ask there."""
+    app_user: MakeUser | None = None
+    """The app's answer source, asked last (it needs the flow itself: its call is the round's header)."""
+    approver: Any = None
+    """Who approves sampling requests (``asking.TerminalApprover``, the app's screen); None: the policy alone."""
+    summaries: bool = True
+    """Whether ``-v`` prints trace lines on stderr (not in the app: it owns the terminal)."""
+    sign_in: bool = False
+    """Whether OAuth may open a browser to sign in (a person is at the terminal); else ``mcpcli auth login``."""
+
+
+def terminal_seat(rt: Runtime, opts: AnswerOptions) -> Seat:
+    """The CLI's seat: inline prompts and sampling approval when a person is at the terminal, notes on stderr."""
+    term = _terminal(rt, opts)
+    approver = None
+    if term is not None:
+        from mcpcli.terminal.asking import TerminalApprover  # deferred: only a terminal session needs the prompts
+
+        approver = TerminalApprover(term)
+    return Seat(reporter=rt.out, terminal=term, approver=approver, sign_in=term is not None)
+
+
+def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
+    """The person at the terminal, when there is one to ask: stdin is a terminal and ``--no-input`` is not given
+    (``MCPCLI_ASSUME_TTY`` lets tests drive a pipe)."""
+    if opts.no_input or not _at_terminal():
+        return None
+    from mcpcli.terminal.inline import Terminal
+
+    return Terminal(rt.out.err)
+
+
+def build_flow(
+    rt: Runtime,
+    opts: AnswerOptions,
+    seat: Seat,
+    server: str,
+    flows: list[Flow],
+    *,
+    connection: dict[str, Any] | None = None,
+) -> Flow:
+    """The one way a flow is built, for every front end: its session keeper, its answer sources in order — presets,
+    roots, the person at the terminal, the sampler, the app's user — its reporter, limits, sign-in and trace tap.
+    It joins ``flows`` (the list the interrupt handlers read)."""
+    from mcpcli.vault import load_store_key
+
+    # Every flow records its trace in its session (bounded); --trace and -v read the same tap.
+    tracer = rt.tracer(record=True, summaries=seat.summaries)
+    keeper = Keeper(
+        open_store=lambda: rt.store,
+        store_key=lambda: load_store_key(rt.paths.store_key_file),
+        lease_ttl=lease_ttl_from_env(),
+        tracer=tracer,
+    )
     presets = Presets.parse(
         opts.answer,
         opts.answers,
@@ -176,49 +241,26 @@ def _sources(rt: Runtime, opts: AnswerOptions) -> list[AnswerSource]:
     )
     roots = Roots([p.expanduser() for p in opts.roots] or [Path.cwd()])
     sources: list[AnswerSource] = [presets, roots]
-    if (term := _terminal(rt, opts)) is not None:
+    if seat.terminal is not None:
         import webbrowser
 
-        from mcpcli.asking import TerminalUser  # deferred: only a terminal session needs Rich and the prompts
+        from mcpcli.terminal.asking import TerminalUser  # deferred: only a terminal session needs Rich and the prompts
 
-        sources.append(TerminalUser(term, presets, open_url=webbrowser.open))
-    return sources
-
-
-def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
-    """The person at the terminal, when there is one to ask: stdin is a terminal and ``--no-input`` is not given
-    (``MCPCLI_ASSUME_TTY`` lets tests drive a pipe)."""
-    if opts.no_input or not _at_terminal():
-        return None
-    from mcpcli.inline import Terminal
-
-    return Terminal(rt.out.err)
-
-
-def _flow(
-    rt: Runtime, opts: AnswerOptions, server: str, flows: list[Flow], *, connection: dict[str, Any] | None = None
-) -> Flow:
-    from mcpcli.vault import load_store_key
-
-    keeper = Keeper(
-        open_store=lambda: rt.store,
-        store_key=lambda: load_store_key(rt.paths.store_key_file),
-        lease_ttl=lease_ttl_from_env(),
-    )
-    sources = _sources(rt, opts)
-    if (sampler := _sampler(rt, opts, server, keeper)) is not None:
+        sources.append(TerminalUser(seat.terminal, presets, open_url=webbrowser.open))
+    if (sampler := _sampler(rt, opts, server, keeper, seat.approver)) is not None:
         sources.append(sampler)
     flow = Flow(
         keeper=keeper,
         server=server,
         sources=sources,
-        reporter=rt.out,
+        reporter=seat.reporter,
         limits=Limits(max_rounds=opts.max_rounds, timeout=opts.timeout),
-        credentials=credentials(rt, interactive=_terminal(rt, opts) is not None),
+        credentials=credentials(rt, interactive=seat.sign_in),
+        tracer=tracer,
         connection=connection,
     )
-    # Every flow records its trace in its session (bounded); --trace and -v read the same tap.
-    flow.tracer = keeper.tracer = rt.tracer(record=True)
+    if seat.app_user is not None and not opts.no_input:
+        sources.append(seat.app_user(flow, presets))  # the one source that needs the flow: it shows its call
     flows.append(flow)
     return flow
 
@@ -228,7 +270,7 @@ def _server_logs(rt: Runtime, say: Callable[[str], None]) -> dict[str, Any]:
     level = rt.log_level()
     if level is None:
         return {}
-    from mcpcli.server_logs import log_printer
+    from mcpcli.terminal.server_logs import log_printer
 
     return {"log_level": level, "on_log": log_printer(level, say)}
 
@@ -253,7 +295,7 @@ def _sampling_tools(rt: Runtime, llm_name: str | None) -> bool:
     return any("tools" in m.tags for m in provider.models)
 
 
-def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper) -> AnswerSource | None:
+def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, approver: Any) -> AnswerSource | None:
     """The sampling source when an LLM provider is configured; without one, sampling requests wait (exit 3)."""
     settings = rt.settings
     if not settings.providers:
@@ -283,11 +325,6 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper) -> A
         totals = [usage_of(r.answers or {}) for r, _ in keeper.rounds()]
         return sum(c for c, _ in totals), sum(n for _, n in totals)
 
-    approver = None
-    if (term := _terminal(rt, opts)) is not None:
-        from mcpcli.asking import TerminalApprover
-
-        approver = TerminalApprover(term)
     budget = Budget(settings.sampling.max_calls, settings.sampling.max_tokens, used)
     return Sampler(server, cast("Policy", policy), complete, describe, approver=approver, budget=budget)
 
@@ -360,7 +397,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                 raise failure  # e.g. a bad --answer to a pre-2026 server's question: exit 2, as on 2026-07-28
             _say_unmatched(rt, flow)
             # Printed before the connection closes: the result is final, whatever the server takes to exit.
-            code = _render(rt, flow.call.method if flow.call else "tools/call", _error_result(outcome))
+            code = render(rt, flow.call.method if flow.call else "tools/call", _error_result(outcome))
             printed.append(code)
             if (
                 code == ExitCode.TOOL_ERROR
@@ -381,7 +418,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
         settled = _settled(flow, exc)
         if isinstance(settled, NeedInput):
             _say_unmatched(rt, flow)
-            return _needs_input(rt, settled)
+            return needs_input(rt, settled)
         if isinstance(settled, McpcliError):
             if flow.session is not None and flow.keeper.saved:
                 settled.session_id = flow.session.id
@@ -431,8 +468,8 @@ def _show_required_urls(rt: Runtime, pages: Sequence[Any]) -> None:
     no request left to consent to; the user opens what they trust."""
     from rich.text import Text
 
-    from mcpcli.asking import check_url, url_text
     from mcpcli.display import safe
+    from mcpcli.terminal.asking import check_url, url_text
 
     console = rt.out.err
     console.print(Text("The server needs you to visit a page before it can go on:", style="bold"))
@@ -492,9 +529,8 @@ async def run_call(
     protocol = rt.protocol()
     _check_store(rt)
     trust.remember(rt.paths, target)  # the user typed this command line: a later resume may run it unasked
-    flow = _flow(
-        rt, opts, target.label, flows, connection=connection_settings(target, protocol or target.protocol or "auto")
-    )
+    connection = connection_settings(target, protocol or target.protocol or "auto")
+    flow = build_flow(rt, opts, terminal_seat(rt, opts), target.label, flows, connection=connection)
 
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
@@ -590,19 +626,19 @@ async def run_resume(
     record = rt.store.get(session_id)
     if record.status == "done" and record.result is not None:
         rt.out.note(f"Session {record.id} already finished; here is its result again.")
-        return _render(rt, record.method, Outcome(record.result, record, ExitCode(record.exit_code or 0)))
-    target, protocol = resume_target(rt, record, trust_server=trust_server, ask=_terminal(rt, opts))
+        return render(rt, record.method, Outcome(record.result, record, ExitCode(record.exit_code or 0)))
+    seat = terminal_seat(rt, opts)
+    target, protocol = resume_target(rt, record, trust_server=trust_server, ask=seat.terminal)
     rt.store.check_writable()
-    flow = _flow(
-        rt, opts, record.server, flows, connection=connection_settings(target, protocol or target.protocol or "auto")
-    )
+    connection = connection_settings(target, protocol or target.protocol or "auto")
+    flow = build_flow(rt, opts, seat, record.server, flows, connection=connection)
     try:
         flow.adopt(record, steal=steal)  # before connecting: a loser of a race starts nothing and sends nothing
     except Finished as done:
         flow.keeper.close()
         finished = done.session
         rt.out.note(f"Session {finished.id} was finished by another run meanwhile; here is its result.")
-        return _render(rt, finished.method, Outcome(finished.result or {}, finished, ExitCode(finished.exit_code or 0)))
+        return render(rt, finished.method, Outcome(finished.result or {}, finished, ExitCode(finished.exit_code or 0)))
     except BaseException:
         flow.keeper.close()
         raise
@@ -668,14 +704,15 @@ def _confirm_command(
             f" {sanitize(command)}",
             hint=f"Check it; run it only if you trust it: mcpcli resume {record.id} --trust-server",
         )
-    from mcpcli.inline import confirm_command
+    from mcpcli.terminal.inline import confirm_command
 
     if not confirm_command(ask, sanitize(command), cwd=target.cwd):
         raise UserStopped("The session's server command was not run; nothing was sent.", hint=None)
     trust.remember(rt.paths, target)
 
 
-def _render(rt: Runtime, method: str, outcome: Outcome) -> int:
+def render(rt: Runtime, method: str, outcome: Outcome) -> int:
+    """A final result on stdout (``--json``: as JSON); its exit code."""
     if rt.json:
         rt.out.json(outcome.result)
     else:
@@ -683,15 +720,17 @@ def _render(rt: Runtime, method: str, outcome: Outcome) -> int:
     return int(outcome.exit_code)
 
 
-def _needs_input(rt: Runtime, need: NeedInput) -> int:
+def needs_input(rt: Runtime, need: NeedInput) -> int:
+    """Nobody could answer: what the saved session waits for (``--json``: with an answers template); exit 3."""
     if rt.json:
         rt.out.json(pending_document(need.session.id, need.pending, answers_template(need.pending)))
     else:
         describe_pending(rt.out.err, need.session.id, need.pending)
-    if need.hint and "cannot be deferred" in need.message:
+    if not need.deferred:  # a mid-call question: say why nobody could answer it, and how to
         from mcpcli.errors import print_error
+        from mcpcli.terminal.hints import worded
 
-        print_error(need)
+        print_error(worded(need))
     return int(ExitCode.INPUT_REQUIRED)
 
 
@@ -752,11 +791,10 @@ async def drive(
     flows: list[Flow],
     job: CallJob | ResumeJob,
     *,
-    make_user: MakeUser,
-    reporter: Reporter,
-    approver: Any = None,
+    seat: Seat,
 ) -> Outcome:
-    """The app's core coroutine: the flow ``run_call``/``run_resume`` drive, answered by the full-screen user.
+    """The app's core coroutine: the flow ``run_call``/``run_resume`` drive, built for the app's ``seat`` (its
+    answer source, reporter and sampling approver).
 
     Returns the outcome for the app to show instead of rendering it; errors (``NeedInput``, ``McpcliError``)
     propagate to the app, which shows them or exits with their code.
@@ -771,20 +809,12 @@ async def drive(
         target, note = tui_target(rt)
         protocol = cast("Protocol | None", rt.protocol())
         if note:
-            reporter.note(note)
+            seat.reporter.note(note)
         trust.remember(rt.paths, target)
     rt.store.check_writable()
-    flow = _flow(
-        rt,
-        opts,
-        record.server if record is not None else target.label,
-        flows,
-        connection=connection_settings(target, protocol or target.protocol or "auto"),
-    )
-    flow.sources = _tui_sources(list(flow.sources), opts, lambda presets: make_user(flow, presets), approver)
-    flow.reporter = reporter
-    flow.tracer = flow.keeper.tracer = rt.tracer(record=True, summaries=False)  # the app owns the terminal
-    flow.credentials = credentials(rt, interactive=False)  # the app owns the terminal: `mcpcli auth login` signs in
+    server = record.server if record is not None else target.label
+    connection = connection_settings(target, protocol or target.protocol or "auto")
+    flow = build_flow(rt, opts, seat, server, flows, connection=connection)
     if record is not None:
         try:
             flow.adopt(record, steal=job.steal if isinstance(job, ResumeJob) else False)
@@ -825,20 +855,6 @@ def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | No
     return resolve_target(rt.g.server or stored, rt.settings, headers=parse_headers(rt.g.headers), servers=servers)
 
 
-def _tui_sources(
-    sources: list[AnswerSource], opts: AnswerOptions, user: Callable[[Presets], AnswerSource], approver: Any
-) -> list[AnswerSource]:
-    """The CLI's sources with the full-screen user in place of the inline prompts, and the sampler's gates on screen."""
-    from mcpcli.asking import TerminalUser
-
-    kept = [source for source in sources if not isinstance(source, TerminalUser)]
-    for source in kept:
-        if approver is not None and hasattr(source, "approver"):
-            source.approver = approver
-    presets = next(source for source in kept if isinstance(source, Presets))
-    return kept if opts.no_input else [*kept, user(presets)]
-
-
 async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
     """What the start screen lists: every tool, prompt, resource and resource template (a kind refused: none)."""
     kinds = {"tools": "list_tools", "prompts": "list_prompts", "resources": "list_resources"}
@@ -853,20 +869,3 @@ async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
             except MCPError:
                 found[key] = []
     return found
-
-
-def run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJob | ResumeJob | None) -> int:
-    """Run the full-screen app; once the terminal is back, print the result (stdout) or the error, as the CLI would."""
-    from mcpcli.tui.app import build_app  # deferred: only --tui and `mcpcli tui` load Textual
-
-    app = build_app(rt, opts, job=job, flows=flows)
-    ended = app.run()
-    if ended is None:
-        return 0
-    if ended.error is not None:
-        raise ended.error
-    if ended.need is not None:
-        return _needs_input(rt, ended.need)
-    if ended.outcome is not None and ended.method is not None:
-        return _render(rt, ended.method, ended.outcome)
-    return ended.code

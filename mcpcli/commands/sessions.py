@@ -20,6 +20,15 @@ from typing import TYPE_CHECKING, Any
 from mcpcli.display import reveal_invisible, safe, sanitize
 from mcpcli.errors import SessionError, UsageError
 from mcpcli.forms import SECRET_MASK, FieldSpec, SchemaError, is_secret_name, parse_schema
+from mcpcli.inbox import (
+    LEASE_FIELDS,
+    describe_request,
+    inbox,
+    is_interrupted,
+    lease_holder,
+    pending_requests,
+    shown_status,
+)
 from mcpcli.store import RoundRecord, SessionRecord, utcnow
 from mcpcli.store.base import STATUSES, Status
 
@@ -29,9 +38,6 @@ if TYPE_CHECKING:
     from mcpcli.runtime import Runtime
 
 LIST_FIELDS = ("id", "status", "server", "method", "name", "round", "created", "updated")
-
-LEASE_FIELDS = frozenset({"version", *(name for name in SessionRecord.model_fields if name.startswith("lease_"))})
-"""Who drives a session, and the claim counter: this store's bookkeeping, never exported, shown as "held by"."""
 
 PRUNE_STATUSES = ("done", "failed", "expired")
 """What ``sessions prune`` removes unless ``--status`` says otherwise: never a flow someone may still answer."""
@@ -54,62 +60,7 @@ def session_json(record: SessionRecord) -> dict[str, Any]:
     return data
 
 
-def is_interrupted(record: SessionRecord) -> bool:
-    """A ``running`` session whose driver is gone — killed, crashed, or its lease ran out — is *interrupted*:
-    nobody is driving it, and ``resume`` continues it (sending its last answered round again). Listings show
-    it as ``interrupted`` and the inbox (``sessions list --waiting``, the TUI) includes it."""
-    if record.status != "running":
-        return False
-    if record.lease_host is None or record.lease_expires is None or record.lease_expires < utcnow():
-        return True
-    import socket
-
-    from mcpcli.keeper import _alive
-
-    return record.lease_host == socket.gethostname() and not _alive(record.lease_pid)
-
-
-def shown_status(record: SessionRecord) -> str:
-    """The status as listings show it: the stored one, or ``interrupted`` (see ``is_interrupted``)."""
-    return "interrupted" if is_interrupted(record) else record.status
-
-
-def inbox(store: Any, *, server: str | None = None, limit: int | None = None) -> list[SessionRecord]:
-    """The sessions somebody should pick up, newest first: waiting ones and interrupted ones."""
-    waiting = store.list(status="waiting", server=server, limit=limit)
-    stalled = [r for r in store.list(status="running", server=server) if is_interrupted(r)]
-    merged = sorted([*waiting, *stalled], key=lambda r: (r.updated, r.id), reverse=True)
-    return merged if limit is None else merged[:limit]
-
-
 # --- what a session waits for ----------------------------------------------------------------------------------------
-
-
-def describe_request(wire: Any) -> dict[str, Any]:
-    """What one stored input request asks for, in a few words (for the inbox and the timeline)."""
-    method = wire.get("method") if isinstance(wire, Mapping) else None
-    params = wire.get("params") if isinstance(wire, Mapping) else None
-    params = params if isinstance(params, Mapping) else {}
-    if method == "elicitation/create":
-        message = str(params.get("message", ""))
-        if params.get("mode", "form") == "url":
-            return {"kind": "url", "message": message, "url": str(params.get("url", ""))}
-        schema = params.get("requestedSchema")
-        properties = schema.get("properties") if isinstance(schema, Mapping) else None
-        fields = [str(name) for name in properties] if isinstance(properties, Mapping) else []
-        return {"kind": "form", "message": message, "fields": fields}
-    if method == "sampling/createMessage":
-        return {"kind": "sampling", "message": "LLM completion (sampling)"}
-    if method == "roots/list":
-        return {"kind": "roots", "message": "roots (the client's workspace folders)"}
-    return {"kind": "other", "message": str(method)}
-
-
-def pending_requests(last: RoundRecord | None) -> dict[str, dict[str, Any]]:
-    """The requests of the last round, when it is still unanswered: what the session waits for."""
-    if last is None or last.answers is not None:
-        return {}
-    return {key: describe_request(wire) for key, wire in last.requests.items()}
 
 
 def _pending_line(key: str, what: Mapping[str, Any]) -> str:
@@ -119,19 +70,6 @@ def _pending_line(key: str, what: Mapping[str, Any]) -> str:
     if what["kind"] == "url":
         return f"{key}: {message} — visit {reveal_invisible(str(what.get('url', '')))}"
     return f"{key}: {message}"
-
-
-def lease_holder(record: SessionRecord) -> dict[str, Any] | None:
-    """Who drives the session, if anyone: ``{"holder", "since", "expires", "active"}`` (expired: gone)."""
-    host, pid, expires = record.lease_host, record.lease_pid, record.lease_expires
-    if host is None or expires is None:
-        return None
-    return {
-        "holder": f"pid {pid} on {host}",
-        "since": None if record.lease_acquired is None else record.lease_acquired.isoformat(),
-        "expires": expires.isoformat(),
-        "active": expires > utcnow(),
-    }
 
 
 # --- list ------------------------------------------------------------------------------------------------------------
@@ -312,7 +250,7 @@ def show_trace(rt: Runtime, id_or_prefix: str) -> int:
     """``sessions show ID --trace``: the redacted messages the session recorded, one line each (or as JSON)."""
     from rich.text import Text
 
-    from mcpcli.trace_lines import offset, read_lines, summarize
+    from mcpcli.terminal.trace_lines import offset, read_lines, summarize
 
     record = rt.store.get(id_or_prefix)
     entries = read_lines(rt.store.trace_lines(record.id))

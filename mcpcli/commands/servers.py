@@ -166,7 +166,7 @@ def import_servers(rt: Runtime, source: str | None, names: list[str], *, force: 
     if dry_run:
         report = [f"(dry run) {line}" for line in report]
     from mcpcli.display import sanitize
-    from mcpcli.output import write
+    from mcpcli.terminal.output import write
 
     write(sys.stdout, "".join(sanitize(line) + "\n" for line in report))
     if managed != before and not dry_run:

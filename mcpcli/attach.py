@@ -33,8 +33,7 @@ def worker_socket() -> str | None:
     reaches it."""
     if given := os.environ.get(SOCKET_ENV):
         return given
-    from mcpcli.worker.client import OFF, state_dir
-    from mcpcli.worker.protocol import socket_path
+    from mcpcli.wire import OFF, socket_path, state_dir
 
     if os.environ.get("MCPCLI_WORKER", "").strip().lower() in OFF:
         return None

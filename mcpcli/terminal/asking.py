@@ -19,8 +19,8 @@ from rich.text import Text
 from mcpcli.answers import Presets
 from mcpcli.display import has_invisible, reveal_invisible, safe, sanitize
 from mcpcli.flow import Question
-from mcpcli.inline import Terminal, ask_form
 from mcpcli.sampling import Decision, SamplingView
+from mcpcli.terminal.inline import Terminal, ask_form
 
 
 @dataclass

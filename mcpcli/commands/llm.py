@@ -34,7 +34,7 @@ def list_providers(rt: Runtime) -> int:
         rt.out.note("No LLM providers configured. Add a [providers.NAME] table to config.toml ('mcpcli paths').")
         return 0
     from mcpcli.display import sanitize
-    from mcpcli.output import write
+    from mcpcli.terminal.output import write
 
     lines: list[str] = []
     for row in rows:
@@ -102,7 +102,7 @@ async def test_provider(rt: Runtime, name: str | None, model_name: str | None, t
         )
         return 0
     from mcpcli.display import sanitize
-    from mcpcli.output import write
+    from mcpcli.terminal.output import write
 
     write(sys.stdout, f"model: {sanitize(str(done.result['model']))}\nreply: {sanitize(reply)}\n")
     rt.out.note(f"{seconds:.1f} s, {done.usage_in} tokens in, {done.usage_out} out.")

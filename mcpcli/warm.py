@@ -1,6 +1,6 @@
 """The front end's side of the warm path: hand a command to the worker, relay signals, exit with its status.
 
-Standard library only, and nothing of mcpcli but ``protocol``: this runs before anything heavy is imported, so
+Standard library only, and nothing of mcpcli but ``wire``: this runs before anything heavy is imported, so
 a warm ``mcpcli call`` costs a bare interpreter plus one round trip to the worker. When the worker cannot take
 the command (none yet, stale socket, another version, no answer in time) ``delegate`` returns ``None`` and the
 caller runs it in-process, as without a worker; nothing has run then — the worker's child runs only once this
@@ -18,8 +18,9 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import mcpcli
 from mcpcli import __version__
-from mcpcli.worker.protocol import WireError, private_dirs, receive, send, socket_path
+from mcpcli.wire import OFF, ON, WireError, private_dirs, receive, send, socket_path, state_dir
 
 SERVER_COMMANDS = frozenset({"tools", "prompts", "resources", "info", "call", "prompt", "read", "resume"})
 """The commands that talk to a server: the ones the worker makes faster."""
@@ -35,19 +36,6 @@ ANSWER_TIMEOUT = 3.0
 """Seconds the front end waits for the worker at each step before it runs the command itself."""
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH, signal.SIGQUIT)
-
-OFF = frozenset({"0", "off", "false", "no"})
-ON = frozenset({"1", "on", "true", "yes"})
-
-
-def state_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> Path:
-    """``config.Paths.from_env().state_dir``, without importing the config model (pydantic) on the warm path."""
-    env = os.environ if environ is None else environ
-    if home := env.get("MCPCLI_HOME"):
-        return Path(home).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_state_dir("mcpcli"))
 
 
 def config_dir() -> Path:
@@ -147,7 +135,7 @@ def delegate(argv: Sequence[str]) -> int | None:
 
 
 def _package() -> str:
-    return str(Path(__file__).resolve().parent.parent)
+    return str(Path(mcpcli.__file__).resolve().parent)  # which install: another one must not be served
 
 
 def _connect(path: Path, home: Path) -> socket.socket | None:

@@ -1,0 +1,38 @@
+"""The words for what to do next: the ``mcpcli …`` command line a ``NextStep`` stands for.
+
+The core says what can be done about a session (``errors.NextStep``); the front ends say it, here, once —
+the CLI's error line, the app's error and waiting views, and a ``--json`` error document alike.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from mcpcli.errors import McpcliError, NextStep
+
+E = TypeVar("E", bound=McpcliError)
+
+
+def hint_for(step: NextStep) -> str:
+    """The hint line for ``step``: the command that does it."""
+    resume = f"mcpcli resume {step.session_id}"
+    match step.action:
+        case "answer":
+            return f"Answer it with: {resume} --answer FIELD=VALUE (or at a terminal)"
+        case "answer_here":
+            return f"Run again at a terminal, or with --answer: {resume} --answer FIELD=VALUE"
+        case "continue":
+            return f"Continue with: {resume}"
+        case "continue_more_rounds":
+            return f"Continue with: {resume} --max-rounds N"
+        case "steal":
+            return f"If that process is gone: {resume} --steal"
+        case "look":
+            return f"See where it stands: mcpcli sessions show {step.session_id}"
+
+
+def worded(exc: E) -> E:
+    """``exc`` with its hint worded from its next step, unless it already has one; the same error, for chaining."""
+    if exc.hint is None and exc.next_step is not None:
+        exc.hint = hint_for(exc.next_step)
+    return exc
