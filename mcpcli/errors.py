@@ -123,7 +123,9 @@ def print_error(exc: McpcliError) -> None:
     if console.is_terminal:  # a 5 MB server error would bury the terminal; a file or a pipe gets all of it
         from mcpcli.bounds import clip
 
-        message = clip(message, "all of it: run again with --trace FILE, or with stderr sent to a file")
+        message = clip(
+            message, "all of it: run again with --json (the whole error on stdout), or send stderr to a file"
+        )
     console.print(Text.assemble((f"{exc.title}: ", "bold red"), sanitize(message)))
     if exc.hint:
         console.print(Text(f"hint: {sanitize(exc.hint)}", style="dim"))
