@@ -72,6 +72,9 @@ class Keeper:
     lease_ttl: float = LEASE_TTL
     host: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
+    owner: str = ""
+    """This flow as a lease owner (``new_lease_owner``: host, pid and a random token), made at construction:
+    a second flow of the same process is another driver, refused while this one holds the session."""
     faults: str | None = field(default_factory=lambda: os.environ.get("MCPCLI_FAULT"))
     """Test-only: ``POINT`` or ``POINT:N`` kills this process at the Nth time it passes POINT."""
     tracer: TraceBuffer | None = None
@@ -86,6 +89,12 @@ class Keeper:
     _key_loaded: bool = False
     _passes: dict[str, int] = field(default_factory=dict)
     _beat: _Heartbeat | None = None
+
+    def __post_init__(self) -> None:
+        if not self.owner:
+            from mcpcli.store import new_lease_owner
+
+            self.owner = new_lease_owner(self.host, self.pid)
 
     @property
     def store(self) -> Store:
@@ -114,13 +123,14 @@ class Keeper:
                 raise Finished(seen)
             try:
                 self.lease = self.store.claim(
-                    seen.id, host=self.host, pid=self.pid, ttl=self.lease_ttl, steal=take, seen=seen
+                    seen.id, host=self.host, pid=self.pid, owner=self.owner, ttl=self.lease_ttl, steal=take, seen=seen
                 )
             except SessionChanged as changed:
                 seen = changed.session
                 continue
             except SessionBusy as busy:
-                if take or busy.host != self.host or _alive(busy.pid):
+                # A holder in this very process is alive (another flow of it): busy, like any other driver.
+                if take or busy.host != self.host or busy.pid == self.pid or _alive(busy.pid):
                     raise
                 if note is not None:
                     note(f"The previous driver of this session (pid {busy.pid}) is gone; taking over.")
@@ -188,6 +198,7 @@ class Keeper:
                 version=1,
                 host=self.host,
                 pid=self.pid,
+                owner=self.owner,
                 acquired=now,
                 expires=now + timedelta(seconds=self.lease_ttl),
             )

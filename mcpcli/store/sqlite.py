@@ -61,7 +61,8 @@ _SCHEMA = (
         lease_acquired TEXT,
         lease_expires TEXT,
         identity TEXT,
-        connection TEXT
+        connection TEXT,
+        lease_owner TEXT
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     "CREATE INDEX sessions_updated ON sessions (updated, id)",
@@ -94,6 +95,8 @@ _MIGRATIONS = {
     3: ("ALTER TABLE sessions ADD COLUMN identity TEXT", _TRACE_TABLE),
     # 4: how the flow was connected (resume reconnects the same way).
     4: ("ALTER TABLE sessions ADD COLUMN connection TEXT",),
+    # 5: each flow its own lease owner (host and pid stay, for people and the "holder is gone" rule).
+    5: ("ALTER TABLE sessions ADD COLUMN lease_owner TEXT",),
 }
 
 
