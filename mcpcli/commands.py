@@ -31,7 +31,7 @@ from mcpcli.connection import Protocol, connect, transport_failure
 from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError, UserStopped
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump, is_legacy
-from mcpcli.keeper import Finished, Keeper, lease_ttl_from_env
+from mcpcli.keeper import Finished, Keeper
 from mcpcli.output import describe_pending, pending_document
 from mcpcli.runtime import lone
 
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 def credentials(rt: Runtime, *, interactive: bool) -> Credentials:
     """How this run signs in to an HTTP server: ``--bearer``, else the config, else OAuth (a browser only when
     ``interactive``: a person is at the terminal)."""
-    return Credentials(interactive=interactive, bearer=rt.g.bearer)
+    return Credentials(interactive=interactive, bearer=rt.g.bearer, token_store=rt.process.token_store)
 
 
 def _at_terminal() -> bool:
@@ -203,7 +203,8 @@ def _flow(
     keeper = Keeper(
         open_store=lambda: rt.store,
         store_key=lambda: load_store_key(rt.paths.store_key_file),
-        lease_ttl=lease_ttl_from_env(),
+        lease_ttl=rt.process.lease_ttl,
+        faults=rt.process.faults,
     )
     sources = _sources(rt, opts)
     if (sampler := _sampler(rt, opts, server, keeper)) is not None:

@@ -11,8 +11,11 @@
 - sealing secret answers before they are stored, and opening them for a retry;
 - the flow's trace: the lines its tracer kept since the last write go into the store with the next write,
   in the same transaction (no extra commit per message);
-- the test-only fault points (``MCPCLI_FAULT=after_send|before_commit|after_commit[:N]``)
-  that kill the process where a crash would hurt most.
+- the test-only fault points (``after_send|before_commit|after_commit[:N]``, set from ``MCPCLI_FAULT`` by the
+  runtime) that kill the process where a crash would hurt most.
+
+Nothing here reads the environment or changes process-wide state: the lease length and the fault points come
+from the constructor (``runtime.ProcessSettings`` reads them once), so one process may run many keepers.
 """
 
 from __future__ import annotations
@@ -53,14 +56,6 @@ class TraceBuffer(Protocol):
     def drain(self) -> list[str]: ...
 
 
-def lease_ttl_from_env() -> float:
-    """``MCPCLI_LEASE_TTL`` (tests shorten it); 30 s otherwise."""
-    try:
-        return max(0.2, float(os.environ.get("MCPCLI_LEASE_TTL", LEASE_TTL)))
-    except ValueError:
-        return LEASE_TTL
-
-
 @dataclass
 class Keeper:
     """The durable side of one flow."""
@@ -75,7 +70,7 @@ class Keeper:
     owner: str = ""
     """This flow as a lease owner (``new_lease_owner``: host, pid and a random token), made at construction:
     a second flow of the same process is another driver, refused while this one holds the session."""
-    faults: str | None = field(default_factory=lambda: os.environ.get("MCPCLI_FAULT"))
+    faults: str | None = None
     """Test-only: ``POINT`` or ``POINT:N`` kills this process at the Nth time it passes POINT."""
     tracer: TraceBuffer | None = None
     """The flow's trace lines, written with each durable write (``sessions show --trace``)."""
@@ -279,7 +274,7 @@ class Keeper:
     # --- faults -----------------------------------------------------------------------------------------------------
 
     def fault(self, point: FaultPoint) -> None:
-        """Test-only: die here, abruptly, when ``MCPCLI_FAULT`` names this point (and pass)."""
+        """Test-only: die here, abruptly, when ``faults`` names this point (and pass)."""
         if not self.faults:
             return
         name, _, nth = self.faults.partition(":")

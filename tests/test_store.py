@@ -386,7 +386,7 @@ def test_two_first_opens_at_once_create_the_schema_once(open_again: Callable[[],
         thread.join()
     assert errors == [] and len(opened) == 4
     assert raw_sql(opened[0], "SELECT version FROM schema_version") == [{"version": SCHEMA_VERSION}]
-    assert os.umask(umask) == 0o022  # the SQLite engine's private umask was put back, whatever the interleaving
+    assert os.umask(umask) == 0o022  # the SQLite engine never touches the process-wide umask
 
 
 # -- leases ------------------------------------------------------------------
