@@ -243,7 +243,8 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
                 flow.tracer = flow.keeper.tracer = tracer
                 current.append(flow)
                 start = time.perf_counter()
-                outcome = await flow.start(Call("tools/call", "provision", {"name": name}))
+                async with flow.keeper.running():  # as the CLI does: the lease's heartbeat runs here
+                    outcome = await flow.start(Call("tools/call", "provision", {"name": name}))
                 mid = time.perf_counter()
                 result = await sdk.call_tool("provision", {"name": name})
                 end = time.perf_counter()
