@@ -249,7 +249,8 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
                 flow.client = client
                 current.append(flow)
                 start = time.perf_counter()
-                outcome = await flow.start(Call("tools/call", "provision", {"name": name}))
+                async with flow.keeper.running():  # as the CLI does: the lease's heartbeat runs here
+                    outcome = await flow.start(Call("tools/call", "provision", {"name": name}))
                 mid = time.perf_counter()
                 result = await sdk.call_tool("provision", {"name": name})
                 end = time.perf_counter()
@@ -272,14 +273,20 @@ def durable_write_ms(store: Any) -> float:
     """Median ms of one round's durable write: the round, its answers and the lease check, one transaction."""
     from datetime import timedelta
 
-    from mcpcli.store import Lease, SessionRecord, utcnow
+    from mcpcli.store import Lease, SessionRecord, new_lease_owner, utcnow
 
     session = SessionRecord(
         server="bench", method="tools/call", name="provision", arguments={}, status="running", protocol_version=None
     )
     now = utcnow()
     lease = Lease(
-        session_id=session.id, version=1, host="bench", pid=os.getpid(), acquired=now, expires=now + timedelta(hours=1)
+        session_id=session.id,
+        version=1,
+        host="bench",
+        pid=os.getpid(),
+        owner=new_lease_owner("bench", os.getpid()),
+        acquired=now,
+        expires=now + timedelta(hours=1),
     )
     requests = {"region": {"method": "elicitation/create", "params": {"message": "Which region?"}}}
     answers = {"region": {"action": "accept", "content": {"region": REGION}}}

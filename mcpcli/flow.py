@@ -5,7 +5,8 @@ and the session store, not how answers are collected. Every round is committed
 before the retry is sent; a stale ``request_state`` restarts the flow with the
 same arguments, and answers already given to unchanged questions are replayed.
 Nothing here is process-global: one ``Flow`` per call, so a long-lived worker
-can run many side by side.
+can run many side by side — each its own lease owner, its store calls in worker
+threads (``Keeper``), so one slow store write stalls only its own flow.
 """
 
 from __future__ import annotations
@@ -227,29 +228,31 @@ class Flow:
     async def start(self, call: Call) -> Outcome:
         """Call for the first time; a session is created with the first input request.
 
-        The caller gives the session's lease back however the run ends (``Keeper.close``), after the
-        connection is closed, so that a connection that died can still be recorded under the lease.
+        Run it inside ``async with flow.keeper.running():``, which holds the lease's heartbeat and gives the
+        lease back however the run ends — after the connection is closed, so that a connection that died can
+        still be recorded under the lease.
         """
         self.call = call
         self._arm_deadline()
         self._event("start", method=call.method, name=call.name)
         return await self._loop()
 
-    def adopt(self, session: SessionRecord, *, steal: bool = False) -> SessionRecord:
-        """Claim a stored session before anything is sent (before connecting, even): ``SessionBusy``, or
-        ``keeper.Finished`` when another driver finished it since it was read."""
-        return self.keeper.adopt(session, steal=steal, note=self.reporter.note)
+    async def adopt(self, session: SessionRecord, *, steal: bool = False) -> SessionRecord:
+        """Claim a stored session before anything is sent (before connecting, even), inside the keeper's
+        ``running()``: ``SessionBusy`` (also for a second flow of this process), or ``keeper.Finished`` when
+        another driver finished it since it was read."""
+        return await self.keeper.adopt(session, steal=steal, note=self.reporter.note)
 
     async def resume(self) -> Outcome:
         """Continue the adopted session: answer what is pending and retry with the stored state, byte for byte."""
         session = self.keeper.session
         assert session is not None and self.keeper.lease is not None, "adopt() the session first"
-        self._check_identity(session)
+        await self._check_identity(session)
         if self.connection is not None and self.connection != session.connection:
-            self.keeper.update(connection=self.connection)  # resumed another way (-s, --protocol): keep how
+            await self.keeper.update(connection=self.connection)  # resumed another way (-s, --protocol): keep how
         self.call = Call(session.method, session.name, session.arguments)
         self._arm_deadline()
-        found = self.keeper.last_round()
+        found = await self.keeper.last_round()
         last, lost = found if found else (None, set())
         self._attempt = last.attempt if last else 1
         self._event("resume", session=session.id, round=session.round, attempt=self._attempt)
@@ -261,7 +264,7 @@ class Flow:
                 f"This flow ran as protocol {session.protocol_version}; the server now speaks "
                 f"{self.client.protocol_version if self.client else '?'}: starting it over, replaying your answers."
             )
-            self.keeper.update(protocol_version=self.client.protocol_version if self.client else None)
+            await self.keeper.update(protocol_version=self.client.protocol_version if self.client else None)
             self._attempt += 1
             return await self._loop()
         if last is None or now_legacy:
@@ -277,25 +280,26 @@ class Flow:
         responses = await self._answer_stored(last)
         return await self._loop(responses, last.request_state)
 
-    def lost(self, message: str) -> ServerError:
+    async def lost(self, message: str) -> ServerError:
         """The connection died mid-flow (the transport failed under the loop): keep the session resumable."""
-        return self._fail(message)
+        return await self._fail(message)
 
-    def interrupted(self) -> None:
+    async def interrupted(self) -> None:
         """Ctrl-C, SIGTERM or SIGHUP stopped the run: a session left running goes back to waiting (resumable),
-        under the lease, before the lease is given back."""
+        under the lease, before the lease is given back (the keeper's writes are shielded from the cancellation
+        that is taking the run down)."""
         session = self.keeper.session
         if session is None or not self.keeper.saved or self.keeper.lease is None:
             return
         with contextlib.suppress(McpcliError):  # lost the lease meanwhile, or the store failed: nothing to record
-            self.keeper.update(status="waiting")
+            await self.keeper.update(status="waiting")
 
     @property
     def in_doubt(self) -> bool:
         """Whether the run stopped after answers were committed and sent, before their result arrived."""
         return self._in_flight
 
-    def _check_identity(self, session: SessionRecord) -> None:
+    async def _check_identity(self, session: SessionRecord) -> None:
         """Say so when this run is not who started the flow: the server binds its state to that principal."""
         now = self.credentials.identity() if self.credentials else None
         if session.identity is None or now == session.identity:
@@ -304,7 +308,7 @@ class Flow:
             f"This flow was started as {session.identity}; this run is {now or 'not signed in'}. "
             "If the server refuses the flow's state for that, mcpcli starts the flow over as you."
         )
-        self.keeper.update(identity=now)
+        await self.keeper.update(identity=now)
 
     # --- the loop ----------------------------------------------------------------------------------------------------
 
@@ -338,12 +342,12 @@ class Flow:
                 if exc.code == t.CONNECTION_CLOSED and exc.message == "Connection closed":
                     # The SDK's own verdict on a transport that ended under the request (a server may send -32000
                     # for anything: only the SDK's exact outcome means the connection is gone).
-                    raise self._fail("The server closed the connection before answering.") from None
-                raise self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).") from None
+                    raise await self._fail("The server closed the connection before answering.") from None
+                raise await self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).") from None
             self._in_flight = False
             self.keeper.fault("after_send")
             if not isinstance(result, t.InputRequiredResult):
-                return self._finish(dump(result))
+                return await self._finish(dump(result))
             requests = {key: dump(req) for key, req in (result.input_requests or {}).items()}
             state = result.request_state
             rounds += 1
@@ -351,8 +355,8 @@ class Flow:
             self.reporter.detail(f"round {rounds} (session {self._session_record().id}): the server asks {asked}")
             if rounds > self.limits.max_rounds:
                 # Recorded unanswered: a later resume (with a higher --max-rounds) continues from the newest state.
-                self._record(requests, state)
-                self._keep("waiting")
+                await self._record(requests, state)
+                await self._keep("waiting")
                 raise LimitReached(
                     f"The server still asks for input after {self.limits.max_rounds} rounds; stopped.",
                     next_step=self._next_step("continue_more_rounds"),
@@ -369,7 +373,7 @@ class Flow:
         typed = _typed_responses(for_server(responses)) if responses is not None else None
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
-            raise self._timeout()
+            raise await self._timeout()
         assert self.client is not None
         session = self.client.session
         try:
@@ -391,18 +395,18 @@ class Flow:
                     call.name, input_responses=typed, request_state=state, allow_input_required=True
                 )
         except TimeoutError:
-            raise self._timeout() from None
+            raise await self._timeout() from None
         except ValidationError as exc:
-            raise self._fail(f"The server sent a malformed result: {exc.errors()[0]['msg']}.") from None
+            raise await self._fail(f"The server sent a malformed result: {exc.errors()[0]['msg']}.") from None
         except (MCPError, McpcliError):
             raise
         except Exception as exc:  # boundary: transports fail in many shapes (httpx2 errors, closed streams, groups)
-            raise self._fail(f"The connection to the server failed: {_innermost(exc)}") from exc
+            raise await self._fail(f"The connection to the server failed: {_innermost(exc)}") from exc
         finally:
             if self._back_channel_failed:
                 pending = dict(self._back_channel_failed)
                 self._back_channel_failed.clear()
-                self._keep("waiting")
+                await self._keep("waiting")
                 assert self.session is not None
                 raise NeedInput(self.session, pending, deferred=False)
 
@@ -411,7 +415,7 @@ class Flow:
 
     async def _sleep(self, seconds: float) -> None:
         if time.monotonic() + seconds > self._deadline:
-            raise self._timeout()
+            raise await self._timeout()
         await anyio.sleep(seconds)
 
     # --- answering ---------------------------------------------------------------------------------------------------
@@ -428,28 +432,28 @@ class Flow:
         try:
             answers = await self._answer_silently(questions)
         except BaseException as exc:
-            self._record(requests, state)  # e.g. an invalid preset or a refused sampling: nothing is sent
+            await self._record(requests, state)  # e.g. an invalid preset or a refused sampling: nothing is sent
             if isinstance(exc, McpcliError) and not isinstance(exc, NeedInput):
-                self._keep("waiting", error=exc.message)  # why the flow paused, for the session's timeline
+                await self._keep("waiting", error=exc.message)  # why the flow paused, for the session's timeline
             raise
         if len(answers) == len(questions):
-            self._record(requests, state, answers)
+            await self._record(requests, state, answers)
             return answers
-        record = self._record(requests, state)
+        record = await self._record(requests, state)
         try:
             answers = await self._ask_people(questions, answers)
         except McpcliError as exc:
             if not isinstance(exc, NeedInput):
-                self._keep("waiting", error=exc.message)
+                await self._keep("waiting", error=exc.message)
             raise
-        self.keeper.record_answers(record, answers)
+        await self.keeper.record_answers(record, answers)
         return answers
 
     async def _answer_stored(self, pending: RoundRecord) -> dict[str, Any]:
         """Answer a round saved by an earlier run, then save the answers before the retry."""
         questions = self._questions(pending.requests)
         answers = await self._ask_people(questions, await self._answer_silently(questions))
-        self.keeper.record_answers(pending, answers)
+        await self.keeper.record_answers(pending, answers)
         return answers
 
     def _questions(self, requests: dict[str, dict[str, Any]], *, back_channel: bool = False) -> list[Question]:
@@ -498,7 +502,7 @@ class Flow:
             for source in explicit:
                 if (answer := await source.answer(question)) is not None:
                     return answer
-            if (replayed := self._replay(question)) is not None:
+            if (replayed := await self._replay(question)) is not None:
                 return replayed
             candidates = [s for s in candidates if s not in explicit]
         for source in candidates:
@@ -506,11 +510,11 @@ class Flow:
                 return answer
         return None
 
-    def _replay(self, question: Question) -> t.InputResponse | None:
+    async def _replay(self, question: Question) -> t.InputResponse | None:
         """An answer given in an earlier attempt of this flow to the identical question (same key, same request)."""
         if not self._saved or self._attempt == 1:
             return None
-        for record, lost in reversed(self.keeper.rounds()):
+        for record, lost in reversed(await self.keeper.rounds()):
             if record.attempt >= self._attempt or record.answers is None or question.key in lost:
                 continue
             if record.requests.get(question.key) == question.wire and question.key in record.answers:
@@ -562,20 +566,20 @@ class Flow:
         assert self.keeper.session is not None
         return self.keeper.session
 
-    def _record(
+    async def _record(
         self, requests: dict[str, Any], state: str | None, answers: dict[str, Any] | None = None
     ) -> RoundRecord:
         self._session_record()
-        return self.keeper.record_round(requests, state, self._attempt, answers)
+        return await self.keeper.record_round(requests, state, self._attempt, answers)
 
-    def _keep(self, status: Literal["waiting", "failed", "expired"], error: str | None = None) -> None:
-        self.keeper.update(status=status, error=error)
+    async def _keep(self, status: Literal["waiting", "failed", "expired"], error: str | None = None) -> None:
+        await self.keeper.update(status=status, error=error)
 
-    def _finish(self, result: dict[str, Any]) -> Outcome:
+    async def _finish(self, result: dict[str, Any]) -> Outcome:
         assert self.call is not None
         code = result_exit_code(self.call.method, result)
         self._event("result", session=self.session.id if self.session and self._saved else None, exit_code=int(code))
-        self.keeper.update(status="done", result=result, exit_code=int(code), last=True)
+        await self.keeper.update(status="done", result=result, exit_code=int(code), last=True)
         return Outcome(result=result, session=self.session if self._saved else None, exit_code=code)
 
     def _event(self, kind: str, /, **fields: Any) -> None:
@@ -588,12 +592,12 @@ class Flow:
             return None
         return NextStep(action, self.session.id)
 
-    def _fail(self, message: str) -> ServerError:
-        self._keep("waiting", error=message)
+    async def _fail(self, message: str) -> ServerError:
+        await self._keep("waiting", error=message)
         return ServerError(message, next_step=self._next_step())
 
-    def _timeout(self) -> LimitReached:
-        self._keep("waiting")
+    async def _timeout(self) -> LimitReached:
+        await self._keep("waiting")
         return LimitReached(f"The flow did not finish within {self.limits.timeout:g} s.", next_step=self._next_step())
 
 

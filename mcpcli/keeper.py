@@ -1,18 +1,25 @@
-"""A flow's session on disk: saved with its first round, driven by one process at a time, secrets sealed.
+"""A flow's session on disk: saved with its first round, driven by one flow at a time, secrets sealed.
 
 ``Flow`` runs the protocol; ``Keeper`` makes it durable. It owns
 
 - the session record, written together with the first round;
 - the lease: a new session is created holding it, ``resume`` claims it
-  (``--steal`` takes it from a holder that is gone), a heartbeat thread keeps
+  (``--steal`` takes it from a holder that is gone), a heartbeat task keeps
   it while a person answers or a request is in flight — no transaction is
   ever held across either — and every write checks it, so a driver that lost
-  the lease cannot commit, nor report success;
+  the lease cannot commit, nor report success. Each keeper is its own lease
+  owner (host, pid and a random token): two flows of one process are two drivers;
 - sealing secret answers before they are stored, and opening them for a retry;
 - the flow's trace: the lines its tracer kept since the last write go into the store with the next write,
   in the same transaction (no extra commit per message);
-- the test-only fault points (``MCPCLI_FAULT=after_send|before_commit|after_commit[:N]``)
-  that kill the process where a crash would hurt most.
+- the test-only fault points (``after_send|before_commit|after_commit[:N]``, set from ``MCPCLI_FAULT`` by the
+  runtime) that kill the process where a crash would hurt most.
+
+Built for many flows in one process (a warm worker): every store call runs in a worker thread
+(``anyio.to_thread``), so a slow disk or a remote database stalls only the flow that waits for it; the heartbeat
+is a task in the keeper's own task group (``running()``), not a thread; nothing here reads the environment or
+changes process-wide state — the lease length and the fault points come from the constructor
+(``runtime.ProcessSettings`` reads them once).
 """
 
 from __future__ import annotations
@@ -21,17 +28,21 @@ import logging
 import os
 import signal
 import socket
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+import anyio
+from anyio.abc import TaskGroup
 
 if TYPE_CHECKING:
     from mcpcli.store import Lease, RoundRecord, SessionRecord, Store
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 FaultPoint = Literal["after_send", "before_commit", "after_commit"]
 LEASE_TTL = 30.0
 """Seconds a lease lasts without a heartbeat; the heartbeat renews it every third of that."""
@@ -53,26 +64,26 @@ class TraceBuffer(Protocol):
     def drain(self) -> list[str]: ...
 
 
-def lease_ttl_from_env() -> float:
-    """``MCPCLI_LEASE_TTL`` (tests shorten it); 30 s otherwise."""
-    try:
-        return max(0.2, float(os.environ.get("MCPCLI_LEASE_TTL", LEASE_TTL)))
-    except ValueError:
-        return LEASE_TTL
-
-
 @dataclass
 class Keeper:
-    """The durable side of one flow."""
+    """The durable side of one flow.
+
+    Use it inside ``async with keeper.running():`` — from before the session is adopted (or the first round is
+    saved) until after the connection closed: the lease's heartbeat runs there, and the lease is given back on
+    the way out, however the run ends.
+    """
 
     open_store: Callable[[], Store]
-    """Opens the store when first needed: a call that never needs input never touches it."""
+    """Opens the store when first needed (in a worker thread): a call that never needs input never touches it."""
     store_key: Callable[[], bytes | None] = lambda: None
-    """The key that seals secret answers (loaded only when a secret is stored or read back)."""
+    """The key that seals secret answers (loaded only when a secret is stored or read back, in a worker thread)."""
     lease_ttl: float = LEASE_TTL
     host: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
-    faults: str | None = field(default_factory=lambda: os.environ.get("MCPCLI_FAULT"))
+    owner: str = ""
+    """This flow as a lease owner (``new_lease_owner``: host, pid and a random token), made at construction:
+    a second flow of the same process is another driver, refused while this one holds the session."""
+    faults: str | None = None
     """Test-only: ``POINT`` or ``POINT:N`` kills this process at the Nth time it passes POINT."""
     tracer: TraceBuffer | None = None
     """The flow's trace lines, written with each durable write (``sessions show --trace``)."""
@@ -85,42 +96,98 @@ class Keeper:
     _key: bytes | None = None
     _key_loaded: bool = False
     _passes: dict[str, int] = field(default_factory=dict)
-    _beat: _Heartbeat | None = None
+    _tasks: TaskGroup | None = None
+    """The task group of ``running()``: where the heartbeat runs."""
+    _beat: anyio.CancelScope | None = None
+    """The running heartbeat's scope (cancelled when the lease is given back)."""
+    _lost: Exception | None = None
+    """``LeaseLost``, once the heartbeat found the session taken over: ``check`` raises it before the next send."""
+    _writing: anyio.Lock = field(default_factory=anyio.Lock)
+    """One write of this flow at a time: a back-channel question answered mid-call writes beside the loop."""
+
+    def __post_init__(self) -> None:
+        if not self.owner:
+            from mcpcli.store import new_lease_owner
+
+            self.owner = new_lease_owner(self.host, self.pid)
 
     @property
     def store(self) -> Store:
+        """The store, opened on first use — from a worker thread (``_read``/``_write``): opening may block."""
         if self._store is None:
             self._store = self.open_store()
         return self._store
 
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Keeper]:
+        """The scope a flow's lease lives in: its heartbeat runs here, and the lease is given back on the way out.
+
+        What the body raises comes out as it was raised — not wrapped in the task group's exception group — since
+        the heartbeat never fails (a missed beat is logged; a lost lease is noted for ``check``).
+        """
+        assert self._tasks is None, "a keeper runs once at a time"
+        failure: BaseException | None = None
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            try:
+                yield self
+            except BaseException as exc:  # re-raised below, after the heartbeat stopped and the lease went back
+                failure = exc
+            finally:
+                await self.close()
+                self._tasks = None
+                tasks.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+
+    async def _read(self, work: Callable[[Store], T]) -> T:
+        """A store read in a worker thread: the event loop (and every other flow on it) goes on meanwhile."""
+        return await anyio.to_thread.run_sync(lambda: work(self.store))
+
+    @asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """This flow's turn to write, shielded from cancellation: a write the flow has reached lands even while a
+        Ctrl-C or a closing task group takes the run down — as a blocking write always did — so a result that
+        arrived is recorded, never sent again by a later resume."""
+        with anyio.CancelScope(shield=True):
+            async with self._writing:
+                yield
+
     # --- the session and its lease ----------------------------------------------------------------------------------
 
-    def adopt(
+    async def adopt(
         self, session: SessionRecord, *, steal: bool = False, note: Callable[[str], None] | None = None
     ) -> SessionRecord:
         """Drive a stored session: claim its lease, conditional on the session still being as it was read.
 
-        ``SessionBusy`` when another live driver holds it; ``Finished`` when another driver finished it after it
-        was read (its stored result is the answer). A holder on this host whose process is gone (killed,
-        crashed) is taken over without ``--steal``. Returns the session as claimed: what to send is decided from
-        it, never from an older read, so a process that read the session before another one claimed and finished
-        it sends nothing.
+        ``SessionBusy`` when another live driver holds it — another process, or another flow of this one;
+        ``Finished`` when another driver finished it after it was read (its stored result is the answer). A holder
+        on this host whose process is gone (killed, crashed) is taken over without ``--steal``. Returns the
+        session as claimed: what to send is decided from it, never from an older read, so a process that read the
+        session before another one claimed and finished it sends nothing.
         """
         from mcpcli.store import SessionBusy, SessionChanged
+
+        self._need_tasks()
+
+        def claim(seen: SessionRecord, take: bool) -> Callable[[Store], Lease]:
+            return lambda store: store.claim(
+                seen.id, host=self.host, pid=self.pid, owner=self.owner, ttl=self.lease_ttl, steal=take, seen=seen
+            )
 
         seen, take = session, steal
         for _ in range(_ADOPT_TRIES):
             if seen is not session and seen.status == "done" and seen.result is not None:
                 raise Finished(seen)
             try:
-                self.lease = self.store.claim(
-                    seen.id, host=self.host, pid=self.pid, ttl=self.lease_ttl, steal=take, seen=seen
-                )
+                async with self._turn():
+                    lease = self.lease = await self._read(claim(seen, take))
             except SessionChanged as changed:
                 seen = changed.session
                 continue
             except SessionBusy as busy:
-                if take or busy.host != self.host or _alive(busy.pid):
+                # A holder in this very process is alive (another flow of it): busy, like any other driver.
+                if take or busy.host != self.host or busy.pid == self.pid or _alive(busy.pid):
                     raise
                 if note is not None:
                     note(f"The previous driver of this session (pid {busy.pid}) is gone; taking over.")
@@ -133,7 +200,7 @@ class Keeper:
             raise StoreError(f"Session {session.id} kept changing while this process claimed it.", hint="Try again.")
         from mcpcli.store.base import lease_columns
 
-        self.session = seen.model_copy(update=lease_columns(self.lease))
+        self.session = seen.model_copy(update=lease_columns(lease))
         self.saved = True
         self.last_index = seen.round
         self._start_heartbeat()
@@ -145,94 +212,156 @@ class Keeper:
 
     def check(self) -> None:
         """Stop before sending when another driver took the session over (the heartbeat noticed)."""
-        if self._beat is not None and self._beat.lost is not None:
-            raise self._beat.lost
+        if self._lost is not None:
+            raise self._lost
 
-    def close(self) -> None:
-        """Stop the heartbeat and give the lease back (if the last write has not already)."""
+    async def close(self) -> None:
+        """Stop the heartbeat and give the lease back (if the last write has not already); shielded, so it also
+        runs while the flow is being cancelled. ``running()`` calls it on the way out; calling it again is
+        harmless."""
         self._stop_heartbeat()
-        if self.lease is not None and self._store is not None:
-            try:
-                self._store.release(self.lease)
-            except Exception:  # boundary: a release that fails leaves a lease that simply expires
-                log.warning("could not release the lease of %s", self.lease.session_id, exc_info=True)
-            self.lease = None
+        lease, self.lease = self.lease, None
+        if lease is not None and self._store is not None:
+            store = self._store
+            with anyio.CancelScope(shield=True):
+                try:
+                    await anyio.to_thread.run_sync(store.release, lease)
+                except Exception:  # boundary: a release that fails leaves a lease that simply expires
+                    log.warning("could not release the lease of %s", lease.session_id, exc_info=True)
+
+    def _need_tasks(self) -> None:
+        # Checked before a lease is taken, so a misuse never leaves a claimed lease without its heartbeat.
+        if self._tasks is None:
+            raise RuntimeError("take a lease inside `async with keeper.running()`: its heartbeat runs there")
 
     def _stop_heartbeat(self) -> None:
         if self._beat is not None:
-            self._beat.stop()
+            self._beat.cancel()
             self._beat = None
 
     def _start_heartbeat(self) -> None:
-        if self.lease is not None and self._beat is None:
-            self._beat = _Heartbeat(self, self.lease_ttl / 3)
-            self._beat.start()
+        if self.lease is not None and self._beat is None and self._tasks is not None:
+            self._beat = anyio.CancelScope()
+            self._tasks.start_soon(self._heartbeat, self._beat, name=f"lease heartbeat {self.lease.session_id}")
+
+    async def _heartbeat(self, scope: anyio.CancelScope) -> None:
+        """Renew the lease every third of its length while the flow waits on a person or the network; note when it
+        was lost. Never raises: a missed beat is retried (the lease outlives two of them)."""
+        from mcpcli.store import LeaseLost
+
+        def renew(lease: Lease) -> Callable[[Store], Lease]:
+            return lambda store: store.heartbeat(lease, self.lease_ttl)
+
+        with scope:
+            while True:
+                await anyio.sleep(self.lease_ttl / 3)
+                lease = self.lease
+                if lease is None:
+                    return
+                try:
+                    renewed = await self._read(renew(lease))
+                except LeaseLost as exc:
+                    self._lost = exc
+                    return
+                except Exception:  # boundary: the store failed once; the next beat tries again
+                    log.warning("lease heartbeat failed", exc_info=True)
+                    continue
+                if self.lease is lease:  # not given back (nor replaced) while the beat was in flight
+                    self.lease = renewed
 
     # --- rounds -----------------------------------------------------------------------------------------------------
 
-    def record_round(
+    async def record_round(
         self, requests: dict[str, Any], state: str | None, attempt: int, answers: dict[str, Any] | None = None
     ) -> RoundRecord:
         """One durable write: the round as received (and its answers, when known); a new session with it."""
         from mcpcli.store import Lease, utcnow
 
-        assert self.session is not None
-        if answers is not None:
-            self.fault("before_commit")
-        lease = self.lease
-        new_session = None
-        if not self.saved:
-            now = utcnow()
-            lease = Lease(
-                session_id=self.session.id,
-                version=1,
-                host=self.host,
-                pid=self.pid,
-                acquired=now,
-                expires=now + timedelta(seconds=self.lease_ttl),
-            )
-            new_session = self.session
-        record = self.store.add_round(
-            self.session.id,
-            attempt=attempt,
-            requests=requests,
-            request_state=state,
-            answers=None if answers is None else self._seal(requests, answers),
-            new_session=new_session,
-            lease=lease,
-            trace=self._trace(),
-        )
-        self.last_index = record.index
-        if not self.saved:
-            self.saved, self.lease = True, lease
-            self._start_heartbeat()
-        if answers is not None:
-            self.fault("after_commit")
-        return record
+        async with self._turn():
+            session = self.session
+            assert session is not None
+            if answers is not None:
+                self.fault("before_commit")
+            lease = self.lease
+            new_session = None
+            if not self.saved:
+                self._need_tasks()
+                now = utcnow()
+                lease = Lease(
+                    session_id=session.id,
+                    version=1,
+                    host=self.host,
+                    pid=self.pid,
+                    owner=self.owner,
+                    acquired=now,
+                    expires=now + timedelta(seconds=self.lease_ttl),
+                )
+                new_session = session
+            trace = self._trace()
 
-    def record_answers(self, record: RoundRecord, answers: dict[str, Any]) -> None:
+            def write(store: Store) -> RoundRecord:
+                return store.add_round(
+                    session.id,
+                    attempt=attempt,
+                    requests=requests,
+                    request_state=state,
+                    answers=None if answers is None else self._seal(requests, answers),
+                    new_session=new_session,
+                    lease=lease,
+                    trace=trace,
+                )
+
+            record = await self._read(write)
+            self.last_index = record.index
+            if not self.saved:
+                self.saved, self.lease = True, lease
+                self._start_heartbeat()
+            if answers is not None:
+                self.fault("after_commit")
+            return record
+
+    async def record_answers(self, record: RoundRecord, answers: dict[str, Any]) -> None:
         """Save the answers to a saved round; durable before the retry is sent."""
-        self.fault("before_commit")
-        sealed = self._seal(record.requests, answers)
-        self.store.record_answers(record.session_id, record.index, sealed, lease=self.lease, trace=self._trace())
-        self.fault("after_commit")
+        async with self._turn():
+            self.fault("before_commit")
+            lease, trace = self.lease, self._trace()
+            await self._read(
+                lambda store: store.record_answers(
+                    record.session_id,
+                    record.index,
+                    self._seal(record.requests, answers),
+                    lease=lease,
+                    trace=trace,
+                )
+            )
+            self.fault("after_commit")
 
-    def rounds(self) -> list[tuple[RoundRecord, set[str]]]:
+    async def rounds(self) -> list[tuple[RoundRecord, set[str]]]:
         """Every round with its answers opened; with each, the request keys whose secret could not be recovered."""
         assert self.session is not None
-        return [self._opened(r) for r in self.store.rounds(self.session.id)]
+        session_id = self.session.id
+        return await self._read(lambda store: [self._opened(r) for r in store.rounds(session_id)])
 
-    def last_round(self) -> tuple[RoundRecord, set[str]] | None:
+    async def last_round(self) -> tuple[RoundRecord, set[str]] | None:
         assert self.session is not None
-        record = self.store.last_round(self.session.id)
-        return None if record is None else self._opened(record)
+        session_id = self.session.id
 
-    def update(self, *, last: bool = False, **changes: Any) -> None:
+        def read(store: Store) -> tuple[RoundRecord, set[str]] | None:
+            record = store.last_round(session_id)
+            return None if record is None else self._opened(record)
+
+        return await self._read(read)
+
+    async def update(self, *, last: bool = False, **changes: Any) -> None:
         """Change the session under the lease; ``last`` also gives the lease back in the same write."""
-        # Only under the lease: once it is given back (the last write) or lost, nothing is written unconditionally.
-        if self.session is not None and self.saved and self.lease is not None:
-            self.session = self.store.update(
-                self.session.id, lease=self.lease, release=last, trace=self._trace(), **changes
+        async with self._turn():
+            # Only under the lease: once it is given back (the last write) or lost, nothing is written unconditionally.
+            session, lease = self.session, self.lease
+            if session is None or not self.saved or lease is None:
+                return
+            trace = self._trace()
+            self.session = await self._read(
+                lambda store: store.update(session.id, lease=lease, release=last, trace=trace, **changes)
             )
             if last:
                 self._stop_heartbeat()
@@ -241,7 +370,7 @@ class Keeper:
     def _trace(self) -> list[str]:
         return [] if self.tracer is None else self.tracer.drain()
 
-    # --- secrets ----------------------------------------------------------------------------------------------------
+    # --- secrets (called in the worker thread of the write or read that needs them) -----------------------------------
 
     def _key_now(self) -> bytes | None:
         if not self._key_loaded:
@@ -268,7 +397,7 @@ class Keeper:
     # --- faults -----------------------------------------------------------------------------------------------------
 
     def fault(self, point: FaultPoint) -> None:
-        """Test-only: die here, abruptly, when ``MCPCLI_FAULT`` names this point (and pass)."""
+        """Test-only: die here, abruptly, when ``faults`` names this point (and pass)."""
         if not self.faults:
             return
         name, _, nth = self.faults.partition(":")
@@ -297,33 +426,3 @@ def _has_marker(answers: Mapping[str, Any], is_marker: Callable[[Any], bool]) ->
         isinstance(a, Mapping) and isinstance(a.get("content"), Mapping) and any(map(is_marker, a["content"].values()))
         for a in answers.values()
     )
-
-
-class _Heartbeat(threading.Thread):
-    """Renews the lease while the flow waits on a person or the network; notes when it was lost."""
-
-    def __init__(self, keeper: Keeper, interval: float) -> None:
-        super().__init__(name="mcpcli-lease-heartbeat", daemon=True)
-        self.keeper = keeper
-        self.interval = interval
-        self.lost: Exception | None = None
-        self._stopped = threading.Event()
-
-    def run(self) -> None:
-        from mcpcli.store import LeaseLost
-
-        while not self._stopped.wait(self.interval):
-            lease = self.keeper.lease
-            if lease is None:
-                return
-            try:
-                self.keeper.lease = self.keeper.store.heartbeat(lease, self.keeper.lease_ttl)
-            except LeaseLost as exc:
-                self.lost = exc
-                return
-            except Exception:  # boundary: a missed beat is retried; the lease outlives two of them
-                log.warning("lease heartbeat failed", exc_info=True)
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self.join(timeout=5)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,34 @@ class Globals:
         if "headers" in values:
             values["headers"] = [*self.headers, *values["headers"]]
         return Globals(**{**self.__dict__, **values})
+
+
+@dataclass(frozen=True)
+class ProcessSettings:
+    """What the environment sets for a whole process, read once here at the edge and handed down: the core reads
+    no environment variable of its own, so one process (a warm worker) can run many flows, each told its own."""
+
+    lease_ttl: float
+    """``MCPCLI_LEASE_TTL`` (tests shorten it): seconds a lease lasts without a heartbeat; 30 otherwise."""
+    faults: str | None = None
+    """``MCPCLI_FAULT`` (tests only): ``POINT[:N]`` kills the process the Nth time a flow passes POINT."""
+    token_store: str = "auto"
+    """``MCPCLI_TOKEN_STORE``: ``file``, ``keyring`` or ``auto`` (the keyring when one works); checked where used."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ProcessSettings:
+        from mcpcli.keeper import LEASE_TTL
+
+        env = os.environ if environ is None else environ
+        try:
+            ttl = max(0.2, float(env.get("MCPCLI_LEASE_TTL", LEASE_TTL)))
+        except ValueError:
+            ttl = LEASE_TTL
+        return cls(
+            lease_ttl=ttl,
+            faults=env.get("MCPCLI_FAULT") or None,
+            token_store=env.get("MCPCLI_TOKEN_STORE", "auto").strip().lower(),
+        )
 
 
 @dataclass
@@ -98,6 +127,11 @@ class Runtime:
             # A password in a config-file URL is refused (it belongs in ~/.pgpass or PGPASSWORD).
             self._store = open_store(url, self.paths.store_file, source=source)  # type: ignore[arg-type]
         return self._store
+
+    @cached_property
+    def process(self) -> ProcessSettings:
+        """The environment's process-wide settings, read once (first needed by a command that runs a flow)."""
+        return ProcessSettings.from_env()
 
     def target(self) -> Target:
         """The server to talk to; a name is looked up in config.toml, servers.json and ./.mcp.json (in that order)."""

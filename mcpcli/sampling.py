@@ -64,16 +64,21 @@ class Approver(Protocol):
     async def review_reply(self, view: SamplingView, reply: dict[str, Any]) -> Decision: ...
 
 
+async def _nothing_used() -> tuple[int, int]:
+    return 0, 0
+
+
 @dataclass
 class Budget:
     """Per-session limits; ``used`` counts what the session's stored replies already spent."""
 
     max_calls: int | None = None
     max_tokens: int | None = None
-    used: Callable[[], tuple[int, int]] = lambda: (0, 0)
+    used: Callable[[], Awaitable[tuple[int, int]]] = _nothing_used
+    """What the session's stored replies spent: (calls, tokens); read from the store (hence awaited)."""
 
-    def check(self, asking: int) -> str | None:
-        calls, tokens = self.used()
+    async def check(self, asking: int) -> str | None:
+        calls, tokens = await self.used()
         if self.max_calls is not None and calls >= self.max_calls:
             return f"the session has used its {self.max_calls} sampling calls"
         if self.max_tokens is not None and tokens + asking > self.max_tokens:
@@ -123,7 +128,7 @@ class Sampler:
         params: dict[str, Any] = question.wire.get("params") or {}
         hints = [h.get("name", "") for h in ((params.get("modelPreferences") or {}).get("hints") or [])]
         provider, model, max_tokens = self.describe(hints, int(params.get("maxTokens") or 0))
-        if reason := self.budget.check(max_tokens):
+        if reason := await self.budget.check(max_tokens):
             raise SamplingPaused(
                 f"Sampling paused: {reason}; nothing was sent.", hint="Raise [sampling] max_calls/max_tokens"
             )

@@ -81,7 +81,8 @@ def test_server_progress_notifications_reach_the_reporter(home: Path) -> None:
         flow = Flow(keeper=Keeper(open_store=lambda: store), server="demo", sources=[Presets()], reporter=reporter)
         async with connect(Target(label="demo", kind="demo"), paths) as client:
             flow.client = client
-            outcome = await flow.start(Call("tools/call", "wait_for_build", {"build": "9"}))
+            async with flow.keeper.running():
+                outcome = await flow.start(Call("tools/call", "wait_for_build", {"build": "9"}))
         return outcome.result
 
     result = anyio.run(main)

@@ -39,7 +39,7 @@ from mcpcli.store.sql import SCHEMA_VERSION, list_query
 from mcpcli.terminal.hints import worded
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-LEASE_COLUMNS = {"version", "lease_host", "lease_pid", "lease_acquired", "lease_expires"}
+LEASE_COLUMNS = {"version", "lease_host", "lease_pid", "lease_acquired", "lease_expires", "lease_owner"}
 
 WEIRD_STATES = [
     None,
@@ -387,7 +387,7 @@ def test_two_first_opens_at_once_create_the_schema_once(open_again: Callable[[],
         thread.join()
     assert errors == [] and len(opened) == 4
     assert raw_sql(opened[0], "SELECT version FROM schema_version") == [{"version": SCHEMA_VERSION}]
-    assert os.umask(umask) == 0o022  # the SQLite engine's private umask was put back, whatever the interleaving
+    assert os.umask(umask) == 0o022  # the SQLite engine never touches the process-wide umask
 
 
 # -- leases ------------------------------------------------------------------
@@ -399,11 +399,18 @@ def test_a_claimed_lease_is_heart_beaten_and_released(store: Store) -> None:
     session = make_session()
     store.create(session)
     lease = store.claim(session.id, host="host-a", pid=4242, ttl=30)
+    assert lease.owner.startswith("host-a:4242:")  # a new driver's own token: claim made one
     assert lease == Lease(
-        session_id=session.id, version=1, host="host-a", pid=4242, acquired=T0, expires=T0 + timedelta(seconds=30)
+        session_id=session.id,
+        version=1,
+        host="host-a",
+        pid=4242,
+        owner=lease.owner,
+        acquired=T0,
+        expires=T0 + timedelta(seconds=30),
     )
     held = store.get(session.id)
-    assert (held.version, held.lease_host, held.lease_pid) == (1, "host-a", 4242)
+    assert (held.version, held.lease_host, held.lease_pid, held.lease_owner) == (1, "host-a", 4242, lease.owner)
     assert (held.lease_acquired, held.lease_expires) == (T0, T0 + timedelta(seconds=30))
     assert held.updated == session.updated  # claiming is not a change a listing should show
 
@@ -414,7 +421,7 @@ def test_a_claimed_lease_is_heart_beaten_and_released(store: Store) -> None:
 
     store.release(beaten)
     released = store.get(session.id)
-    assert (released.version, released.lease_host, released.lease_pid) == (1, None, None)
+    assert (released.version, released.lease_host, released.lease_pid, released.lease_owner) == (1, None, None, None)
     assert (released.lease_acquired, released.lease_expires) == (None, None)
     assert store.claim(session.id, host="host-b", pid=7, ttl=30).version == 2
 
@@ -473,10 +480,25 @@ def test_the_holder_may_claim_again_and_that_bumps_the_version(store: Store) -> 
     session = make_session()
     store.create(session)
     first = store.claim(session.id, host="host-a", pid=1, ttl=30)
-    again = store.claim(session.id, host="host-a", pid=1, ttl=30)
+    again = store.claim(session.id, host="host-a", pid=1, ttl=30, owner=first.owner)
     assert again.version == first.version + 1
     with pytest.raises(LeaseLost):  # only the newest lease of a session is good
         store.heartbeat(first, 30)
+
+
+def test_another_owner_in_the_same_process_is_another_driver(store: Store) -> None:
+    """Two flows of one process share host and pid, never the owner token: the second is refused, not let in."""
+    session = make_session()
+    store.create(session)
+    first = store.claim(session.id, host="host-a", pid=1, ttl=30, owner="host-a:1:first")
+    for owner in ("host-a:1:second", None):
+        with pytest.raises(SessionBusy) as caught:
+            store.claim(session.id, host="host-a", pid=1, ttl=30, owner=owner)
+        assert (caught.value.host, caught.value.pid) == ("host-a", 1)
+    forged = first.model_copy(update={"owner": "host-a:1:second"})
+    with pytest.raises(LeaseLost):  # a heartbeat is the owner's own, even at the right version
+        store.heartbeat(forged, 30)
+    assert store.heartbeat(first, 30).owner == "host-a:1:first"
 
 
 def test_steal_bumps_the_version_so_the_old_holder_writes_nothing(open_again: Callable[[], Store]) -> None:
@@ -538,7 +560,13 @@ def test_a_new_session_saved_with_its_first_round_holds_the_given_lease(open_aga
     store, rival = clocked(open_again(), clock), clocked(open_again(), clock)
     session = make_session()
     lease = Lease(
-        session_id=session.id, version=1, host="host-a", pid=1, acquired=T0, expires=T0 + timedelta(minutes=1)
+        session_id=session.id,
+        version=1,
+        host="host-a",
+        pid=1,
+        owner="host-a:1:x",
+        acquired=T0,
+        expires=T0 + timedelta(minutes=1),
     )
     store.add_round(session.id, attempt=1, requests={"q": {}}, request_state="s", new_session=session, lease=lease)
     held = store.get(session.id)
@@ -629,6 +657,7 @@ def _exported(session_id: str = "0123456789ab") -> tuple[SessionRecord, list[Rou
         lease_pid=4242,
         lease_acquired=T0,
         lease_expires=T0 + timedelta(minutes=1),
+        lease_owner="machine-a:4242:0123456789abcdef",
     )
     rounds = [
         RoundRecord(

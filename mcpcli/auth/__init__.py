@@ -38,6 +38,8 @@ class Credentials:
     """``--bearer TOKEN``: a static token that wins over everything else."""
     on_secret: Callable[[str], None] | None = None
     """Told every token this run sends (traces redact them)."""
+    token_store: str = "auto"
+    """Where new OAuth logins go: ``file``, ``keyring`` or ``auto`` (the edge reads ``MCPCLI_TOKEN_STORE``)."""
     fresh: bool = False
     """``auth login``: sign in again even when a login is stored."""
     kind: Kind | None = None
@@ -74,7 +76,7 @@ class Credentials:
         provider, login = oauth_provider(
             target.url,
             target.label,
-            TokenVault(paths),
+            TokenVault(paths, wanted=self.token_store),
             interactive=self.interactive,
             open_browser=self.open_browser,
             client_id=oauth.client_id if oauth else None,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -112,18 +111,20 @@ def _key(server: str) -> str:
 class TokenVault:
     """The logins of this user: read, write and forget them, wherever they live."""
 
-    def __init__(self, paths: Paths, backend: Backend | None = None) -> None:
+    def __init__(self, paths: Paths, backend: Backend | None = None, *, wanted: str = "auto") -> None:
         self.dir = paths.token_dir
         self._backend = backend
-        if backend is None and _wanted() != "auto":
-            self._backend = _choose_backend()  # chosen by name: say at once when it is wrong or cannot be had
+        self._wanted = wanted.strip().lower()
+        """``file``, ``keyring`` or ``auto``: what the user asked for (``MCPCLI_TOKEN_STORE``, read at the edge)."""
+        if backend is None and self._wanted != "auto":
+            self._backend = _choose_backend(self._wanted)  # chosen by name: say at once when it is wrong or absent
 
     @property
     def backend(self) -> Backend:
         """Where new logins are written; decided at the first write (importing ``keyring`` costs ~40 ms, and most
         runs only read a login)."""
         if self._backend is None:
-            self._backend = _choose_backend()
+            self._backend = _choose_backend(self._wanted)
         return self._backend
 
     # --- reading ---
@@ -223,13 +224,9 @@ def _parse(text: str, where: str) -> dict[str, Any]:
 # --- the optional keyring ---------------------------------------------------------------------------------------------
 
 
-def _wanted() -> str:
-    return os.environ.get("MCPCLI_TOKEN_STORE", "auto").strip().lower()
-
-
-def _choose_backend() -> Backend:
-    """``MCPCLI_TOKEN_STORE=file|keyring`` decides; by default the keyring when it is installed and works."""
-    wanted = _wanted()
+def _choose_backend(wanted: str) -> Backend:
+    """``wanted`` (``MCPCLI_TOKEN_STORE=file|keyring``) decides; by default the keyring when it is installed and
+    works."""
     if wanted == "file":
         return "file"
     if wanted not in ("auto", "keyring"):

@@ -40,7 +40,7 @@ async def login(rt: Runtime, *, open_browser: bool) -> int:
             f"{target.label!r} is set up with a static token (bearer_token_env, --bearer or an Authorization header).",
             hint="Remove that to use OAuth, or keep using the token.",
         )
-    creds = Credentials(interactive=True, open_browser=open_browser, fresh=True)
+    creds = Credentials(interactive=True, open_browser=open_browser, fresh=True, token_store=rt.process.token_store)
     async with connect(target, rt.paths, protocol=rt.protocol(), bounds=rt.bounds(), credentials=creds) as client:
         server = client.server_info.name if client.server_info else target.label
     record = creds.login

@@ -32,7 +32,7 @@ from mcpcli.connection import Protocol, connect, transport_failure
 from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError, UserStopped
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump, is_legacy
-from mcpcli.keeper import Finished, Keeper, lease_ttl_from_env
+from mcpcli.keeper import Finished, Keeper
 from mcpcli.runtime import lone
 from mcpcli.terminal.output import describe_pending, pending_document
 
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 def credentials(rt: Runtime, *, interactive: bool) -> Credentials:
     """How this run signs in to an HTTP server: ``--bearer``, else the config, else OAuth (a browser only when
     ``interactive``: a person is at the terminal)."""
-    return Credentials(interactive=interactive, bearer=rt.g.bearer)
+    return Credentials(interactive=interactive, bearer=rt.g.bearer, token_store=rt.process.token_store)
 
 
 def _at_terminal() -> bool:
@@ -228,7 +228,8 @@ def build_flow(
     keeper = Keeper(
         open_store=lambda: rt.store,
         store_key=lambda: load_store_key(rt.paths.store_key_file),
-        lease_ttl=lease_ttl_from_env(),
+        lease_ttl=rt.process.lease_ttl,
+        faults=rt.process.faults,
         tracer=tracer,
     )
     presets = Presets.parse(
@@ -319,10 +320,10 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, appr
         model = llm.pick_model(provider, hints)
         return await llm.complete(name, provider, model, params, api_key=keys[0], max_tokens=max_tokens)
 
-    def used() -> tuple[int, int]:
+    async def used() -> tuple[int, int]:
         if not keeper.saved:
             return 0, 0
-        totals = [usage_of(r.answers or {}) for r, _ in keeper.rounds()]
+        totals = [usage_of(r.answers or {}) for r, _ in await keeper.rounds()]
         return sum(c for c, _ in totals), sum(n for _, n in totals)
 
     budget = Budget(settings.sampling.max_calls, settings.sampling.max_tokens, used)
@@ -371,8 +372,9 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
     """Connect, run, print the result as soon as it is final; however the run ends, the flow's session is left
     resumable and its lease given back.
 
-    The lease is held until the connection is closed: a transport that dies under the loop surfaces only then
-    (from the connection's task group), and its failure is recorded under the lease like any other.
+    Runs inside the flow keeper's ``running()`` (the caller's): the lease is held, and heart-beaten, until the
+    connection is closed — a transport that dies under the loop surfaces only then (from the connection's task
+    group), and its failure is recorded under the lease like any other.
     """
     from mcpcli.connection import back_channel_failure, required_urls, wants_back_channel
 
@@ -415,7 +417,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
         if printed and isinstance(exc, Exception):  # the result is out and recorded: a messy teardown is not news
             log.debug("the connection failed while closing, after the result", exc_info=True)
             return printed[0]
-        settled = _settled(flow, exc)
+        settled = await _settled(flow, exc)
         if isinstance(settled, NeedInput):
             _say_unmatched(rt, flow)
             return needs_input(rt, settled)
@@ -429,7 +431,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
             raise
         raise settled from None
     finally:
-        flow.keeper.close()
+        await flow.keeper.close()
         rt.out.stop_progress()
 
 
@@ -442,23 +444,23 @@ async def _drive_connected(
             flow.client = client
             return await body(client)
     except BaseException as exc:
-        settled = _settled(flow, exc)
+        settled = await _settled(flow, exc)
         if settled is exc:
             raise
         raise settled from None
     finally:
-        flow.keeper.close()
+        await flow.keeper.close()
 
 
-def _settled(flow: Flow, exc: BaseException) -> BaseException:
+async def _settled(flow: Flow, exc: BaseException) -> BaseException:
     """What a run that raised ``exc`` ends with: an ``McpcliError`` as it is; a dead transport as one line (exit 4,
     the session kept waiting); anything else — Ctrl-C, a signal, a bug — with the session put back to waiting."""
     single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
     if isinstance(single, McpcliError):
         return single
     if isinstance(single, Exception) and (why := transport_failure(single)) is not None:
-        return flow.lost(why)
-    flow.interrupted()
+        return await flow.lost(why)
+    await flow.interrupted()
     return exc
 
 
@@ -542,7 +544,8 @@ async def run_call(
             arguments = {}
         return await flow.start(Call(method, name, arguments))
 
-    return await _connect_and_run(rt, opts, flow, target, run, protocol=protocol)
+    async with flow.keeper.running():
+        return await _connect_and_run(rt, opts, flow, target, run, protocol=protocol)
 
 
 def _check_store(rt: Runtime) -> None:
@@ -632,21 +635,20 @@ async def run_resume(
     rt.store.check_writable()
     connection = connection_settings(target, protocol or target.protocol or "auto")
     flow = build_flow(rt, opts, seat, record.server, flows, connection=connection)
-    try:
-        flow.adopt(record, steal=steal)  # before connecting: a loser of a race starts nothing and sends nothing
-    except Finished as done:
-        flow.keeper.close()
-        finished = done.session
-        rt.out.note(f"Session {finished.id} was finished by another run meanwhile; here is its result.")
-        return render(rt, finished.method, Outcome(finished.result or {}, finished, ExitCode(finished.exit_code or 0)))
-    except BaseException:
-        flow.keeper.close()
-        raise
 
     async def run(client: Client) -> Outcome:
         return await flow.resume()
 
-    return await _connect_and_run(rt, opts, flow, target, run, protocol=protocol)
+    # The lease is claimed, and heart-beaten, from before connecting until after the connection is closed.
+    async with flow.keeper.running():
+        try:
+            await flow.adopt(record, steal=steal)  # before connecting: a loser of a race starts and sends nothing
+        except Finished as done:
+            finished = done.session
+            rt.out.note(f"Session {finished.id} was finished by another run meanwhile; here is its result.")
+            outcome = Outcome(finished.result or {}, finished, ExitCode(finished.exit_code or 0))
+            return render(rt, finished.method, outcome)
+        return await _connect_and_run(rt, opts, flow, target, run, protocol=protocol)
 
 
 def resume_protocol(rt: Runtime, record: SessionRecord) -> Protocol | None:
@@ -815,15 +817,6 @@ async def drive(
     server = record.server if record is not None else target.label
     connection = connection_settings(target, protocol or target.protocol or "auto")
     flow = build_flow(rt, opts, seat, server, flows, connection=connection)
-    if record is not None:
-        try:
-            flow.adopt(record, steal=job.steal if isinstance(job, ResumeJob) else False)
-        except Finished as done:
-            flow.keeper.close()
-            return Outcome(done.session.result or {}, done.session, ExitCode(done.session.exit_code or 0))
-        except BaseException:
-            flow.keeper.close()
-            raise
 
     async def body(client: Client) -> Outcome:
         if isinstance(job, ResumeJob):
@@ -840,7 +833,13 @@ async def drive(
             arguments = {}
         return await flow.start(Call(job.method, job.name, arguments))
 
-    return await _drive_connected(rt, opts, flow, target, protocol, body)
+    async with flow.keeper.running():  # the lease, and its heartbeat, from the claim until after the connection
+        if record is not None:
+            try:
+                await flow.adopt(record, steal=job.steal if isinstance(job, ResumeJob) else False)
+            except Finished as done:
+                return Outcome(done.session.result or {}, done.session, ExitCode(done.session.exit_code or 0))
+        return await _drive_connected(rt, opts, flow, target, protocol, body)
 
 
 def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | None]:

@@ -104,6 +104,9 @@ class SessionRecord(BaseModel):
     """How the flow was connected (``connection_settings``): the protocol asked for, the target's kind and
     settings, the names (never the values) of its headers and environment. ``resume`` reconnects the same way
     unless told otherwise; ``None`` for sessions stored before schema 4."""
+    lease_owner: str | None = None
+    """Which driver holds the lease: its host, pid and a random token of its own (``new_lease_owner``), so two
+    flows of one process are two drivers. The store's checks compare it; people are shown host and pid."""
 
     _utc = field_validator("created", "updated", "lease_acquired", "lease_expires")(_to_utc)
 
@@ -153,12 +156,20 @@ class Lease(BaseModel):
     """The host name of the holder."""
     pid: int
     """The process id of the holder."""
+    owner: str
+    """The holder itself: one flow (``new_lease_owner``), not its process — what ``claim`` calls "already mine"."""
     acquired: AwareDatetime
     """When it was claimed, in UTC."""
     expires: AwareDatetime
     """When it runs out unless heart-beaten, in UTC."""
 
     _utc = field_validator("acquired", "expires")(_to_utc)
+
+
+def new_lease_owner(host: str, pid: int) -> str:
+    """A lease owner for one flow: its host and pid (for people reading the store) and 64 random bits (so a
+    second flow of the same process is a second driver, never "the same one again")."""
+    return f"{host}:{pid}:{secrets.token_hex(8)}"
 
 
 def lease_columns(lease: Lease) -> dict[str, Any]:
@@ -169,6 +180,7 @@ def lease_columns(lease: Lease) -> dict[str, Any]:
         "lease_pid": lease.pid,
         "lease_acquired": lease.acquired,
         "lease_expires": lease.expires,
+        "lease_owner": lease.owner,
     }
 
 
@@ -345,13 +357,16 @@ class Store(Protocol):
         host: str,
         pid: int,
         ttl: float,
+        owner: str | None = None,
         steal: bool = False,
         seen: SessionRecord | None = None,
     ) -> Lease:
         """Take the lease on a session (exact id) for ``ttl`` seconds, and bump its version.
 
         One conditional write: it succeeds when nobody holds a live lease, when the lease has expired, when
-        ``host``/``pid`` hold it already, or with ``steal``. Otherwise ``SessionBusy`` names the holder.
+        ``owner`` holds it already, or with ``steal``. Otherwise ``SessionBusy`` names the holder (host, pid).
+        Without ``owner`` the claim is a new driver's (``new_lease_owner(host, pid)``): "already mine" is never
+        guessed from the host and pid, which two flows of one process share.
         With ``seen`` (the session as the caller read it) it also succeeds only while the session's status,
         round and version are still what was read; otherwise ``SessionChanged`` carries the session as it is
         now, and nothing is written. A caller that decides what to send from what it read passes it.
@@ -359,7 +374,8 @@ class Store(Protocol):
         ...
 
     def heartbeat(self, lease: Lease, ttl: float) -> Lease:
-        """Extend a held lease to ``ttl`` seconds from now; ``LeaseLost`` once another driver has claimed it."""
+        """Extend a held lease (same version, same owner) to ``ttl`` seconds from now; ``LeaseLost`` once another
+        driver has claimed it, or it was given back."""
         ...
 
     def release(self, lease: Lease) -> None:

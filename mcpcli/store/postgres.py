@@ -75,7 +75,8 @@ _DDL = (
         lease_acquired timestamptz,
         lease_expires timestamptz,
         identity text,
-        connection text
+        connection text,
+        lease_owner text
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     f"CREATE INDEX sessions_updated ON {SCHEMA}.sessions (updated, id)",
@@ -100,6 +101,8 @@ _MIGRATIONS = {
     3: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN identity text", _TRACE_TABLE),
     # 4: how the flow was connected (resume reconnects the same way).
     4: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN connection text",),
+    # 5: each flow its own lease owner (host and pid stay, for people and the "holder is gone" rule).
+    5: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN lease_owner text",),
 }
 
 

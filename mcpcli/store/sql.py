@@ -38,12 +38,14 @@ from mcpcli.store.base import (
     SessionRecord,
     Status,
     lease_columns,
+    new_lease_owner,
     utcnow,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: sessions and rounds. 2: the lease columns and ``version``. 3: the ``trace`` table and ``identity``.
-4: ``connection`` (how the flow was connected, so a resume reconnects the same way)."""
+4: ``connection`` (how the flow was connected, so a resume reconnects the same way). 5: ``lease_owner`` (each
+flow its own lease owner: two flows of one process no longer pass for one driver)."""
 
 _DELETE_CHUNK = 500  # stays under SQLite's limit on bound parameters
 _TRACE_CHUNK = 200  # rows per INSERT of trace lines: three parameters each, under SQLite's limit
@@ -51,12 +53,18 @@ _CLAIM_TRIES = 5
 
 SESSION_FIELDS = tuple(SessionRecord.model_fields)  # the columns are named after the fields
 _SESSION_COLUMNS = ", ".join(SESSION_FIELDS)
-_RELEASED = "lease_host = NULL, lease_pid = NULL, lease_acquired = NULL, lease_expires = NULL"
+_RELEASED = "lease_host = NULL, lease_pid = NULL, lease_acquired = NULL, lease_expires = NULL, lease_owner = NULL"
 """The assignments that give a lease back (the version stays: it only ever goes up)."""
 _ROUND_COLUMNS = "session_id, round_index, attempt, requests, request_state, answers, received, answered"
 _TIME_FIELDS = frozenset({"created", "updated", "lease_acquired", "lease_expires"})
 _JSON_FIELDS = ("arguments", "result", "connection")
-_LEASE_CLEARED = {"lease_host": None, "lease_pid": None, "lease_acquired": None, "lease_expires": None}
+_LEASE_CLEARED = {
+    "lease_host": None,
+    "lease_pid": None,
+    "lease_acquired": None,
+    "lease_expires": None,
+    "lease_owner": None,
+}
 
 
 class Cursor(Protocol):
@@ -506,34 +514,42 @@ class SqlStore:
         host: str,
         pid: int,
         ttl: float,
+        owner: str | None = None,
         steal: bool = False,
         seen: SessionRecord | None = None,
     ) -> Lease:
         length = _check_ttl(ttl)
         if seen is not None and seen.id != session_id:
             raise ValueError(f"the session read is {seen.id}, not {session_id}")
+        owner = owner or new_lease_owner(host, pid)
         for _ in range(_CLAIM_TRIES):
             now = self.clock()
             expires = now + length
             conditions = ""
-            params: builtins.list[Any] = [host, pid, self._time(now), self._time(expires), session_id]
-            if not steal:
-                conditions += " AND (lease_expires IS NULL OR lease_expires < ? OR (lease_host = ? AND lease_pid = ?))"
-                params += [self._time(now), host, pid]
+            params: builtins.list[Any] = [host, pid, owner, self._time(now), self._time(expires), session_id]
+            if not steal:  # free, expired, or this very owner's already (never merely this host and pid's)
+                conditions += " AND (lease_expires IS NULL OR lease_expires < ? OR lease_owner = ?)"
+                params += [self._time(now), owner]
             if seen is not None:  # still the session the caller decided from
                 conditions += " AND version = ? AND status = ? AND round = ?"
                 params += [seen.version, seen.status, seen.round]
             with self._transaction(write=True) as tx:
                 # One conditional UPDATE: concurrent claims serialise on the row, and only one finds it free.
                 won = tx.all(
-                    "UPDATE sessions SET version = version + 1, lease_host = ?, lease_pid = ?, lease_acquired = ?,"
-                    f" lease_expires = ? WHERE id = ?{conditions} RETURNING version",
+                    "UPDATE sessions SET version = version + 1, lease_host = ?, lease_pid = ?, lease_owner = ?,"
+                    f" lease_acquired = ?, lease_expires = ? WHERE id = ?{conditions} RETURNING version",
                     params,
                 )
                 holder = None if won else tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
             if won:
                 return Lease(
-                    session_id=session_id, version=won[0]["version"], host=host, pid=pid, acquired=now, expires=expires
+                    session_id=session_id,
+                    version=won[0]["version"],
+                    host=host,
+                    pid=pid,
+                    owner=owner,
+                    acquired=now,
+                    expires=expires,
                 )
             if holder is None:
                 raise not_found(session_id)
@@ -556,9 +572,8 @@ class SqlStore:
         expires = self.clock() + _check_ttl(ttl)
         with self._transaction(write=True) as tx:
             extended = tx.run(
-                "UPDATE sessions SET lease_expires = ?"
-                " WHERE id = ? AND version = ? AND lease_host = ? AND lease_pid = ?",
-                (self._time(expires), lease.session_id, lease.version, lease.host, lease.pid),
+                "UPDATE sessions SET lease_expires = ? WHERE id = ? AND version = ? AND lease_owner = ?",
+                (self._time(expires), lease.session_id, lease.version, lease.owner),
             )
             if not extended:
                 self._require(tx, lease.session_id)

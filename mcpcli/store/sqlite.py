@@ -1,7 +1,9 @@
 """The embedded session store: one SQLite file under the state dir.
 
 It owns the file's safety (a 0600 file in a 0700 directory, refused when other
-users can read or write it), its durability (WAL, ``synchronous=FULL``, one
+users can read or write it; its ``-wal`` and ``-shm`` side files made 0600 by
+mcpcli before SQLite opens them — explicit modes, never the process-wide umask,
+which other threads' files would share), its durability (WAL, ``synchronous=FULL``, one
 ``BEGIN IMMEDIATE`` transaction per write, so concurrent writers queue on the
 busy timeout instead of deadlocking halfway) and its DDL and migrations. The
 statements themselves are shared with PostgreSQL in ``sql.py``; times are
@@ -14,7 +16,6 @@ import os
 import shlex
 import sqlite3
 import stat
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -27,7 +28,8 @@ from mcpcli.store.sql import SCHEMA_VERSION, SqlStore, Tx, iso_time
 __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SqliteStore"]
 
 BUSY_TIMEOUT_MS = 5000
-_UMASK_LOCK = threading.RLock()
+SIDE_FILES = ("-wal", "-shm")
+"""What SQLite keeps beside the database in WAL mode; created 0600 here, before SQLite would."""
 
 _STATUS_CHECK = "CHECK (status IN ('waiting', 'running', 'done', 'failed', 'expired'))"
 _METHOD_CHECK = "CHECK (method IN ('tools/call', 'prompts/get', 'resources/read'))"
@@ -61,7 +63,8 @@ _SCHEMA = (
         lease_acquired TEXT,
         lease_expires TEXT,
         identity TEXT,
-        connection TEXT
+        connection TEXT,
+        lease_owner TEXT
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     "CREATE INDEX sessions_updated ON sessions (updated, id)",
@@ -94,6 +97,8 @@ _MIGRATIONS = {
     3: ("ALTER TABLE sessions ADD COLUMN identity TEXT", _TRACE_TABLE),
     # 4: how the flow was connected (resume reconnects the same way).
     4: ("ALTER TABLE sessions ADD COLUMN connection TEXT",),
+    # 5: each flow its own lease owner (host and pid stay, for people and the "holder is gone" rule).
+    5: ("ALTER TABLE sessions ADD COLUMN lease_owner TEXT",),
 }
 
 
@@ -101,18 +106,49 @@ def _dict_row(cursor: sqlite3.Cursor, row: Sequence[Any]) -> dict[str, Any]:
     return {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
 
 
-@contextmanager
-def _private_umask() -> Iterator[None]:
-    # Whatever gets created in here (directories, the WAL and SHM side files) is
-    # private to the user. The umask is process-wide: stores are opened at startup,
-    # before any thread that creates files is running; the lock keeps two stores
-    # opened at once from restoring each other's umask out of order.
-    with _UMASK_LOCK:
-        old = os.umask(0o077)
+def _private_dirs(directory: Path) -> None:
+    """Create ``directory`` and its missing parents, each 0700 (``mkdir -p`` would make the parents by the umask)."""
+    missing = [p for p in (directory, *directory.parents) if not p.exists()]
+    for path in reversed(missing):
         try:
-            yield
-        finally:
-            os.umask(old)
+            path.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by another process: its modes are checked below like any
+            continue
+        path.chmod(0o700)  # the mode given to mkdir is cut by the umask; chmod is not
+
+
+def _create_private(path: Path) -> bool:
+    """Create ``path`` as an empty 0600 file; ``False`` (and nothing touched) when it exists already.
+
+    The mode is set on the new descriptor, so the file is never, even for a moment, readable by others — and it
+    is 0600 exactly, whatever the umask cut from the mode given to ``open``.
+    """
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return False
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return True
+
+
+def _prepare_side_files(path: Path) -> None:
+    """The WAL and shared-memory files, 0600, before SQLite opens them: their mode then depends neither on the
+    umask nor on SQLite copying the database file's mode.
+
+    Best effort: an existing side file (a WAL holding committed rounds after a crash) is never truncated, and in
+    a place this user cannot write the store opens read-only without them.
+    """
+    for suffix in SIDE_FILES:
+        side = path.with_name(path.name + suffix)
+        try:
+            if _create_private(side):
+                continue
+        except OSError:  # a directory this user cannot write: SQLite opens the store read-only, without them
+            continue
+        _refuse_if_shared(side, "file", "600")
 
 
 def _refuse_if_shared(path: Path, what: str, mode: str) -> None:
@@ -130,16 +166,14 @@ def _prepare_file(path: Path) -> None:
         if os.name == "nt":  # POSIX modes do not apply; the user profile is private.
             path.parent.mkdir(parents=True, exist_ok=True)
             return
-        with _private_umask():
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _private_dirs(path.parent)
         _refuse_if_shared(path.parent, "directory", "700")
-        try:
-            # Created here rather than by sqlite, so it is never briefly world-readable.
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        except FileExistsError:
+        # Created here rather than by sqlite, so it is never briefly world-readable.
+        if not _create_private(path):
             if path.is_dir():
                 raise StoreError(f"The session store {path} is a directory, not a file.") from None
             _refuse_if_shared(path, "file", "600")
+        _prepare_side_files(path)
     except OSError as exc:
         raise StoreError(
             f"Cannot create the session store {path}: {exc.strerror or exc}.",
@@ -207,16 +241,15 @@ class SqliteStore(SqlStore):
     def _open(self, *, read_only: bool = False) -> sqlite3.Connection:
         target: str | Path = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1" if read_only else self.path
         try:
-            with _private_umask():
-                conn = sqlite3.connect(
-                    target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False, uri=read_only
-                )
+            conn = sqlite3.connect(
+                target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False, uri=read_only
+            )
         except sqlite3.Error as exc:
             raise _store_error(self.path, exc) from None
         conn.row_factory = _dict_row
         self._conn = conn
         try:
-            with _private_umask(), self._guard():
+            with self._guard():
                 conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 if not read_only:
                     conn.execute("PRAGMA journal_mode = WAL").fetchall()
