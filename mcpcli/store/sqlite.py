@@ -16,6 +16,7 @@ import os
 import shlex
 import sqlite3
 import stat
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -28,6 +29,8 @@ from mcpcli.store.sql import SCHEMA_VERSION, SqlStore, Tx, iso_time
 __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SqliteStore"]
 
 BUSY_TIMEOUT_MS = 5000
+_OPEN_TRIES = 10
+_BUSY_WORDS = "stayed locked by another mcpcli"
 SIDE_FILES = ("-wal", "-shm")
 """What SQLite keeps beside the database in WAL mode; created 0600 here, before SQLite would."""
 
@@ -249,19 +252,31 @@ class SqliteStore(SqlStore):
         conn.row_factory = _dict_row
         self._conn = conn
         try:
-            with self._guard():
-                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-                if not read_only:
-                    conn.execute("PRAGMA journal_mode = WAL").fetchall()
-                    conn.execute("PRAGMA synchronous = FULL")
-                conn.execute("PRAGMA foreign_keys = ON")
-                self._init_schema()
-                if not read_only:
-                    self._probe()
+            for attempt in range(_OPEN_TRIES):
+                try:
+                    self._prepare(conn, read_only=read_only)
+                    break
+                except StoreError as exc:
+                    # Opening a new file races other first opens (switching to WAL, creating the schema); SQLite
+                    # answers some of those races with an immediate SQLITE_BUSY rather than waiting: try again.
+                    if _BUSY_WORDS not in exc.message or attempt == _OPEN_TRIES - 1:
+                        raise
+                    time.sleep(0.02 * (attempt + 1))
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _prepare(self, conn: sqlite3.Connection, *, read_only: bool) -> None:
+        with self._guard():
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if not read_only:
+                conn.execute("PRAGMA journal_mode = WAL").fetchall()
+                conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._init_schema()
+            if not read_only:
+                self._probe()
 
     def _probe(self) -> None:
         # Cheap (no row changes, nothing committed) and catches a read-only file whose WAL side files are writable.
