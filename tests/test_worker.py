@@ -128,17 +128,23 @@ def test_prompts_are_asked_at_the_callers_terminal_and_ctrl_c_stops_that_flow_on
     assert mcpcli("worker", "status").returncode == 0  # the worker lives on
 
 
-def test_a_killed_front_end_hangs_up_its_flow_and_the_session_is_kept(warm: Path, tmp_path: Path) -> None:
+def retry_in_flight(tmp_path: Path, item: str) -> tuple[subprocess.Popen[str], Path]:
+    """A warm call whose answered retry the (slow) stdio server is still working on, and the server's leg log."""
     record = tmp_path / "legs.jsonl"
     target = stdio_server("recorder", "--record", str(record), "--slow", "60")
     front = subprocess.Popen(
-        [PY, "-m", "mcpcli", "-s", target, "call", "two_rounds", "-a", "item=x", "--answer", "sure=true"],
+        [PY, "-m", "mcpcli", "-s", target, "call", "two_rounds", "-a", f"item={item}", "--answer", "sure=true"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     wait_for_legs(record, 2)
+    return front, record
+
+
+def test_a_killed_front_end_hangs_up_its_flow_and_the_session_is_kept(warm: Path, tmp_path: Path) -> None:
+    front, _record = retry_in_flight(tmp_path, "x")
     front.send_signal(signal.SIGKILL)
     front.wait()
     deadline = time.monotonic() + 10
@@ -207,16 +213,7 @@ def test_a_hung_worker_does_not_hang_the_front_end(home: Path, monkeypatch: pyte
 
 
 def test_a_worker_child_killed_mid_flow_is_one_line_and_the_session_resumes(warm: Path, tmp_path: Path) -> None:
-    record = tmp_path / "legs.jsonl"
-    target = stdio_server("recorder", "--record", str(record), "--slow", "60")
-    front = subprocess.Popen(
-        [PY, "-m", "mcpcli", "-s", target, "call", "two_rounds", "-a", "item=k", "--answer", "sure=true"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_for_legs(record, 2)
+    front, record = retry_in_flight(tmp_path, "k")
     worker_pid = json.loads(mcpcli("worker", "status", "--json").stdout)["pid"]
     children = subprocess.run(["pgrep", "-P", str(worker_pid)], capture_output=True, text=True).stdout.split()
     assert children

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,15 @@ from mcpcli.wire import send
 
 MAX_LINE = 64 * 2**20
 """The longest line either side may send before its connection is cut (a bound, as on the cold path)."""
+
+
+def _lines(buffer: bytearray) -> Iterator[bytes]:
+    """The complete, non-empty lines at the front of ``buffer``, taken out of it (a partial line stays)."""
+    while (end := buffer.find(b"\n")) != -1:
+        line = bytes(buffer[:end])
+        del buffer[: end + 1]
+        if line.strip():
+            yield line
 
 
 def _key(server: dict[str, Any]) -> str:
@@ -209,11 +219,8 @@ class Kept:
             self._detach(server)
             return
         attachment.buffer += chunk
-        while (end := attachment.buffer.find(b"\n")) != -1:
-            line = bytes(attachment.buffer[:end])
-            del attachment.buffer[: end + 1]
-            if line.strip():
-                self._to_server(server, attachment, line)
+        for line in _lines(attachment.buffer):
+            self._to_server(server, attachment, line)
 
     def _to_server(self, server: KeptServer, attachment: Attachment, line: bytes) -> None:
         try:
@@ -256,11 +263,8 @@ class Kept:
             self._server_gone(server)
             return
         server.out += chunk
-        while (end := server.out.find(b"\n")) != -1:
-            line = bytes(server.out[:end])
-            del server.out[: end + 1]
-            if line.strip():
-                self._from_server_line(server, line)
+        for line in _lines(server.out):
+            self._from_server_line(server, line)
 
     def _from_server_line(self, server: KeptServer, line: bytes) -> None:
         try:
