@@ -18,9 +18,11 @@ Each bound that trips is recorded on the connection's ``Tripwire``; ``connection
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
+import ssl
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -227,7 +229,18 @@ class LimitExceeded(httpx2.StreamError):
 
 def http_transport(trip: Tripwire) -> httpx2.AsyncBaseTransport:
     """The default httpx2 transport, with every POST response's body read under the bounds."""
-    return _BoundedTransport(httpx2.AsyncHTTPTransport(), trip)
+    return _BoundedTransport(httpx2.AsyncHTTPTransport(verify=tls_context()), trip)
+
+
+def tls_context() -> ssl.SSLContext:
+    """httpx2's default TLS context, made once per process and CA setting: building one reads the whole CA bundle
+    (tens of milliseconds), and a warm worker would otherwise pay that on every command."""
+    return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.cache
+def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    return httpx2.create_ssl_context()
 
 
 class _BoundedTransport(httpx2.AsyncBaseTransport):

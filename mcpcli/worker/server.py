@@ -307,12 +307,14 @@ def _reopen_stdio() -> None:
     sys.stderr = open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
 
 
-def _run(argv: list[str]) -> int:
-    from mcpcli.cli import app
+_COMMAND: Any = None
+"""The CLI's Click command tree, built once in the worker (Typer builds it from the signatures on every call)."""
 
+
+def _run(argv: list[str]) -> int:
     sys.argv = ["mcpcli", *argv]
     try:
-        app(args=argv, prog_name="mcpcli")
+        _COMMAND.main(args=argv, prog_name="mcpcli")
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
@@ -334,6 +336,14 @@ def preload() -> None:
 
     with contextlib.suppress(ImportError):
         import mcpcli.store.postgres  # noqa: F401
+    import typer.main
+
+    from mcpcli.cli import app
+    from mcpcli.transports import tls_context
+
+    global _COMMAND
+    _COMMAND = typer.main.get_command(app)
+    tls_context()  # the CA bundle, read once for every command's HTTP client
 
 
 def main(argv: list[str] | None = None) -> int:
