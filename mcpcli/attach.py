@@ -56,7 +56,7 @@ async def attached(
     path: str, target: Target, *, max_message_bytes: int, note: Callable[[str], None]
 ) -> AsyncIterator[Any]:
     """The kept-alive server for ``target``, through the worker at ``path``, as an SDK transport."""
-    from mcpcli.transports import _parse
+    from mcpcli.transports import _parse, write_lines
 
     stream = await anyio.connect_unix(path)
     request = {"op": "attach", "name": target.label, "server": server_key(target), "env": dict(os.environ)}
@@ -101,13 +101,7 @@ async def attached(
                 pending += chunk
 
     async def writer() -> None:
-        try:
-            async with write_reader:
-                async for message in write_reader:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await stream.send(data.encode())
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_writer.aclose()
+        await write_lines(write_reader, stream.send, read_writer)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)

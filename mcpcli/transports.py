@@ -24,7 +24,7 @@ import os
 import signal
 import ssl
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TextIO
 
@@ -90,13 +90,7 @@ async def stdio(params: StdioServerParameters, errlog: TextIO, trip: Tripwire) -
 
     async def writer() -> None:
         assert process.stdin is not None
-        try:
-            async with write_reader:
-                async for message in write_reader:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode())
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_writer.aclose()  # the server is gone: let the session see the end instead of waiting
+        await write_lines(write_reader, process.stdin.send, read_writer)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)
@@ -109,6 +103,18 @@ async def stdio(params: StdioServerParameters, errlog: TextIO, trip: Tripwire) -
                 read_stream.close()
                 await stop(process)
             tg.cancel_scope.cancel()
+
+
+async def write_lines(messages: Any, send: Callable[[bytes], Awaitable[None]], read_writer: Any) -> None:
+    """The session's outgoing messages as newline-delimited JSON-RPC; when the other end is gone, the read side
+    ends too, so the session sees the end instead of waiting."""
+    try:
+        async with messages:
+            async for message in messages:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                await send(data.encode())
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        await read_writer.aclose()
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:

@@ -41,6 +41,15 @@ def _lines(buffer: bytearray) -> Iterator[bytes]:
             yield line
 
 
+def _message(line: bytes) -> dict[str, Any] | None:
+    """A JSON-RPC message (an object), or ``None`` for anything else on the line (dropped)."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
 def _key(server: dict[str, Any]) -> str:
     return json.dumps(server, sort_keys=True)
 
@@ -223,11 +232,7 @@ class Kept:
             self._to_server(server, attachment, line)
 
     def _to_server(self, server: KeptServer, attachment: Attachment, line: bytes) -> None:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return
-        if not isinstance(message, dict):
+        if (message := _message(line)) is None:
             return
         method = message.get("method")
         if method == "initialize" and "id" in message and server.init_reply is not None:
@@ -267,11 +272,7 @@ class Kept:
             self._from_server_line(server, line)
 
     def _from_server_line(self, server: KeptServer, line: bytes) -> None:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return
-        if not isinstance(message, dict):
+        if (message := _message(line)) is None:
             return
         current = server.current
         if "method" not in message and isinstance(message.get("id"), str) and message["id"].startswith("k"):
