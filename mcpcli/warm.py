@@ -20,7 +20,7 @@ from pathlib import Path
 
 import mcpcli
 from mcpcli import __version__
-from mcpcli.wire import OFF, ON, WireError, private_dirs, receive, send, socket_path, state_dir
+from mcpcli.wire import OFF, ON, WireError, peer, private_dirs, receive, send, socket_path, state_dir
 
 SERVER_COMMANDS = frozenset({"tools", "prompts", "resources", "info", "call", "prompt", "read", "resume"})
 """The commands that talk to a server: the ones the worker makes faster."""
@@ -33,7 +33,15 @@ VALUE_OPTIONS = frozenset(
 IN_PROCESS_FLAGS = frozenset({"--tui", "-h", "--help", "--version", "--install-completion", "--show-completion"})
 
 ANSWER_TIMEOUT = 3.0
-"""Seconds the front end waits for the worker at each step before it runs the command itself."""
+"""Seconds the front end waits for the worker to answer before it runs the command itself."""
+
+BUSY_LIMIT = 30.0
+"""Seconds the front end keeps waiting for a worker that is slow but busy (its CPU time grows: a loaded machine),
+where a silent one is given up after ``ANSWER_TIMEOUT``."""
+
+START_TIMEOUT = 30.0
+"""Seconds the worker's child may take to start, once the worker has answered (a loaded machine is slow, and a
+command that falls back to running here would only load it more)."""
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH, signal.SIGQUIT)
 
@@ -109,12 +117,13 @@ def delegate(argv: Sequence[str]) -> int | None:
         try:
             sock.settimeout(ANSWER_TIMEOUT)
             send(sock, {"op": "hello", "version": __version__, "package": _package()})
-            hello, _ = receive(sock)
+            hello = _answer(sock)
             if not hello.get("ok"):
                 _replace_worker(path, home, why=str(hello.get("why", "")))
                 return None
             request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": str(Path.cwd())}
             send(sock, request, fds=[0, 1, 2])
+            sock.settimeout(START_TIMEOUT)
             started, _ = receive(sock)
             child = int(started["started"])
         except (OSError, WireError, KeyError, ValueError, TypeError):
@@ -132,6 +141,34 @@ def delegate(argv: Sequence[str]) -> int | None:
                     " driving is intact: mcpcli sessions list --waiting"
                 )
                 return 4
+
+
+def _answer(sock: socket.socket) -> dict[str, object]:
+    """The worker's answer to the greeting. Past ``ANSWER_TIMEOUT`` keep waiting only while the worker works (on a
+    loaded machine — a hundred commands at once — it is slow, and running here instead would load it more); a
+    worker that uses no CPU meanwhile is hung (``TimeoutError``)."""
+    worker, _uid = peer(sock)
+    used = _cpu_ticks(worker)
+    deadline = time.monotonic() + BUSY_LIMIT
+    while True:
+        try:
+            answer, _ = receive(sock)
+            return answer
+        except TimeoutError:
+            now = _cpu_ticks(worker)
+            if used is None or now is None or now <= used or time.monotonic() > deadline:
+                raise
+            used = now
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    """User + system CPU time of ``pid``'s main thread (the worker's loop) in clock ticks (Linux ``/proc``);
+    ``None`` where that cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _package() -> str:

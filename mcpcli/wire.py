@@ -93,6 +93,14 @@ def _close(fds: list[int]) -> None:
             os.close(fd)
 
 
+def peer(sock: socket.socket) -> tuple[int, int]:
+    """The pid and uid of the process at the other end of a Unix socket (``SO_PEERCRED``; for a client, the
+    process that listens)."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, _gid = struct.unpack("3i", creds)
+    return int(pid), int(uid)
+
+
 def private_dirs(path: Path) -> Path:
     """``path`` and its missing parents, each created 0700 (``mkdir(parents=True)`` would make the parents 0755,
     and the session store refuses a state dir others can read)."""

@@ -19,21 +19,25 @@ import fcntl
 import os
 import signal
 import socket
-import struct
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import mcpcli
 from mcpcli import __version__
-from mcpcli.wire import WireError, private_dirs, receive, send, socket_path
+from mcpcli.wire import WireError, peer, private_dirs, receive, send, socket_path
 
 IDLE_TIMEOUT = 900.0
 """Seconds without a command after which the worker exits (15 minutes)."""
 
-GREETING_TIMEOUT = 2.0
-"""Seconds a connection may take to say what it wants; the worker serves one greeting at a time."""
+GREETING_TIMEOUT = 10.0
+"""Seconds an accepted connection may take to begin saying what it wants (the worker listens to many at once
+meanwhile)."""
+
+READ_TIMEOUT = 2.0
+"""Seconds the rest of a message may take once its first bytes are here."""
 
 
 def log(text: str) -> None:
@@ -124,10 +128,12 @@ class Worker:
             lambda obj, data: selector.register(obj, selectors.EVENT_READ, data),
             selector.unregister,
         )
+        self.last_activity = time.monotonic()  # idle from now: the preload before this is not idleness
+        greeting: dict[socket.socket, float] = {}  # accepted, waiting to be heard: when each one is given up
         try:
             while not self.stopping:
                 self.reap()
-                busy = self.children or any(s.current for s in self.kept.servers.values())
+                busy = self.children or greeting or any(s.current for s in self.kept.servers.values())
                 if not busy and time.monotonic() - self.last_activity > self.idle:
                     log("idle: exiting")
                     break
@@ -138,30 +144,54 @@ class Worker:
                     elif kind == "attached":
                         self.kept.from_command(server)
                         self.last_activity = time.monotonic()
-                    else:
-                        self.accept()
+                    elif kind in ("greeting", "request"):
+                        selector.unregister(server)
+                        del greeting[server]
+                        after = self.greet(server, kind)
+                        if after == "request":
+                            greeting[server] = time.monotonic() + GREETING_TIMEOUT
+                            selector.register(server, selectors.EVENT_READ, ("request", server))
+                        elif after == "close":
+                            server.close()
+                    elif conn := self.accept():
+                        greeting[conn] = time.monotonic() + GREETING_TIMEOUT
+                        selector.register(conn, selectors.EVENT_READ, ("greeting", conn))
+                now = time.monotonic()
+                for conn in [c for c, deadline in greeting.items() if deadline < now]:
+                    log("a connection said nothing in time")
+                    selector.unregister(conn)
+                    del greeting[conn]
+                    conn.close()
         finally:
             self.kept.stop_all()
+            for conn in greeting:
+                conn.close()
             selector.close()
 
-    def accept(self) -> None:
+    def accept(self) -> socket.socket | None:
+        """A new connection, heard once it speaks: a slow front end (a loaded machine starves some) never holds up
+        the others."""
         assert self.listener is not None
         try:
             conn, _ = self.listener.accept()
         except (BlockingIOError, TimeoutError):
-            return
+            return None
         except OSError as exc:
             log(f"accept failed: {exc}")
-            return
+            return None
         self.last_activity = time.monotonic()
-        kept = False
+        return conn
+
+    def greet(self, conn: socket.socket, stage: str) -> str:
+        """Hear one message of a connection (``stage``: its ``"greeting"`` or its ``"request"``); what next
+        (see ``handle``)."""
         try:
-            kept = self.handle(conn)
+            if stage == "greeting":
+                return self.handle(conn)
+            self.run(conn)
         except (OSError, WireError, ValueError, TypeError, KeyError) as exc:
             log(f"a connection failed: {type(exc).__name__}: {exc}")
-        finally:
-            if not kept:
-                conn.close()
+        return "close"
 
     def reap(self) -> None:
         for pid in list(self.children):
@@ -173,13 +203,14 @@ class Worker:
                 self.children.discard(pid)
                 self.last_activity = time.monotonic()
 
-    def handle(self, conn: socket.socket) -> bool:
-        """Serve one connection's request; ``True`` when the connection lives on (lent to a kept server)."""
-        conn.settimeout(GREETING_TIMEOUT)
-        uid = _peer_uid(conn)
+    def handle(self, conn: socket.socket) -> str:
+        """Serve one connection's first message. What then: ``"close"`` it, it is ``"kept"`` (lent to a kept
+        server), or it is greeted and its ``"request"`` comes next."""
+        conn.settimeout(READ_TIMEOUT)
+        _pid, uid = peer(conn)
         if uid != os.getuid():
             log(f"refused a connection from uid {uid}")
-            return False
+            return "close"
         hello, _ = receive(conn)
         op = str(hello.get("op"))
         same = hello.get("version") == __version__ and hello.get("package") == self.package
@@ -194,7 +225,7 @@ class Worker:
             send(conn, {"ok": self.kept.restart(op.removeprefix("restart:"))})
         elif op == "attach":
             self.kept.attach(conn, hello)
-            return True
+            return "kept"
         elif op != "hello":
             send(conn, {"ok": False, "why": f"unknown request {op!r}"})
         elif not same:
@@ -202,13 +233,19 @@ class Worker:
             self.stopping = True  # an mcpcli of another version or install is in use: let it start its own worker
         else:
             send(conn, {"ok": True, "version": __version__, "pid": os.getpid()})
-            request, fds = receive(conn, with_fds=True)
-            if request.get("op") != "run" or len(fds) != 3:
-                for fd in fds:
-                    os.close(fd)
-                return False
-            self.fork(conn, request, fds)
-        return False
+            return "request"
+        return "close"
+
+    def run(self, conn: socket.socket) -> None:
+        """A greeted connection's request: the command, with the caller's descriptors beside it. (The front end
+        sends them only once greeted: descriptors queued to a worker that never reads them would hold the caller's
+        pipes open.)"""
+        request, fds = receive(conn, with_fds=True)
+        if request.get("op") != "run" or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            return
+        self.fork(conn, request, fds)
 
     def fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         pid = os.fork()
@@ -239,12 +276,6 @@ class Worker:
             "socket": str(self.path),
             "rss_kb": _rss_kb(),
         }
-
-
-def _peer_uid(conn: socket.socket) -> int:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return int(uid)
 
 
 def _rss_kb() -> int:
@@ -323,19 +354,51 @@ def _run(argv: list[str]) -> int:
     return 0
 
 
+NOT_PRELOADED = ("mcpcli.tui", "mcpcli.__main__", "mcpcli.worker")
+"""Left out of the preload: the TUI runs in the front end's own process (``--tui``), ``__main__`` would run the
+CLI, and the worker is here already. (The demo is in: the default server runs in-process.)"""
+
+PRELOADED_LIBRARIES = (
+    "anyio._backends._asyncio",
+    "anyio.streams.stapled",
+    "jsonschema",
+    "mcp.client.auth",
+    "rich._emoji_codes",
+    "rich.live",
+    "rich.logging",
+    "rich.progress",
+    "rich.prompt",
+    "rich.table",
+    "typer._adapters",
+    "typer._click.decorators",
+)
+"""Imported lazily on a command's path (the SDK validates a tool's result with jsonschema, ~0.1 s to import)."""
+
+
 def preload() -> None:
-    """Everything a command imports, once (the point of the worker)."""
+    """Everything a command imports, once (the point of the worker): every mcpcli module a command can reach and
+    the libraries they import lazily, so a forked child imports nothing (tests/test_worker.py checks that). Then
+    the heap is frozen, so the collector neither walks nor dirties these pages in every child."""
+    import gc
+    import importlib
+    import pkgutil
+
     import mcp
     import mcp.client.streamable_http  # noqa: F401
 
-    import mcpcli.cli
-    import mcpcli.commands
-    import mcpcli.connection
-    import mcpcli.flow
-    import mcpcli.store.sqlite
-
-    with contextlib.suppress(ImportError):
-        import mcpcli.store.postgres  # noqa: F401
+    packages: list[tuple[Iterable[str], str]] = [(mcpcli.__path__, "mcpcli.")]
+    while packages:
+        path, prefix = packages.pop()
+        for info in pkgutil.iter_modules(path, prefix):
+            if info.name.startswith(NOT_PRELOADED):
+                continue
+            with contextlib.suppress(ImportError):  # the postgres engine without its optional extra
+                module = importlib.import_module(info.name)
+                if info.ispkg:
+                    packages.append((module.__path__, f"{info.name}."))
+    for name in PRELOADED_LIBRARIES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
     import typer.main
 
     from mcpcli.cli import app
@@ -344,6 +407,8 @@ def preload() -> None:
     global _COMMAND
     _COMMAND = typer.main.get_command(app)
     tls_context()  # the CA bundle, read once for every command's HTTP client
+    gc.collect()
+    gc.freeze()
 
 
 def main(argv: list[str] | None = None) -> int:
