@@ -175,6 +175,12 @@ def _adapter(kind: Any) -> TypeAdapter[Any]:
     return TypeAdapter(kind)
 
 
+def prepare_validators() -> None:
+    """Build the validators a flow uses now (a process that forks flows builds them once, not in every child)."""
+    for kind in (t.InputRequest, t.InputResponses):
+        _adapter(kind)
+
+
 def parse_request(wire: Mapping[str, Any]) -> t.InputRequest:
     """A stored request (JSON) back to its SDK model."""
     request: t.InputRequest = _adapter(t.InputRequest).validate_python(wire, by_alias=True)

@@ -1,26 +1,27 @@
 """The front end's side of the warm path: hand a command to the worker, relay signals, exit with its status.
 
-Standard library only, and nothing of mcpcli but ``wire``: this runs before anything heavy is imported, so
-a warm ``mcpcli call`` costs a bare interpreter plus one round trip to the worker. When the worker cannot take
-the command (none yet, stale socket, another version, no answer in time) ``delegate`` returns ``None`` and the
-caller runs it in-process, as without a worker; nothing has run then — the worker's child runs only once this
-side says "go".
+Standard library only (its cheapest modules, as ``wire``), and nothing of mcpcli but ``wire``: this runs
+before anything heavy is imported, so a warm ``mcpcli call`` costs a bare interpreter plus one round trip to the
+worker. When the worker cannot take the command (none yet, stale socket, another version, no answer in time)
+``delegate`` returns ``None`` and the caller runs it in-process, as without a worker; nothing has run then — the
+worker's child runs only once this side says "go".
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import socket
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from pathlib import Path
 
-import mcpcli
 from mcpcli import __version__
-from mcpcli.wire import OFF, ON, WireError, peer, private_dirs, receive, send, socket_path, state_dir
+from mcpcli.wire import OFF, ON, WireError, package_dir, peer, receive, send, socket_file, state_home, user_dir
+
+TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 SERVER_COMMANDS = frozenset({"tools", "prompts", "resources", "info", "call", "prompt", "read", "resume"})
 """The commands that talk to a server: the ones the worker makes faster."""
@@ -46,12 +47,10 @@ command that falls back to running here would only load it more)."""
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH, signal.SIGQUIT)
 
 
-def config_dir() -> Path:
+def config_dir() -> str:
     if home := os.environ.get("MCPCLI_HOME"):
-        return Path(home).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("mcpcli"))
+        return os.path.expanduser(home)
+    return user_dir("config")
 
 
 def subcommand(argv: Sequence[str]) -> str | None:
@@ -86,10 +85,10 @@ def wanted(argv: Sequence[str]) -> bool:
 
 def _configured() -> bool:
     """``[worker] enabled`` in config.toml (default true); an unreadable file leaves it to the in-process run."""
-    path = config_dir() / "config.toml"
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
+        with open(os.path.join(config_dir(), "config.toml"), encoding="utf-8") as file:
+            text = file.read()
+    except (OSError, UnicodeDecodeError):
         return True
     if "worker" not in text:
         return True
@@ -108,20 +107,20 @@ def _note(text: str) -> None:
 
 def delegate(argv: Sequence[str]) -> int | None:
     """Run ``argv`` in the worker and return its exit status; ``None`` when the caller should run it itself."""
-    home = state_dir()
-    path = socket_path(home)
+    home = state_home()
+    path = socket_file(home)
     sock = _connect(path, home)
     if sock is None:
         return None
     with sock:
         try:
             sock.settimeout(ANSWER_TIMEOUT)
-            send(sock, {"op": "hello", "version": __version__, "package": _package()})
+            send(sock, {"op": "hello", "version": __version__, "package": package_dir()})
             hello = _answer(sock)
             if not hello.get("ok"):
                 _replace_worker(path, home, why=str(hello.get("why", "")))
                 return None
-            request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": str(Path.cwd())}
+            request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": os.getcwd()}
             send(sock, request, fds=[0, 1, 2])
             sock.settimeout(START_TIMEOUT)
             started, _ = receive(sock)
@@ -129,7 +128,7 @@ def delegate(argv: Sequence[str]) -> int | None:
         except (OSError, WireError, KeyError, ValueError, TypeError):
             _note("the background worker did not answer; running without it (mcpcli worker stop to reset it).")
             return None
-        with _forwarding(child):
+        with _Forwarding(child):
             send(sock, {"go": True})  # from here on the command is the worker's: no fallback, ever
             sock.settimeout(None)
             try:
@@ -165,21 +164,18 @@ def _cpu_ticks(pid: int) -> int | None:
     """User + system CPU time of ``pid``'s main thread (the worker's loop) in clock ticks (Linux ``/proc``);
     ``None`` where that cannot be read."""
     try:
-        fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/task/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
         return int(fields[11]) + int(fields[12])
     except (OSError, ValueError, IndexError):
         return None
 
 
-def _package() -> str:
-    return str(Path(mcpcli.__file__).resolve().parent)  # which install: another one must not be served
-
-
-def _connect(path: Path, home: Path) -> socket.socket | None:
+def _connect(path: str, home: str) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(ANSWER_TIMEOUT)
     try:
-        sock.connect(str(path))
+        sock.connect(path)
         return sock
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
@@ -191,17 +187,20 @@ def _connect(path: Path, home: Path) -> socket.socket | None:
         return None
 
 
-def _replace_worker(path: Path, home: Path, *, why: str) -> None:
+def _replace_worker(path: str, home: str, *, why: str) -> None:
     """A worker of another mcpcli version (or install) answered: stop it and start ours for the next command."""
     stop(path)
     start(home)
 
 
-def start(home: Path) -> int | None:
+def start(home: str | os.PathLike[str]) -> int | None:
     """Start a worker for ``home`` in the background (its own session, no terminal); return its pid."""
     import subprocess
+    from pathlib import Path
 
-    log_dir = home / "logs"
+    from mcpcli.wire import private_dirs
+
+    log_dir = Path(home) / "logs"
     try:
         private_dirs(log_dir)
         log = os.open(log_dir / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -209,13 +208,13 @@ def start(home: Path) -> int | None:
         log = os.open(os.devnull, os.O_WRONLY)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpcli.worker.server", str(home)],
+            [sys.executable, "-m", "mcpcli.worker.server", os.fspath(home)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
             start_new_session=True,
             close_fds=True,
-            env={**os.environ, "MCPCLI_HOME": str(home)} if "MCPCLI_HOME" in os.environ else None,
+            env={**os.environ, "MCPCLI_HOME": os.fspath(home)} if "MCPCLI_HOME" in os.environ else None,
         )
     except OSError:
         return None
@@ -224,42 +223,48 @@ def start(home: Path) -> int | None:
     return proc.pid
 
 
-def ask(path: Path, op: str) -> dict[str, object] | None:
+def ask(path: str | os.PathLike[str], op: str) -> dict[str, object] | None:
     """A control request (``status``, ``stop``, ``ps``…) to the worker at ``path``; ``None`` when none answers."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(ANSWER_TIMEOUT)
     with sock:
         try:
-            sock.connect(str(path))
-            send(sock, {"op": op, "version": __version__, "package": _package()})
+            sock.connect(os.fspath(path))
+            send(sock, {"op": op, "version": __version__, "package": package_dir()})
             reply, _ = receive(sock)
             return reply
         except (OSError, WireError):
             return None
 
 
-def stop(path: Path, *, wait: float = 5.0) -> bool:
+def stop(path: str | os.PathLike[str], *, wait: float = 5.0) -> bool:
     """Ask the worker to exit and wait until its socket is gone; whether one was running."""
     reply = ask(path, "stop")
     if reply is None:
         return False
     deadline = time.monotonic() + wait
-    while path.exists() and time.monotonic() < deadline:
+    while os.path.exists(path) and time.monotonic() < deadline:
         time.sleep(0.02)
     return True
 
 
-@contextlib.contextmanager
-def _forwarding(child: int) -> Iterator[None]:
-    """Signals meant for the command (Ctrl-C, SIGTERM, SIGHUP, window size) go to the worker's child running it."""
+class _Forwarding:
+    """Signals meant for the command (Ctrl-C, SIGTERM, SIGHUP, window size) go to the worker's child running it,
+    while this is entered."""
 
-    def forward(signum: int, _frame: object) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child, signum)
+    def __init__(self, child: int) -> None:
+        self.child = child
+        self.old: dict[int, object] = {}
 
-    old = {signum: signal.signal(signum, forward) for signum in FORWARDED}
-    try:
-        yield
-    finally:
-        for signum, handler in old.items():
-            signal.signal(signum, handler)
+    def forward(self, signum: int, _frame: object) -> None:
+        try:
+            os.kill(self.child, signum)
+        except ProcessLookupError:
+            pass
+
+    def __enter__(self) -> None:
+        self.old = {signum: signal.signal(signum, self.forward) for signum in FORWARDED}
+
+    def __exit__(self, *_exc: object) -> None:
+        for signum, handler in self.old.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]

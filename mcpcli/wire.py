@@ -2,19 +2,26 @@
 where that socket lives. Shared by the front end (``warm``), the worker (``worker``) and kept-alive servers'
 transport (``attach``).
 
-Standard library only (the front end's warm path imports this). Every read is bounded: a message says its
+Standard library only, and only its cheapest modules: the front end's warm path imports this, and each module
+costs every warm command a few milliseconds (``pathlib``, ``typing``, ``contextlib`` and ``platformdirs`` are
+imported only where a function needs them, never on that path). Every read is bounded: a message says its
 length in 4 bytes, and one longer than ``MAX_MESSAGE`` (an environment is a few KiB) is refused.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
 import struct
-from pathlib import Path
-from typing import Any
+import sys
+
+TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
 
 MAX_MESSAGE = 4 * 2**20
 """The largest message either side reads; the environment of a shell fits many times over."""
@@ -26,14 +33,36 @@ OFF = frozenset({"0", "off", "false", "no"})
 ON = frozenset({"1", "on", "true", "yes"})
 
 
-def state_dir(environ: dict[str, str] | None = None) -> Path:
-    """``config.Paths.from_env().state_dir``, without importing the config model (pydantic) on the warm path."""
+def user_dir(kind: str, environ: Mapping[str, str] | None = None) -> str:
+    """``platformdirs.user_{kind}_dir("mcpcli")`` (``kind``: ``state`` or ``config``), computed here on Linux when
+    the XDG rule is plain (platformdirs costs a warm command ~18 ms to import); tests/test_worker.py checks the two
+    agree."""
     env = os.environ if environ is None else environ
-    if home := env.get("MCPCLI_HOME"):
-        return Path(home).expanduser()
+    xdg = env.get(f"XDG_{kind.upper()}_HOME", "")
+    home = env.get("HOME", "")
+    if sys.platform == "linux":
+        if os.path.isabs(xdg):
+            return os.path.join(xdg, "mcpcli")
+        if os.path.isabs(home):
+            return os.path.join(home, ".local/state" if kind == "state" else ".config", "mcpcli")
     import platformdirs
 
-    return Path(platformdirs.user_state_dir("mcpcli"))
+    return str(platformdirs.user_state_dir("mcpcli") if kind == "state" else platformdirs.user_config_dir("mcpcli"))
+
+
+def state_home(environ: Mapping[str, str] | None = None) -> str:
+    """``config.Paths.from_env().state_dir`` as a string, without importing the config model (pydantic) or
+    ``pathlib`` on the warm path."""
+    env = os.environ if environ is None else environ
+    if home := env.get("MCPCLI_HOME"):
+        return os.path.expanduser(home)
+    return user_dir("state", env)
+
+
+def state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    from pathlib import Path
+
+    return Path(state_home(environ))
 
 
 class WireError(Exception):
@@ -89,8 +118,10 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
 
 def _close(fds: list[int]) -> None:
     for fd in fds:
-        with contextlib.suppress(OSError):
+        try:
             os.close(fd)
+        except OSError:
+            pass
 
 
 def peer(sock: socket.socket) -> tuple[int, int]:
@@ -106,19 +137,34 @@ def private_dirs(path: Path) -> Path:
     and the session store refuses a state dir others can read)."""
     missing = [p for p in (path, *path.parents) if not p.exists()]
     for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):
+        try:
             directory.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
     return path
 
 
-def socket_path(home: Path) -> Path:
-    """Where the worker of this state dir listens: ``worker/worker.sock`` in it, or — when that path is too long
-    for a Unix socket (about 100 bytes) — a 0700 directory of this user's under the system's temp dir."""
-    path = home / "worker" / "worker.sock"
+def socket_file(home: str) -> str:
+    """Where the worker of the state dir ``home`` listens: ``worker/worker.sock`` in it, or — when that path is
+    too long for a Unix socket (about 100 bytes) — a 0700 directory of this user's under the system's temp dir."""
+    path = os.path.join(home, "worker", "worker.sock")
     if len(os.fsencode(path)) <= 100:
         return path
     import hashlib
     import tempfile
 
     digest = hashlib.sha256(os.fsencode(home)).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"mcpcli-{os.getuid()}" / f"{digest}.sock"
+    return os.path.join(tempfile.gettempdir(), f"mcpcli-{os.getuid()}", f"{digest}.sock")
+
+
+def socket_path(home: Path) -> Path:
+    from pathlib import Path
+
+    return Path(socket_file(str(home)))
+
+
+def package_dir() -> str:
+    """Which install of mcpcli this is (a worker serves front ends of its own install and version only)."""
+    import mcpcli
+
+    return os.path.dirname(os.path.realpath(mcpcli.__file__))

@@ -389,7 +389,31 @@ def test_the_warm_front_end_imports_neither_the_sdk_nor_the_cli_layers(warm: Pat
     imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
     for heavy in ("mcp", "mcp_types", "textual", "typer", "rich", "pydantic", "mcpcli.cli"):
         assert heavy not in imported, heavy
+    for costly in ("pathlib", "typing", "platformdirs"):  # a few ms each, on every warm command
+        assert costly not in imported, costly
     assert "mcpcli.warm" in imported
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"HOME": "/home/ann"},
+        {"HOME": "/home/ann/", "XDG_STATE_HOME": "/var/state/ann", "XDG_CONFIG_HOME": "/etc/ann"},
+        {"HOME": "/home/ann", "XDG_STATE_HOME": "relative/state", "XDG_CONFIG_HOME": ""},
+    ],
+)
+def test_the_front_end_finds_the_worker_where_platformdirs_says(env: dict[str, str]) -> None:
+    """The warm path computes the user dirs itself (platformdirs costs it ~18 ms); both must name one place."""
+    script = (
+        "import json, platformdirs\n"
+        "from mcpcli.wire import user_dir\n"
+        "print(json.dumps([user_dir('state'), platformdirs.user_state_dir('mcpcli'),"
+        " user_dir('config'), platformdirs.user_config_dir('mcpcli')]))\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("XDG_") and k != "HOME"}
+    r = subprocess.run([PY, "-c", script], capture_output=True, text=True, env={**clean, **env}, timeout=60)
+    ours_state, theirs_state, ours_config, theirs_config = json.loads(r.stdout)
+    assert (ours_state, ours_config) == (theirs_state, theirs_config)
 
 
 def test_resume_through_the_worker_keeps_one_driver(warm: Path, tmp_path: Path) -> None:

@@ -402,13 +402,26 @@ def preload() -> None:
     import typer.main
 
     from mcpcli.cli import app
+    from mcpcli.flow import prepare_validators
     from mcpcli.transports import tls_context
 
     global _COMMAND
     _COMMAND = typer.main.get_command(app)
+    _coercions(_COMMAND)
+    prepare_validators()
     tls_context()  # the CA bundle, read once for every command's HTTP client
     gc.collect()
     gc.freeze()
+
+
+def _coercions(command: Any) -> None:
+    """Typer builds each option's coercion (a pydantic TypeAdapter) on first use, ~40 of them a command (~10 ms):
+    build them here, once, not in every child."""
+    for param in getattr(command, "params", ()):
+        if callable(build := getattr(param, "get_runtime_param", None)):
+            build()
+    for sub in getattr(command, "commands", {}).values():
+        _coercions(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
