@@ -375,6 +375,15 @@ def worker_figures(tmp: Path, env: dict[str, str], runs: int, demo: list[str], u
             f"{'100 concurrent one-round flows vs one':<40} {together:>9.3f} s  {single:>9.3f} s  "
             f"{together / single:>7.2f}x   ≤ 3x       {verdict}{'' if set(codes) == {0} else f' (exits {set(codes)})'}"
         )
+        # The floor under that figure: a hundred bare interpreters at once, no mcpcli at all.
+        start = time.perf_counter()
+        bare = [subprocess.Popen([PY, "-c", "pass"]) for _ in range(100)]
+        for proc in bare:
+            proc.wait(timeout=300)
+        floor = time.perf_counter() - start
+        print(
+            f"{'  floor: 100 concurrent python -c pass':<40} {floor:>9.3f} s  {single:>9.3f} s  {floor / single:>7.2f}x"
+        )
         status = subprocess.run(
             [*mcpcli, "worker", "status", "--json"], env=warm, cwd=ROOT, capture_output=True, text=True
         )
