@@ -34,6 +34,7 @@ from mcpcli.bounds import Bounds, Tripwire
 from mcpcli.config import Paths, Target, private_dir
 from mcpcli.errors import McpcliError, ServerError, UsageError
 from mcpcli.handshakes import remember, remembered
+from mcpcli.tasks import TasksExtension
 from mcpcli.trace import Tracer, traced
 
 if TYPE_CHECKING:
@@ -197,6 +198,8 @@ async def connect(
                 mode=mode,
                 client_info=t.Implementation(name="mcpcli", version=__version__),
                 cache=None,
+                # Every request declares the tasks extension (2026-07-28 only): a tool call may become a task.
+                extensions=[TasksExtension()],
                 logging_callback=on_log,
                 log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
                 **callbacks,

@@ -1,6 +1,7 @@
 """Task-capable MCP servers for the tests, built with the SDK's ``MCPServer`` and its extension API.
 
-Run one: ``python tests/task_servers.py [--gen 2026] [--state FILE] [--http HOST:PORT]`` (stdio by default).
+Run one: ``python tests/task_servers.py [--gen 2026] [--state FILE] [--poll-ms N] [--http HOST:PORT]`` (stdio by
+default).
 
 ``--gen 2026`` (the default) serves the ``io.modelcontextprotocol/tasks`` extension (SEP-2663, the 2026-07-28
 generation): a ``tools/call`` of a task tool from a client that declared the extension in its per-request
@@ -117,7 +118,12 @@ class State:
 
 def answers_received(path: Path) -> dict[str, dict[str, int]]:
     """For tests: per task id, how many ``tasks/update`` answers each request key received."""
-    data = json.loads(path.read_text())
+    if not path.exists():
+        return {}
+    with path.open() as f:
+        fcntl.flock(f, fcntl.LOCK_SH)  # the server rewrites the file in place, under its exclusive lock
+        text = f.read()
+    data = json.loads(text) if text.strip() else {"updates": {}}
     updates: dict[str, dict[str, int]] = data["updates"]
     return updates
 
@@ -150,8 +156,9 @@ class TasksExtension(Extension):
 
     identifier = TASKS
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: State, poll_ms: int = POLL_MS) -> None:
         self.state = state
+        self.poll_ms = poll_ms
 
     def methods(self) -> list[MethodBinding]:
         return [
@@ -198,7 +205,7 @@ class TasksExtension(Extension):
             "createdAt": now,
             "lastUpdatedAt": now,
             "ttlMs": ttl,
-            "pollIntervalMs": POLL_MS,
+            "pollIntervalMs": self.poll_ms,
         }
         with self.state.change() as data:
             data["tasks"][task_id] = {
@@ -287,8 +294,8 @@ class TasksExtension(Extension):
         return {"resultType": "complete"}
 
 
-def tasks_2026(state: Path | None) -> MCPServer:
-    server = MCPServer("tasks-2026", extensions=[TasksExtension(State(state))])
+def tasks_2026(state: Path | None, poll_ms: int = POLL_MS) -> MCPServer:
+    server = MCPServer("tasks-2026", extensions=[TasksExtension(State(state), poll_ms)])
 
     # The tools are listed (with their schemas) like any; their calls never reach these bodies: the extension's
     # interceptor answers them with a task.
@@ -340,8 +347,9 @@ def main() -> None:
     parser.add_argument("--gen", choices=["2026"], default="2026")
     parser.add_argument("--state", type=Path)
     parser.add_argument("--http")
+    parser.add_argument("--poll-ms", type=int, default=POLL_MS, help="the pollIntervalMs tasks suggest")
     args = parser.parse_args()
-    built = tasks_2026(args.state)
+    built = tasks_2026(args.state, args.poll_ms)
     if args.http:
         host, _, port = args.http.rpartition(":")
         anyio.run(lambda: built.run_streamable_http_async(host=host, port=int(port)))

@@ -525,7 +525,15 @@ def _say_unmatched(rt: Runtime, flow: Flow) -> None:
 
 
 async def run_call(
-    rt: Runtime, opts: AnswerOptions, flows: list[Flow], method: Method, name: str, pairs: list[str], args: str | None
+    rt: Runtime,
+    opts: AnswerOptions,
+    flows: list[Flow],
+    method: Method,
+    name: str,
+    pairs: list[str],
+    args: str | None,
+    *,
+    detach: bool = False,
 ) -> int:
     target = rt.target()
     protocol = rt.protocol()
@@ -533,6 +541,7 @@ async def run_call(
     trust.remember(rt.paths, target)  # the user typed this command line: a later resume may run it unasked
     connection = connection_settings(target, protocol or target.protocol or "auto")
     flow = build_flow(rt, opts, terminal_seat(rt, opts), target.label, flows, connection=connection)
+    flow.detach = detach
 
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
@@ -625,9 +634,12 @@ async def run_resume(
     *,
     steal: bool = False,
     trust_server: bool = False,
+    cancel: bool = False,
 ) -> int:
     record = rt.store.get(session_id)
-    if record.status == "done" and record.result is not None:
+    if cancel:
+        check_cancellable(record)
+    elif record.status == "done" and record.result is not None:
         rt.out.note(f"Session {record.id} already finished; here is its result again.")
         return render(rt, record.method, Outcome(record.result, record, ExitCode(record.exit_code or 0)))
     seat = terminal_seat(rt, opts)
@@ -637,6 +649,10 @@ async def run_resume(
     flow = build_flow(rt, opts, seat, record.server, flows, connection=connection)
 
     async def run(client: Client) -> Outcome:
+        if cancel:
+            from mcpcli import taskflow
+
+            return await taskflow.cancel(flow)
         return await flow.resume()
 
     # The lease is claimed, and heart-beaten, from before connecting until after the connection is closed.
@@ -713,12 +729,46 @@ def _confirm_command(
     trust.remember(rt.paths, target)
 
 
+def check_cancellable(record: SessionRecord) -> None:
+    """Only a task can be cancelled, and only while it has not ended."""
+    if record.task is None:
+        raise UsageError(f"Session {record.id} is not a task; there is nothing to cancel.", hint=None)
+    if record.status in ("done", "failed", "expired"):
+        raise UsageError(
+            f"Session {record.id}'s task already ended ({record.status}); there is nothing to cancel.",
+            hint=f"See it with: mcpcli sessions show {record.id}",
+        )
+
+
 def render(rt: Runtime, method: str, outcome: Outcome) -> int:
-    """A final result on stdout (``--json``: as JSON); its exit code."""
+    """A final result on stdout (``--json``: as JSON); its exit code. A task left running (``--detach``): its
+    session id on stdout (``--json``: a document saying so), to resume it with."""
+    if outcome.detached or outcome.cancelled:
+        return _render_task(rt, outcome)
     if rt.json:
         rt.out.json(outcome.result)
     else:
         rt.out.result(method, outcome.result)
+    return int(outcome.exit_code)
+
+
+def _render_task(rt: Runtime, outcome: Outcome) -> int:
+    session = outcome.session
+    assert session is not None and session.task is not None
+    task_id = str(session.task.get("id"))
+    if outcome.cancelled:
+        if rt.json:
+            rt.out.json({"status": "cancelled", "session_id": session.id, "task_id": session.task.get("id")})
+        rt.out.note(f"Task {task_id} of session {session.id}: cancellation sent (the server decides when it stops).")
+        return int(outcome.exit_code)
+    if rt.json:
+        rt.out.json({"status": "detached", "session_id": session.id, "task_id": session.task.get("id")})
+    else:
+        rt.out.note(
+            f"Task {task_id} keeps running on the server. Continue it with: mcpcli resume {session.id}"
+            f" (or cancel it: mcpcli resume {session.id} --cancel-task)"
+        )
+        rt.out.line(session.id)
     return int(outcome.exit_code)
 
 
