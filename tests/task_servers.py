@@ -174,6 +174,18 @@ class TasksExtension(Extension):
         return isinstance(caps, dict) and TASKS in (caps.get("extensions") or {})
 
     def _require(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """Refuse a client that did not declare the extension on this request; over HTTP, record the routing
+        headers of every tasks/* request (``state["headers"]``: method, Mcp-Method, Mcp-Name, the task id)."""
+        headers = getattr(ctx.request, "headers", None)
+        if headers is not None and ctx.method.startswith("tasks/"):
+            seen = {
+                "method": ctx.method,
+                "mcp-method": headers.get("mcp-method"),
+                "mcp-name": headers.get("mcp-name"),
+                "taskId": (ctx.params or {}).get("taskId"),
+            }
+            with self.state.change() as data:
+                data.setdefault("headers", []).append(seen)
         if not self._declared(ctx):
             raise MCPError(
                 MISSING_CAPABILITY,

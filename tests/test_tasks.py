@@ -81,6 +81,16 @@ def test_a_task_is_polled_to_its_result_which_prints_like_any_result(target: tup
     assert [e["status"] for e in session.task["timeline"]] == ["working"] * 4 + ["completed"]
 
 
+def test_every_tasks_request_over_http_names_its_task_in_the_mcp_name_header(tmp_path: Path, task_http: Any) -> None:
+    state = tmp_path / "state.json"
+    server = task_http(state)
+    r = run_inprocess("call", "ask_once", "-s", server.url, "--answer", "confirm=false")
+    assert (r.code, r.out) == (0, "confirm=false\n"), r.err
+    seen = json.loads(state.read_text())["headers"]
+    assert {h["method"] for h in seen} == {"tasks/get", "tasks/update"}
+    assert all(h["mcp-name"] == h["taskId"] and h["mcp-method"] == h["method"] for h in seen), seen
+
+
 def test_a_task_that_fails_exits_4_and_is_never_a_success(target: tuple[str, Path]) -> None:
     server, _state = target
     r = run_inprocess("call", "slow_fail", "-s", server, "--json")
