@@ -5,9 +5,11 @@ input answered by the usual sources and sent once, its id kept in the session â€
 from __future__ import annotations
 
 import json
+import os
 import random
 import shlex
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -292,3 +294,39 @@ def test_two_racing_resumes_of_a_task_session_have_exactly_one_driver(
         assert loser[0] == 6 or (loser[0] == 0 and "finished" in loser[2]), results
     for counts in answers_received(state).values():
         assert counts == {"confirm-1": 1}
+
+
+@pytest.mark.cold_only
+@pytest.mark.parametrize("choice", ["c", "d", ""])
+def test_ctrl_c_at_a_terminal_asks_whether_to_detach_or_cancel_the_task(
+    choice: str, tmp_path: Path, task_http: Any
+) -> None:
+    state = tmp_path / "state.json"
+    server = task_http(state)
+    env = {**os.environ, "MCPCLI_ASSUME_TTY": "1"}
+    proc = subprocess.Popen(
+        [PY, "-m", "mcpcli", "call", "stuck", "-s", server.url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    deadline = time.monotonic() + 30
+    while not answers_received(state) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)  # polling
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(choice + "\n", timeout=60)
+    assert out == ""
+    assert "Detach (leave it running) or cancel it?" in err, err
+    (task_id,) = answers_received(state)
+    on_server = json.loads(state.read_text())["tasks"][task_id]["task"]["status"]
+    session = only()
+    if choice == "c":
+        assert proc.returncode == 0 and "cancellation sent" in err, err
+        assert on_server == "cancelled" and session.status == "failed"
+    else:
+        assert proc.returncode == 130 and f"mcpcli resume {session.id}" in err, err
+        assert on_server == "working" and session.status == "waiting"

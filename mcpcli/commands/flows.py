@@ -786,6 +786,39 @@ def needs_input(rt: Runtime, need: NeedInput) -> int:
     return int(ExitCode.INPUT_REQUIRED)
 
 
+RUNNING_TASK = ("working", "input_required")
+
+
+def task_left_running(flows: list[Flow]) -> SessionRecord | None:
+    """After Ctrl-C: the session of a flow whose call runs as a task the server still works on, if any."""
+    for flow in flows:
+        session = flow.session
+        if session is None or not flow.keeper.saved or session.task is None:
+            continue
+        if session.status not in ("done", "failed", "expired") and session.task.get("status") in RUNNING_TASK:
+            return session
+    return None
+
+
+def offer_task_cancel(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> bool:
+    """Ctrl-C at a terminal while a task runs: ask whether to detach (leave it running) or cancel it; True when
+    the user chose to cancel (the caller then runs ``cancel_task_of``)."""
+    session = task_left_running(flows)
+    if session is None or opts.json or opts.no_input or not _at_terminal():
+        return False
+    from mcpcli.terminal.inline import Terminal, detach_or_cancel
+
+    assert session.task is not None
+    return detach_or_cancel(Terminal(rt.out.err), str(session.task.get("id")))
+
+
+async def cancel_task_of(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
+    """Cancel the task of the interrupted flow (its lease was given back as the run stopped)."""
+    session = task_left_running(flows)
+    assert session is not None
+    return await run_resume(rt, opts, [], session.id, cancel=True)
+
+
 def interrupted(rt: Runtime, flows: list[Flow], what: str = "Interrupted") -> None:
     """Ctrl-C, SIGTERM or SIGHUP: every round is already committed (the flow put a running session back to
     waiting under its lease); say where the flow can be picked up, and whether a resume sends something again."""
