@@ -214,6 +214,8 @@ class Flow:
     the same way."""
     detach: bool = False
     """``--detach``: when the call becomes a task, save it and return at once, leaving it running on the server."""
+    as_task: bool = False
+    """2025-11-25: call the tool as a task (``task`` param): its ``execution.taskSupport`` asks for it."""
     _t0: float = 0.0
     _deadline: float = math.inf
     _attempt: int = 1
@@ -393,6 +395,10 @@ class Flow:
         session = self.client.session
         try:
             with anyio.fail_after(None if math.isinf(remaining) else remaining):
+                if call.method == "tools/call" and self.as_task and responses is None and state is None:
+                    from mcpcli.tasks import call_as_task
+
+                    return await call_as_task(self.client, call.name, call.arguments, self._on_progress)
                 if call.method == "tools/call":
                     return await session.call_tool(
                         call.name,

@@ -19,9 +19,20 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mcp.shared.exceptions import MCPError
+from mcp_types import REQUEST_TIMEOUT
 
 from mcpcli.errors import ExitCode, McpcliError, NextStep
-from mcpcli.tasks import TERMINAL, CreateTaskResult, DetailedTask, TaskState, get_task, next_delay, update_task
+from mcpcli.tasks import (
+    LEGACY,
+    TERMINAL,
+    CreateTaskResult,
+    DetailedTask,
+    TaskState,
+    get_task,
+    next_delay,
+    task_result,
+    update_task,
+)
 
 if TYPE_CHECKING:
     from mcpcli.flow import Flow, Outcome
@@ -89,6 +100,8 @@ async def _drive(flow: Flow, state: TaskState, *, first: bool = False) -> Outcom
         state.last_updated_at = detailed.last_updated_at or state.last_updated_at
         if changed:
             _say(flow, state)
+        if state.generation == LEGACY and detailed.status != "working":
+            return await _result_2025(flow, state)
         if detailed.status == "completed":
             return await flow._finish(detailed.result or {}, task=state.dump())
         if detailed.status in TERMINAL:
@@ -164,6 +177,41 @@ async def _deliver(flow: Flow, state: TaskState, outstanding: dict[str, dict[str
     flow.keeper.fault("after_send")  # test-only: acknowledged, not yet remembered as such
     state.delivered = (*state.delivered, *outstanding)
     await flow.keeper.save_task(state.dump(), status="running")
+
+
+async def _result_2025(flow: Flow, state: TaskState) -> Outcome:
+    """2025-11-25, once the task ended or waits for input: ``tasks/result`` blocks until its end while the server
+    asks over the back-channel (answered by the flow's callbacks, each question recorded as a round); such a
+    question cannot wait for a later resume."""
+    from mcpcli.flow import NeedInput
+
+    assert flow.client is not None
+    await flow.keeper.save_task(state.dump())
+    remaining = flow._deadline - time.monotonic()
+    failure: MCPError | None = None
+    result: dict[str, Any] = {}
+    try:
+        result = await task_result(flow.client, state.id, None if remaining == float("inf") else max(remaining, 0.1))
+    except MCPError as exc:
+        failure = exc
+    finally:
+        if flow._back_channel_failed:
+            pending = dict(flow._back_channel_failed)
+            flow._back_channel_failed.clear()
+            await flow.keeper.update(status="waiting", task=state.dump())
+            assert flow.session is not None
+            raise NeedInput(flow.session, pending, deferred=False)
+    if failure is not None:
+        if failure.code == -32602 and "cancel" not in failure.message.lower():
+            raise await _expired(flow, state, failure.message)
+        if failure.code == REQUEST_TIMEOUT:
+            raise await flow._timeout()
+        status = "cancelled" if "cancel" in failure.message.lower() else "failed"
+        state.observe(status, failure.message, state.ttl_ms, state.poll_ms, at=_now())
+        error = {"code": failure.code, "message": failure.message}
+        raise await _ended(flow, state, DetailedTask(task_id=state.id, status=status, error=error))
+    state.observe("completed", state.message, state.ttl_ms, state.poll_ms, at=_now())
+    return await flow._finish(result, task=state.dump())
 
 
 async def _ended(flow: Flow, state: TaskState, detailed: DetailedTask) -> TaskEnded:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as t
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
-from pydantic import BaseModel, ConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 if TYPE_CHECKING:
@@ -27,6 +27,18 @@ if TYPE_CHECKING:
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 """The extension's identifier: declared in every request's ``_meta`` client capabilities."""
+
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+"""The two generations: the extension (``tasks/update``), and the core 2025-11-25 task-augmented requests
+(the ``task`` param, ``tasks/result`` blocking while the server asks over the back-channel)."""
+
+CREATED_TASK_META = "io.mcpcli/created-task"
+"""Where ``connection`` puts a 2025-11-25 ``CreateTaskResult``'s task, in a placeholder ``CallToolResult``: the
+SDK checks a 2025-11-25 ``tools/call`` result against ``CallToolResult`` alone (see ``connection._FlowLegs``)."""
+
+_TTL = AliasChoices("ttlMs", "ttl", "ttl_ms")
+_POLL = AliasChoices("pollIntervalMs", "pollInterval", "poll_interval_ms")
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -48,8 +60,9 @@ class CreateTaskResult(t.Result):
     status_message: str | None = None
     created_at: str | None = None
     last_updated_at: str | None = None
-    ttl_ms: int | None = None
-    poll_interval_ms: int | None = None
+    ttl_ms: int | None = Field(default=None, validation_alias=_TTL)
+    poll_interval_ms: int | None = Field(default=None, validation_alias=_POLL)
+    generation: str = MODERN
 
 
 class DetailedTask(BaseModel):
@@ -61,8 +74,8 @@ class DetailedTask(BaseModel):
     status_message: str | None = None
     created_at: str | None = None
     last_updated_at: str | None = None
-    ttl_ms: int | None = None
-    poll_interval_ms: int | None = None
+    ttl_ms: int | None = Field(default=None, validation_alias=_TTL)
+    poll_interval_ms: int | None = Field(default=None, validation_alias=_POLL)
     input_requests: dict[str, dict[str, Any]] | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
@@ -101,6 +114,13 @@ class _CancelTask(t.Request[_TaskParams, Literal["tasks/cancel"]]):
     name_param = "taskId"
 
 
+class _TaskResult(t.Request[_TaskParams, Literal["tasks/result"]]):
+    """2025-11-25 only: blocks until the task ends; the server asks its questions over the back-channel meanwhile."""
+
+    method: Literal["tasks/result"] = "tasks/result"
+    params: _TaskParams
+
+
 async def _never_resolved(result: CreateTaskResult, ctx: ClaimContext) -> t.CallToolResult:
     # mcpcli asks for claimed results itself (``allow_claimed=True``) and drives the task durably.
     raise RuntimeError("mcpcli drives tasks itself")
@@ -132,6 +152,38 @@ async def cancel_task(client: Client, task_id: str) -> None:
     await client.session.send_request(_CancelTask(params=_TaskParams(task_id=task_id)), Ack)
 
 
+async def task_result(client: Client, task_id: str, timeout: float | None) -> dict[str, Any]:
+    """2025-11-25: the task's final result (what ``tools/call`` would have returned), waiting for it."""
+    result = await client.session.send_request(
+        _TaskResult(params=_TaskParams(task_id=task_id)), Ack, request_read_timeout_seconds=timeout
+    )
+    return dict(result.model_extra or {})
+
+
+async def call_as_task(client: Client, name: str, arguments: dict[str, Any], progress: Any) -> Any:
+    """2025-11-25: ``tools/call`` with the ``task`` param; a ``CreateTaskResult`` (``generation`` 2025-11-25), or
+    the plain result when the server ran it at once."""
+    request = t.CallToolRequest(params=t.CallToolRequestParams(name=name, arguments=arguments, task=t.TaskMetadata()))
+    result = await client.session.send_request(request, t.CallToolResult, progress_callback=progress)
+    created = (result.meta or {}).get(CREATED_TASK_META)
+    if isinstance(created, dict):
+        return CreateTaskResult.model_validate({**created, "resultType": "task", "generation": LEGACY})
+    return result
+
+
+def task_support(client: Client, execution: Any, wanted: bool) -> bool:
+    """2025-11-25: whether to call a tool as a task — the server declares ``tasks.requests.tools.call`` and the
+    tool's ``execution.taskSupport`` is ``required``, or ``optional`` and the user asked (``--task``)."""
+    if client.protocol_version != LEGACY:
+        return False
+    caps = client.session.server_capabilities
+    tasks = caps.tasks if caps is not None else None
+    if tasks is None or tasks.requests is None or tasks.requests.tools is None or tasks.requests.tools.call is None:
+        return False
+    support = getattr(execution, "task_support", None)
+    return support == "required" or (support == "optional" and wanted)
+
+
 @dataclass
 class TaskState:
     """What a session keeps of its task (``SessionRecord.task``, JSON): enough to poll it again from anywhere."""
@@ -153,7 +205,7 @@ class TaskState:
 
     @classmethod
     def created(cls, result: CreateTaskResult, at: str) -> TaskState:
-        state = cls(id=result.task_id, status=result.status)
+        state = cls(id=result.task_id, status=result.status, generation=result.generation)
         state.observe(result.status, result.status_message, result.ttl_ms, result.poll_interval_ms, at=at)
         state.created_at, state.last_updated_at = result.created_at, result.last_updated_at
         return state

@@ -33,6 +33,7 @@ import contextlib
 import fcntl
 import json
 import secrets
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -354,13 +355,157 @@ def tasks_2026(state: Path | None, poll_ms: int = POLL_MS) -> MCPServer:
     return server
 
 
+def _rpc(message: dict[str, Any]) -> None:
+    print(json.dumps({"jsonrpc": "2.0", **message}), flush=True)
+
+
+RELATED = "io.modelcontextprotocol/related-task"
+
+
+def tasks_2025(state_path: Path | None, poll_ms: int) -> None:
+    """The 2025-11-25 generation, as a raw stdio JSON-RPC server (the SDK's server has no way to declare
+    ``capabilities.tasks`` or a tool's ``execution.taskSupport``): task-augmented ``tools/call`` (the ``task``
+    param) answers ``CreateTaskResult``; ``tasks/get`` advances a working task one step; ``tasks/result`` blocks
+    until the task ends, asking its questions over the back-channel meanwhile (``elicitation/create`` carrying the
+    related-task ``_meta``); ``tasks/cancel``. ``plain`` is an ordinary tool; ``slow_ok`` is ``optional``, the others
+    ``required`` (a call without ``task`` gets -32601, as the spec says). Answers received are counted per key in the
+    state's ``updates``, as for 2026."""
+    state = State(state_path)
+    ext = TasksExtension(state, poll_ms)
+    support = {tool: "required" for tool in TOOLS - {"ask_first", "slow_ok"}} | {"slow_ok": "optional"}
+    tools = [
+        {"name": name, "inputSchema": {"type": "object", "properties": {}}, "execution": {"taskSupport": level}}
+        for name, level in sorted(support.items())
+    ]
+    tools.append({"name": "plain", "inputSchema": {"type": "object", "properties": {}}})
+    waiting: dict[str, Any] = {}  # our elicitation id -> (the tasks/result request, task id, request key)
+
+    def finish(request_id: Any, task_id: str) -> bool:
+        """Answer a blocked tasks/result if its task reached the end, or ask its next question; False if neither."""
+        with state.change() as data:
+            entry = data["tasks"][task_id]
+            while entry["task"]["status"] == "working":
+                TasksExtension._advance(entry)
+            task = dict(entry["task"])
+            step = entry["script"][entry["step"]]
+        if task["status"] == "input_required":
+            ask_id = f"ask-{secrets.token_hex(4)}"
+            waiting[ask_id] = (request_id, task_id, step["ask"])
+            params = dict(step["request"]["params"]) | {"_meta": {RELATED: {"taskId": task_id}}}
+            _rpc({"id": ask_id, "method": "elicitation/create", "params": params})
+            return True
+        meta = {"_meta": {RELATED: {"taskId": task_id}}}
+        if task["status"] == "completed":
+            _rpc({"id": request_id, "result": {**task["result"], **meta}})
+        elif task["status"] == "failed":
+            _rpc({"id": request_id, "error": task["error"]})
+        else:
+            _rpc({"id": request_id, "error": {"code": t.INVALID_PARAMS, "message": "Task was cancelled"}})
+        return True
+
+    def as_2025(task: dict[str, Any]) -> dict[str, Any]:
+        shown = {k: v for k, v in task.items() if k not in ("ttlMs", "pollIntervalMs", "result", "error")}
+        return shown | {"ttl": task["ttlMs"], "pollInterval": task["pollIntervalMs"]}
+
+    for line in sys.stdin:
+        message = json.loads(line)
+        method, mid = message.get("method"), message.get("id")
+        if method is None and mid in waiting:  # the client's answer to a task's question
+            request_id, task_id, key = waiting.pop(mid)
+            with state.change() as data:
+                counts = data["updates"].setdefault(task_id, {})
+                counts[key] = counts.get(key, 0) + 1
+                entry = data["tasks"][task_id]
+                if "result" in message and message["result"].get("action") == "accept":
+                    entry["answers"][key] = message["result"]
+                    entry["step"] += 1
+                    entry["task"]["status"] = "working"
+                else:
+                    entry["task"]["status"] = "failed"
+                    entry["task"]["error"] = {"code": t.INVALID_REQUEST, "message": f"no answer to {key}"}
+            finish(request_id, task_id)
+            continue
+        if mid is None:
+            continue
+        params = message.get("params") or {}
+        try:
+            if method == "initialize":
+                caps = {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}, "cancel": {}}}
+                result: Any = {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": caps,
+                    "serverInfo": {"name": "tasks-2025", "version": "1"},
+                }
+            elif method == "tools/list":
+                result = {"tools": tools}
+            elif method == "tools/call" and params.get("name") == "plain":
+                result = {"content": [{"type": "text", "text": "plain result"}]}
+            elif method == "tools/call":
+                if "task" not in params and support.get(params.get("name", "")) == "required":
+                    raise MCPError(t.METHOD_NOT_FOUND, "This tool requires task augmentation")
+                if "task" not in params:
+                    result = {"content": [{"type": "text", "text": "ran without a task"}]}
+                else:
+                    created = anyio.run(ext.intercept_tool_call, _Params(params), _Declared(), None)
+                    assert isinstance(created, dict)
+                    task = {k: v for k, v in created.items() if k != "resultType"}
+                    result = {"task": as_2025(task)}
+            elif method == "tasks/get":
+                with state.change() as data:
+                    entry = ext._entry(data, params["taskId"])
+                    if entry["task"]["status"] == "working":
+                        ext._advance(entry)
+                    result = as_2025(entry["task"])
+            elif method == "tasks/result":
+                with state.change() as data:
+                    ext._entry(data, params["taskId"])
+                finish(mid, params["taskId"])
+                continue
+            elif method == "tasks/cancel":
+                with state.change() as data:
+                    entry = ext._entry(data, params["taskId"])
+                    if entry["task"]["status"] in ("completed", "failed", "cancelled"):
+                        raise MCPError(t.INVALID_PARAMS, "Task already ended")
+                    entry["task"]["status"] = "cancelled"
+                    result = as_2025(entry["task"])
+            elif method == "ping":
+                result = {}
+            else:
+                raise MCPError(t.METHOD_NOT_FOUND, "Method not found")
+        except MCPError as exc:
+            _rpc({"id": mid, "error": {"code": exc.code, "message": exc.message}})
+            continue
+        _rpc({"id": mid, "result": result})
+
+
+class _Params:
+    """Just enough of ``CallToolRequestParams`` for ``TasksExtension.intercept_tool_call``."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.name = params["name"]
+        self.arguments = params.get("arguments") or {}
+        self.input_responses = None
+
+
+class _Declared:
+    """Just enough of a request context: a client that declared the extension (the 2025 wire has none)."""
+
+    def __init__(self) -> None:
+        self.meta = {CAPABILITIES_META: {"extensions": {TASKS: {}}}}
+        self.request = None
+        self.method = "tools/call"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--gen", choices=["2026"], default="2026")
+    parser.add_argument("--gen", choices=["2026", "2025"], default="2026")
     parser.add_argument("--state", type=Path)
     parser.add_argument("--http")
     parser.add_argument("--poll-ms", type=int, default=POLL_MS, help="the pollIntervalMs tasks suggest")
     args = parser.parse_args()
+    if args.gen == "2025":
+        tasks_2025(args.state, args.poll_ms)
+        return
     built = tasks_2026(args.state, args.poll_ms)
     if args.http:
         host, _, port = args.http.rpartition(":")

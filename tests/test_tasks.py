@@ -236,14 +236,17 @@ def test_a_client_killed_around_a_task_answer_resumes_without_losing_or_repeatin
 
 
 @pytest.mark.cold_only
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("transport", ["stdio", "http", "stdio-2025"])
 def test_killed_at_random_moments_every_task_finishes_and_no_answer_is_sent_twice(
     transport: str, tmp_path: Path, task_http: Any
 ) -> None:
     rng = random.Random(15)
     state = tmp_path / "state.json"
     slow = ("--poll-ms", "150")  # a task of ~1 s: a kill at a random moment of it
-    server = stdio(state, *slow) if transport == "stdio" else task_http(state, *slow).url
+    if transport == "http":
+        server = task_http(state, *slow).url
+    else:  # 2025-11-25: the questions come over the back-channel while tasks/result waits
+        server = stdio(state, *slow, *(("--gen", "2025") if transport == "stdio-2025" else ()))
     answers = ("--answer", "name=orders", "--answer", "region=eu")
     runs, resumed = 10, 0
     for n in range(runs):
@@ -330,3 +333,51 @@ def test_ctrl_c_at_a_terminal_asks_whether_to_detach_or_cancel_the_task(
     else:
         assert proc.returncode == 130 and f"mcpcli resume {session.id}" in err, err
         assert on_server == "working" and session.status == "waiting"
+
+
+# --- 2025-11-25: task-augmented calls ---------------------------------------------------------------------------------
+
+
+def legacy(state: Path, *extra: str) -> str:
+    return stdio(state, "--gen", "2025", *extra)
+
+
+def test_a_2025_tool_that_requires_a_task_is_called_as_one_and_polled_to_its_result(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    r = run_inprocess("call", "ask_twice", "-s", legacy(state), "--answer", "name=orders", "--answer", "region=eu")
+    assert (r.code, r.out) == (0, "Provisioned 'orders' in eu.\n"), r.err
+    (counts,) = answers_received(state).values()
+    assert counts == {"name-1": 1, "region-2": 1}
+    session = only()
+    assert (session.status, session.protocol_version, session.round) == ("done", "2025-11-25", 2)
+    assert session.task["generation"] == "2025-11-25" and session.task["status"] == "completed"
+
+
+def test_a_2025_tool_whose_task_support_is_optional_runs_as_a_task_only_when_asked(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    plain = run_inprocess("call", "slow_ok", "-s", legacy(state))
+    assert (plain.code, plain.out) == (0, "ran without a task\n"), plain.err
+    asked = run_inprocess("call", "slow_ok", "-s", legacy(state), "--task")
+    assert (asked.code, asked.out) == (0, "slow_ok finished after 3 polls\n"), asked.err
+
+
+def test_a_2025_task_that_fails_or_expires_exits_4(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    failed = run_inprocess("call", "slow_fail", "-s", legacy(state))
+    assert failed.code == 4 and "the backend refused the job" in failed.err, failed.err
+    expired = run_inprocess("call", "expiring", "-s", legacy(state))
+    assert expired.code == 4 and "expired on the server" in expired.err, expired.err
+    assert sorted(s.status for s in sessions()) == ["expired", "failed"]
+
+
+def test_a_detached_2025_task_is_resumed_or_cancelled_by_its_session_id(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    r = run_inprocess("call", "ask_once", "-s", legacy(state), "--detach")
+    assert r.code == 0, r.err
+    session_id = r.out.strip()
+    done = run_process("resume", session_id, "--answer", "confirm=true")
+    assert (done.code, done.out) == (0, "confirm=true\n"), done.err
+    stuck = run_inprocess("call", "stuck", "-s", legacy(state), "--detach", "--json").json()
+    cancelled = run_inprocess("resume", stuck["session_id"], "--cancel-task")
+    assert cancelled.code == 0, cancelled.err
+    assert json.loads(state.read_text())["tasks"][stuck["task_id"]]["task"]["status"] == "cancelled"

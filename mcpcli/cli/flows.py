@@ -224,11 +224,12 @@ def _call_command(
     args: str | None,
     *,
     detach: bool = False,
+    as_task: bool = False,
 ) -> None:
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands.flows import run_call
 
-        return await run_call(rt, opts, flows, method, name, pairs, args, detach=detach)
+        return await run_call(rt, opts, flows, method, name, pairs, args, detach=detach, as_task=as_task)
 
     def job() -> Any:
         from mcpcli.commands.flows import CallJob
@@ -270,6 +271,13 @@ def call(
             " (continue it later: mcpcli resume ID).",
         ),
     ] = False,
+    task: Annotated[
+        bool,
+        typer.Option(
+            "--task",
+            help="On a 2025-11-25 server, call a tool whose task support is optional as a task (required: always).",
+        ),
+    ] = False,
     *,
     shared: dict[str, Any],
 ) -> None:
@@ -279,7 +287,7 @@ def call(
     asks whether to detach or cancel it. Example: mcpcli call provision --arg name=orders --answer region=eu-west-1
     """
 
-    _call_command(ctx, shared, "tools/call", tool, arg or [], args, detach=detach)
+    _call_command(ctx, shared, "tools/call", tool, arg or [], args, detach=detach, as_task=task)
 
 
 @app.command()

@@ -34,6 +34,7 @@ from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError, UserSt
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump, is_legacy
 from mcpcli.keeper import Finished, Keeper
 from mcpcli.runtime import lone
+from mcpcli.tasks import task_support
 from mcpcli.terminal.output import describe_pending, pending_document
 
 log = logging.getLogger(__name__)
@@ -534,6 +535,7 @@ async def run_call(
     args: str | None,
     *,
     detach: bool = False,
+    as_task: bool = False,
 ) -> int:
     target = rt.target()
     protocol = rt.protocol()
@@ -545,7 +547,9 @@ async def run_call(
 
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
-            arguments = await _tool_arguments(rt, client, name, pairs, args, _keep(rt, target, client, "tools"))
+            seen: dict[str, Any] = {}
+            arguments = await _tool_arguments(rt, client, name, pairs, args, _keep(rt, target, client, "tools"), seen)
+            flow.as_task = task_support(client, seen.get("execution"), as_task)
         elif method == "prompts/get":
             schema = await _prompt_schema(client, name, pairs, _keep(rt, target, client, "prompts"))
             arguments = build_arguments(schema, pairs, None, what="prompt", warn=rt.out.warning)
@@ -564,7 +568,13 @@ def _check_store(rt: Runtime) -> None:
 
 
 async def _tool_arguments(
-    rt: Runtime, client: Client, tool: str, pairs: list[str], args: str | None, keep: Keep | None
+    rt: Runtime,
+    client: Client,
+    tool: str,
+    pairs: list[str],
+    args: str | None,
+    keep: Keep | None,
+    seen: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``--arg``/``--args`` typed by the tool's schema; when the listing cannot be read, sent untyped (strings).
 
@@ -572,7 +582,7 @@ async def _tool_arguments(
     stop a call the server would take.
     """
     try:
-        schema = await _input_schema(client, tool, keep)
+        schema = await _input_schema(client, tool, keep, seen)
     except ValidationError as exc:
         rt.out.note(
             f"The server's tool listing could not be read ({_first_problem(exc)}); sending --arg values as strings, "
@@ -605,8 +615,11 @@ async def _prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Ke
     }
 
 
-async def _input_schema(client: Client, tool: str, keep: Keep | None = None) -> dict[str, Any] | None:
-    """The tool's inputSchema; an unknown tool is a usage error (nothing is sent)."""
+async def _input_schema(
+    client: Client, tool: str, keep: Keep | None = None, seen: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The tool's inputSchema; an unknown tool is a usage error (nothing is sent). ``seen["execution"]``: the
+    tool's ``execution`` (2025-11-25 task support), when asked for."""
     cursor = None
     names: list[str] = []
     pages: list[Any] = []
@@ -618,6 +631,8 @@ async def _input_schema(client: Client, tool: str, keep: Keep | None = None) -> 
             keep(pages)
         for item in page.tools:
             if item.name == tool:
+                if seen is not None:
+                    seen["execution"] = item.execution
                 return dict(item.input_schema)
             names.append(item.name)
         if not cursor:
@@ -907,8 +922,10 @@ async def drive(
         if job.arguments is not None:
             arguments = job.arguments
         elif job.method == "tools/call":
-            schema = await _input_schema(client, job.name, _keep(rt, target, client, "tools"))
+            seen: dict[str, Any] = {}
+            schema = await _input_schema(client, job.name, _keep(rt, target, client, "tools"), seen)
             arguments = build_arguments(schema, list(job.pairs), job.args)
+            flow.as_task = task_support(client, seen.get("execution"), False)
         elif job.method == "prompts/get":
             schema = await _prompt_schema(client, job.name, list(job.pairs), _keep(rt, target, client, "prompts"))
             arguments = build_arguments(schema, list(job.pairs), None, what="prompt")
