@@ -28,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError
 from mcpcli.keeper import Keeper
-from mcpcli.tasks import CreateTaskResult
+from mcpcli.tasks import CreateTaskResult, TaskControl
 
 if TYPE_CHECKING:
     from mcpcli.auth import Credentials
@@ -216,6 +216,8 @@ class Flow:
     """``--detach``: when the call becomes a task, save it and return at once, leaving it running on the server."""
     as_task: bool = False
     """2025-11-25: call the tool as a task (``task`` param): its ``execution.taskSupport`` asks for it."""
+    task_control: TaskControl = field(default_factory=lambda: TaskControl())
+    """A front end's detach or cancel request for the task the call became (the app's keys)."""
     _t0: float = 0.0
     _deadline: float = math.inf
     _attempt: int = 1

@@ -89,8 +89,10 @@ async def _drive(flow: Flow, state: TaskState, *, first: bool = False) -> Outcom
     while True:
         if not first:
             delay = next_delay(state, delay, changed)
-            await flow._sleep(delay)
+            await _wait(flow, delay)
         first = False
+        if (asked := await _asked(flow, state)) is not None:
+            return asked
         flow.keeper.check()
         detailed = await _poll(flow, state)
         state.polls += 1
@@ -127,6 +129,29 @@ async def _drive(flow: Flow, state: TaskState, *, first: bool = False) -> Outcom
             changed = True
         elif changed:
             await flow.keeper.save_task(state.dump())
+
+
+async def _wait(flow: Flow, seconds: float) -> None:
+    """The pause between polls, bounded by ``--timeout``; a front end's detach or cancel ends it at once."""
+    import anyio
+
+    if time.monotonic() + seconds > flow._deadline:
+        raise await flow._timeout()
+    with anyio.move_on_after(seconds):
+        await flow.task_control.wake_event().wait()
+
+
+async def _asked(flow: Flow, state: TaskState) -> Outcome | None:
+    """Detach or cancel, when a front end asked for it (the app's keys); None to go on polling."""
+    from mcpcli.flow import Outcome
+
+    want = flow.task_control.want
+    if want == "cancel":
+        return await cancel(flow)
+    if want == "detach":
+        await flow.keeper.update(status="waiting", task=state.dump())
+        return Outcome(result={}, session=flow.session, exit_code=ExitCode.OK, detached=True)
+    return None
 
 
 async def _poll(flow: Flow, state: TaskState) -> DetailedTask:
@@ -240,6 +265,11 @@ def _look(flow: Flow) -> NextStep | None:
 
 
 def _say(flow: Flow, state: TaskState) -> None:
+    """A status change, to the user: a reporter that shows tasks (the app's run screen) gets it as data."""
+    shown = getattr(flow.reporter, "task_status", None)
+    if shown is not None:
+        shown(state.id, state.status, state.message, flow.task_control)
+        return
     message = f": {state.message}" if state.message else ""
     flow.reporter.note(f"task {state.id} {state.status.replace('_', ' ')}{message}")
 

@@ -247,6 +247,30 @@ class TaskState:
         return self.poll_ms / 1000 if self.poll_ms is not None and self.poll_ms >= 0 else DEFAULT_POLL
 
 
+@dataclass
+class TaskControl:
+    """What a front end may ask of a running task between polls (the app's detach and cancel keys): the loop
+    wakes from its wait when asked."""
+
+    want: Literal["detach", "cancel"] | None = None
+    woken: Any = None
+    """An ``anyio.Event``, made in the flow's event loop by ``wake_event``."""
+
+    def ask(self, want: Literal["detach", "cancel"]) -> None:
+        self.want = want
+        if self.woken is not None:
+            self.woken.set()
+
+    def wake_event(self) -> Any:
+        import anyio
+
+        if self.woken is None or self.woken.is_set():
+            self.woken = anyio.Event()
+            if self.want is not None:
+                self.woken.set()
+        return self.woken
+
+
 def next_delay(state: TaskState, previous: float | None, changed: bool) -> float:
     """How long to wait before the next poll: the server's interval after a change, then growing (never faster
     than the server asks)."""

@@ -157,9 +157,11 @@ class TasksExtension(Extension):
 
     identifier = TASKS
 
-    def __init__(self, state: State, poll_ms: int = POLL_MS) -> None:
+    def __init__(self, state: State, poll_ms: int = POLL_MS, *, fixed_ids: bool = False) -> None:
         self.state = state
         self.poll_ms = poll_ms
+        self.fixed_ids = fixed_ids
+        """``task-0001``, ``task-0002``…: for screenshots; random (unguessable, as the spec asks) otherwise."""
 
     def methods(self) -> list[MethodBinding]:
         return [
@@ -209,6 +211,9 @@ class TasksExtension(Extension):
                 return {"resultType": "input_required", "inputRequests": {"go": request}, "requestState": "s1"}
             answers["go"] = json.dumps((given.model_dump(by_alias=True).get("content") or {}).get("go"))
         task_id = secrets.token_hex(8)
+        if self.fixed_ids:
+            with self.state.change() as data:
+                task_id = f"task-{len(data['tasks']) + 1:04d}"
         now = _now()
         ttl = 300 if params.name == "expiring" else TTL_MS
         task = {
@@ -307,8 +312,8 @@ class TasksExtension(Extension):
         return {"resultType": "complete"}
 
 
-def tasks_2026(state: Path | None, poll_ms: int = POLL_MS) -> MCPServer:
-    server = MCPServer("tasks-2026", extensions=[TasksExtension(State(state), poll_ms)])
+def tasks_2026(state: Path | None, poll_ms: int = POLL_MS, *, fixed_ids: bool = False) -> MCPServer:
+    server = MCPServer("tasks-2026", extensions=[TasksExtension(State(state), poll_ms, fixed_ids=fixed_ids)])
 
     # The tools are listed (with their schemas) like any; their calls never reach these bodies: the extension's
     # interceptor answers them with a task.
@@ -502,11 +507,12 @@ def main() -> None:
     parser.add_argument("--state", type=Path)
     parser.add_argument("--http")
     parser.add_argument("--poll-ms", type=int, default=POLL_MS, help="the pollIntervalMs tasks suggest")
+    parser.add_argument("--fixed-ids", action="store_true", help="task-0001, task-0002… (for screenshots)")
     args = parser.parse_args()
     if args.gen == "2025":
         tasks_2025(args.state, args.poll_ms)
         return
-    built = tasks_2026(args.state, args.poll_ms)
+    built = tasks_2026(args.state, args.poll_ms, fixed_ids=args.fixed_ids)
     if args.http:
         host, _, port = args.http.rpartition(":")
         anyio.run(lambda: built.run_streamable_http_async(host=host, port=int(port)))
