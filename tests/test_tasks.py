@@ -381,3 +381,24 @@ def test_a_detached_2025_task_is_resumed_or_cancelled_by_its_session_id(tmp_path
     cancelled = run_inprocess("resume", stuck["session_id"], "--cancel-task")
     assert cancelled.code == 0, cancelled.err
     assert json.loads(state.read_text())["tasks"][stuck["task_id"]]["task"]["status"] == "cancelled"
+
+
+def test_a_task_moved_to_another_machine_in_a_bundle_is_finished_there(
+    tmp_path: Path, task_http: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state.json"
+    server = task_http(state)
+    r = run_inprocess("call", "ask_once", "-s", server.url, "--no-input", "--json")
+    assert r.code == 3, r.err
+    session_id = r.json()["session_id"]
+    bundle = tmp_path / "task.bundle"
+    assert run_inprocess("sessions", "export", session_id, "-o", str(bundle)).code == 0
+    other = tmp_path / "other-machine"
+    other.mkdir(mode=0o700)
+    monkeypatch.setenv("MCPCLI_HOME", str(other / "mcpcli"))
+    imported = run_inprocess("sessions", "import", str(bundle))
+    assert imported.code == 0, imported.err
+    assert only().task["status"] == "input_required"
+    done = run_inprocess("resume", session_id, "--answer", "confirm=true")
+    assert (done.code, done.out) == (0, "confirm=true\n"), done.err
+    assert answers_received(state) == {only().task["id"]: {"confirm-1": 1}}
