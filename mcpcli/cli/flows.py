@@ -157,7 +157,8 @@ def _flow_command(
             # The connection's task groups wrap what the body raised; Ctrl-C may arrive inside a group.
             single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
             if isinstance(single, KeyboardInterrupt):
-                from mcpcli.commands.flows import cancel_task_of, interrupted, offer_task_cancel
+                from mcpcli.commands.flows import interrupted
+                from mcpcli.commands.tasks import cancel_task_of, offer_task_cancel
 
                 interrupted(rt, flows, stops.what())
                 if stops.signum is None and offer_task_cancel(rt, opts, flows):  # Ctrl-C, not a signal from afar
