@@ -133,7 +133,7 @@ class Outcome:
     detached: bool = False
     """The call became a task left running on the server (``--detach``): no result yet, the session continues it."""
     cancelled: bool = False
-    """The session's task was cancelled at the user's request (``resume --cancel``)."""
+    """The session's task was cancelled at the user's request (``resume --cancel-task``)."""
 
 
 @dataclass

@@ -275,7 +275,7 @@ def _say(flow: Flow, state: TaskState) -> None:
 
 
 async def cancel(flow: Flow) -> Outcome:
-    """``resume --cancel``: ask the server to cancel the session's task (cooperative: it may still finish), and
+    """``resume --cancel-task``: ask the server to cancel the session's task (cooperative: it may still finish), and
     end the session — nothing of the task is polled or answered after that."""
     from mcpcli.flow import Outcome
     from mcpcli.tasks import cancel_task
