@@ -243,6 +243,8 @@ async def _ended(flow: Flow, state: TaskState, detailed: DetailedTask) -> TaskEn
     if detailed.status == "failed":
         error = detailed.error or {}
         why = str(error.get("message") or detailed.status_message or "no reason given")
+        if _past_ttl(state):  # the spec lets a server mark a task failed once its ttl ran out: that is expiry
+            return await _expired(flow, state, why)
         message = f"Task {state.id} failed on the server: {why}"
     else:
         message = f"Task {state.id} was cancelled" + (
@@ -258,6 +260,19 @@ async def _expired(flow: Flow, state: TaskState, why: str) -> TaskEnded:
     message = f"Task {state.id} expired on the server{ttl}; its result is lost. The server said: {why}"
     await flow.keeper.update(status="expired", error=message, task=state.dump(), last=True)
     return TaskEnded(message, title="Task expired", next_step=_look(flow))
+
+
+def _past_ttl(state: TaskState) -> bool:
+    """Whether the task's ttl ran out (``createdAt`` + ``ttlMs``, by this machine's clock)."""
+    if state.ttl_ms is None or not state.created_at:
+        return False
+    try:
+        created = datetime.fromisoformat(state.created_at.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    return (datetime.now(UTC) - created).total_seconds() * 1000 > state.ttl_ms
 
 
 def _look(flow: Flow) -> NextStep | None:

@@ -17,7 +17,7 @@ Tasks advance by polls, not by clocks, so tests are deterministic: each tool's s
 - ``ask_twice``: asks ``name``, then ``region`` (one request each, one after the other), then completes;
 - ``stuck``: ``working`` forever — until ``tasks/cancel``, which makes it ``cancelled``;
 - ``expiring``: ``working`` forever with ``ttlMs`` of 300 ms; past it, ``tasks/get`` answers -32602
-  "Task has expired";
+  "Task has expired"; ``expiring_fails``: the same, but past it the task is ``failed`` (the spec allows both);
 - ``ask_first``: ordinary MRTR before the task exists (asks ``go`` with an ``InputRequiredResult``), then a task
   that completes after one poll.
 
@@ -87,10 +87,10 @@ def _script(tool: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
         ]
     if tool == "ask_first":
         return [{"done": "went: {go}"}]
-    return [{"work": "working" if tool == "stuck" else "waiting to expire", "forever": True}]
+    return [{"work": "working" if tool == "stuck" else "waiting to expire", "forever": True}]  # stuck, expiring*
 
 
-TOOLS = {"slow_ok", "slow_fail", "ask_once", "ask_twice", "stuck", "expiring", "ask_first"}
+TOOLS = {"slow_ok", "slow_fail", "ask_once", "ask_twice", "stuck", "expiring", "expiring_fails", "ask_first"}
 
 
 class State:
@@ -215,7 +215,7 @@ class TasksExtension(Extension):
             with self.state.change() as data:
                 task_id = f"task-{len(data['tasks']) + 1:04d}"
         now = _now()
-        ttl = 300 if params.name == "expiring" else TTL_MS
+        ttl = 300 if params.name in ("expiring", "expiring_fails") else TTL_MS
         task = {
             "taskId": task_id,
             "status": "working",
@@ -232,6 +232,7 @@ class TasksExtension(Extension):
                 "step": 0,
                 "answers": answers,
                 "created": time.time(),
+                "fail_on_expiry": params.name == "expiring_fails",
             }
             data["updates"][task_id] = {}
         return {"resultType": "task", **task}
@@ -257,6 +258,10 @@ class TasksExtension(Extension):
         task = entry["task"]
         terminal = task["status"] in ("completed", "failed", "cancelled")
         if not terminal and time.time() - entry["created"] > task["ttlMs"] / 1000:
+            if entry.get("fail_on_expiry"):  # the spec's other way: marked failed once the ttl ran out
+                task["status"], task["statusMessage"] = "failed", "ttl elapsed"
+                task["error"] = {"code": t.INTERNAL_ERROR, "message": "Task ttl elapsed"}
+                return entry
             raise MCPError(t.INVALID_PARAMS, "Failed to retrieve task: Task has expired")
         return entry
 
@@ -345,6 +350,11 @@ def tasks_2026(state: Path | None, poll_ms: int = POLL_MS, *, fixed_ids: bool = 
     @server.tool()
     def expiring() -> str:
         """Works past its 300 ms ttl."""
+        raise AssertionError("served by the tasks extension")
+
+    @server.tool()
+    def expiring_fails() -> str:
+        """Works past its 300 ms ttl, then is marked failed (not forgotten)."""
         raise AssertionError("served by the tasks extension")
 
     @server.tool()

@@ -110,6 +110,8 @@ def test_a_task_whose_ttl_ran_out_is_reported_expired(target: tuple[str, Path]) 
     assert "expired on the server (its ttl was 0.3 s)" in r.err and "Task has expired" in r.err
     session = only()
     assert (session.status, session.task["status"]) == ("expired", "expired")
+    marked_failed = run_inprocess("call", "expiring_fails", "-s", server)
+    assert marked_failed.code == 4 and "expired on the server" in marked_failed.err, marked_failed.err
 
 
 def test_timeout_stops_polling_keeps_the_session_and_resume_picks_it_up(target: tuple[str, Path]) -> None:
