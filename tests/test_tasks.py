@@ -257,7 +257,14 @@ def test_killed_at_random_moments_every_task_finishes_and_no_answer_is_sent_twic
         deadline = time.monotonic() + 30
         while len(answers_received(state)) == before and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)  # until the server created the task
-        time.sleep(rng.uniform(0, 1.0))  # then anywhere in its life: polling, answering, acknowledged
+        if transport == "stdio-2025" and n % 2:
+            # A 2025 task answers its questions back to back inside tasks/result (no poll interval between them):
+            # every other run waits for the first answer to arrive, then kills in the short stretch around it.
+            while not any(answers_received(state).values()) and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0, 0.05))
+        else:  # anywhere in its life: polling, answering, acknowledged
+            time.sleep(rng.uniform(0, 0.35 if transport == "stdio-2025" else 1.0))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
@@ -274,7 +281,10 @@ def test_killed_at_random_moments_every_task_finishes_and_no_answer_is_sent_twic
         assert all(count == 1 for count in counts.values()), (task_id, counts)  # never an answer sent twice
     # Every task a session knows got both answers, once; a run killed before the task existed left none behind.
     assert all(received[record.task["id"]] == {"name-1": 1, "region-2": 1} for record in finished)
-    assert len(finished) == len(received)
+    # A task no session knows was created by a run killed before it saved the task id (the window between the
+    # server's CreateTaskResult and the client's write, which no client can close): it was never answered.
+    known = {record.task["id"] for record in finished}
+    assert all(counts == {} for task_id, counts in received.items() if task_id not in known)
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
