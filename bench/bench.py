@@ -17,7 +17,9 @@
   SDK client doing the same call), and answering a 10,000-property form from an answers file;
 - the store: one round's durable write (round + answers, lease checked) on SQLite and on a
   local PostgreSQL with its default fsync settings, and ``mcpcli sessions list`` over a store of
-  10,000 sessions (target < 0.3 s on SQLite).
+  10,000 sessions (target < 0.3 s on SQLite);
+- tasks: one ``tasks/get`` round trip against an ordinary tool call's, the durable write of a poll that saw a
+  change (an unchanged poll writes nothing), and a task of 100 polls driven to its result.
 
 Medians of N runs after 2 warm-up runs; the two sides of each comparison alternate, so
 drift in machine load hits both. Everything lives in a temporary ``MCPCLI_HOME``.
@@ -452,6 +454,103 @@ def race_figure(tmp: Path, env: dict[str, str], pairs: int) -> None:
     )
 
 
+def task_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
+    """Tasks (2026-07-28) over HTTP against tests/task_servers.py (pollIntervalMs 0): one tasks/get round trip
+    against an ordinary tool call's; the durable write a poll makes when the task changed (an unchanged poll
+    writes nothing); and a task of 100 polls driven by ``Flow`` to its result, each poll a change (a new status
+    message), so written."""
+    import anyio
+
+    port = free_port()
+    log = tmp / "tasks-server.log"
+    state = tmp / "tasks-state.json"
+    argv = [PY, str(ROOT / "tests" / "task_servers.py"), "--state", str(state), "--poll-ms", "0"]
+    with log.open("wb") as out:
+        server = subprocess.Popen([*argv, "--http", f"127.0.0.1:{port}"], stdout=out, stderr=out, cwd=ROOT, env=env)
+    try:
+        wait_for_port(port, server, log)
+        anyio.run(_task_figures, f"http://127.0.0.1:{port}/mcp", runs)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+async def _task_figures(url: str, runs: int) -> None:
+    from rich.console import Console
+
+    from mcpcli.config import Paths, Target
+    from mcpcli.connection import connect
+    from mcpcli.flow import Call, Flow
+    from mcpcli.keeper import Keeper
+    from mcpcli.store import open_store
+    from mcpcli.tasks import get_task
+    from mcpcli.terminal.output import Output
+
+    paths = Paths.from_env()
+    store = open_store(None, paths.store_file)
+    quiet = Output(out_console=Console(file=io.StringIO()), err_console=Console(file=io.StringIO()))
+    try:
+        async with connect(Target(label=url, kind="http", url=url), paths) as client:
+            created = await client.session.call_tool("stuck", {}, allow_claimed=True)
+            task_id = getattr(created, "task_id")  # noqa: B009 - a claimed result
+            polls, pings = [], []
+            for i in range(WARMUP + max(runs, 50)):
+                start = time.perf_counter()
+                await get_task(client, task_id)
+                mid = time.perf_counter()
+                await client.session.call_tool("plain", {})
+                end = time.perf_counter()
+                if i >= WARMUP:
+                    polls.append(mid - start)
+                    pings.append(end - mid)
+            poll, ping = statistics.median(polls), statistics.median(pings)
+            print(row("one poll (tasks/get) vs a plain tools/call", poll, ping, "", True, unit="ms"))
+            totals = []
+            for _ in range(3):
+                flow = Flow(keeper=Keeper(open_store=lambda: store), server=url, sources=[], reporter=quiet)
+                flow.client = client
+                start = time.perf_counter()
+                async with flow.keeper.running():
+                    outcome = await flow.start(Call("tools/call", "slow_ok", {"polls": 100}))
+                totals.append(time.perf_counter() - start)
+                assert outcome.result["content"][0]["text"] == "slow_ok finished after 100 polls", outcome.result
+            total = statistics.median(totals)
+            print(f"{'task of 100 polls, each written':<40} {total:>9.3f} s  {total / 101 * 1000:>9.3f} ms/poll")
+    finally:
+        store.close()
+    sqlite = open_store(None, paths.store_file)
+    try:
+        print(f"{'poll durable write (changed), SQLite':<40} {_task_write_ms(sqlite):>9.3f} ms")
+    finally:
+        sqlite.close()
+
+
+def _task_write_ms(store: Any) -> float:
+    """Median ms of the write a changed poll makes: the task's JSON, under the lease, one transaction."""
+    from datetime import timedelta
+
+    from mcpcli.store import Lease, SessionRecord, new_lease_owner, utcnow
+    from mcpcli.store.base import lease_columns
+
+    session = SessionRecord(
+        server="bench", method="tools/call", name="slow_ok", arguments={}, status="running", protocol_version=None
+    )
+    now = utcnow()
+    owner = new_lease_owner("bench", os.getpid())
+    lease = Lease(
+        session_id=session.id, version=1, host="bench", pid=os.getpid(), owner=owner, acquired=now,
+        expires=now + timedelta(hours=1),
+    )  # fmt: skip
+    store.create(session.model_copy(update=lease_columns(lease)))
+    times = []
+    for i in range(WRITES):
+        task = {"id": "t", "status": "working", "message": f"step {i}", "polls": i, "delivered": [], "timeline": []}
+        start = time.perf_counter()
+        store.update(session.id, task=task, lease=lease)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
 def row(label: str, ours: float, base: float, target: str, ok: bool, unit: str = "s") -> str:
     scale = 1000.0 if unit == "ms" else 1.0
     return (
@@ -537,6 +636,8 @@ def main() -> None:
         bounds_figures(tmp, env, runs)
         print()
         store_figures(tmp, env, runs)
+        print()
+        task_figures(tmp, env, runs)
         if given.race:
             race_figure(tmp, env, given.race)
 

@@ -34,6 +34,7 @@ from mcpcli.bounds import Bounds, Tripwire
 from mcpcli.config import Paths, Target, private_dir
 from mcpcli.errors import McpcliError, ServerError, UsageError
 from mcpcli.handshakes import remember, remembered
+from mcpcli.tasks import CREATED_TASK_META, TasksExtension
 from mcpcli.trace import Tracer, traced
 
 if TYPE_CHECKING:
@@ -73,6 +74,10 @@ class _FlowLegs:
             if method in FLOW_METHODS and exc.code == t.URL_ELICITATION_REQUIRED:
                 _URLS[id(self._client)] = _url_elicitations(exc)
             raise
+        if method == "tools/call" and params and "task" in params and isinstance(raw.get("task"), dict):
+            # 2025-11-25 CreateTaskResult: the SDK would check it against CallToolResult and refuse it. Carried
+            # through as a placeholder result whose _meta holds the task (tasks.call_as_task unwraps it).
+            return {"content": [], "_meta": {CREATED_TASK_META: raw["task"]}}
         if not self._modern():
             return raw
         if method in FLOW_METHODS and "resultType" not in raw:
@@ -197,6 +202,8 @@ async def connect(
                 mode=mode,
                 client_info=t.Implementation(name="mcpcli", version=__version__),
                 cache=None,
+                # Every request declares the tasks extension (2026-07-28 only): a tool call may become a task.
+                extensions=[TasksExtension()],
                 logging_callback=on_log,
                 log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
                 **callbacks,

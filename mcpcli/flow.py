@@ -28,6 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError
 from mcpcli.keeper import Keeper
+from mcpcli.tasks import CreateTaskResult, TaskControl
 
 if TYPE_CHECKING:
     from mcpcli.auth import Credentials
@@ -129,6 +130,10 @@ class Outcome:
     result: dict[str, Any]
     session: SessionRecord | None
     exit_code: ExitCode
+    detached: bool = False
+    """The call became a task left running on the server (``--detach``): no result yet, the session continues it."""
+    cancelled: bool = False
+    """The session's task was cancelled at the user's request (``resume --cancel-task``)."""
 
 
 @dataclass
@@ -213,6 +218,12 @@ class Flow:
     connection: dict[str, Any] | None = None
     """How the flow connects (``config.connection_settings``): kept with its session, so a resume reconnects
     the same way."""
+    detach: bool = False
+    """``--detach``: when the call becomes a task, save it and return at once, leaving it running on the server."""
+    as_task: bool = False
+    """2025-11-25: call the tool as a task (``task`` param): its ``execution.taskSupport`` asks for it."""
+    task_control: TaskControl = field(default_factory=lambda: TaskControl())
+    """A front end's detach or cancel request for the task the call became (the app's keys)."""
     _t0: float = 0.0
     _deadline: float = math.inf
     _attempt: int = 1
@@ -258,6 +269,10 @@ class Flow:
             await self.keeper.update(connection=self.connection)  # resumed another way (-s, --protocol): keep how
         self.call = Call(session.method, session.name, session.arguments)
         self._arm_deadline()
+        if session.task is not None:
+            from mcpcli import taskflow
+
+            return await taskflow.resume(self)
         found = await self.keeper.last_round()
         last, lost = found if found else (None, set())
         self._attempt = last.attempt if last else 1
@@ -352,6 +367,10 @@ class Flow:
                 raise await self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).") from None
             self._in_flight = False
             self.keeper.fault("after_send")
+            if isinstance(result, CreateTaskResult):
+                from mcpcli import taskflow
+
+                return await taskflow.start(self, result)
             if not isinstance(result, t.InputRequiredResult):
                 return await self._finish(dump(result))
             requests = {key: dump(req) for key, req in (result.input_requests or {}).items()}
@@ -384,6 +403,10 @@ class Flow:
         session = self.client.session
         try:
             with anyio.fail_after(None if math.isinf(remaining) else remaining):
+                if call.method == "tools/call" and self.as_task and responses is None and state is None:
+                    from mcpcli.tasks import call_as_task
+
+                    return await call_as_task(self.client, call.name, call.arguments, self._on_progress)
                 if call.method == "tools/call":
                     return await session.call_tool(
                         call.name,
@@ -392,6 +415,7 @@ class Flow:
                         input_responses=typed,
                         request_state=state,
                         allow_input_required=True,
+                        allow_claimed=True,  # a task handle (tasks.CreateTaskResult), driven by taskflow
                     )
                 if call.method == "prompts/get":
                     return await session.get_prompt(
@@ -581,11 +605,11 @@ class Flow:
     async def _keep(self, status: Literal["waiting", "failed", "expired"], error: str | None = None) -> None:
         await self.keeper.update(status=status, error=error)
 
-    async def _finish(self, result: dict[str, Any]) -> Outcome:
+    async def _finish(self, result: dict[str, Any], **changes: Any) -> Outcome:
         assert self.call is not None
         code = result_exit_code(self.call.method, result)
         self._event("result", session=self.session.id if self.session and self._saved else None, exit_code=int(code))
-        await self.keeper.update(status="done", result=result, exit_code=int(code), last=True)
+        await self.keeper.update(status="done", result=result, exit_code=int(code), last=True, **changes)
         return Outcome(result=result, session=self.session if self._saved else None, exit_code=code)
 
     def _event(self, kind: str, /, **fields: Any) -> None:

@@ -275,8 +275,6 @@ class Keeper:
         self, requests: dict[str, Any], state: str | None, attempt: int, answers: dict[str, Any] | None = None
     ) -> RoundRecord:
         """One durable write: the round as received (and its answers, when known); a new session with it."""
-        from mcpcli.store import Lease, utcnow
-
         async with self._turn():
             session = self.session
             assert session is not None
@@ -286,16 +284,7 @@ class Keeper:
             new_session = None
             if not self.saved:
                 self._need_tasks()
-                now = utcnow()
-                lease = Lease(
-                    session_id=session.id,
-                    version=1,
-                    host=self.host,
-                    pid=self.pid,
-                    owner=self.owner,
-                    acquired=now,
-                    expires=now + timedelta(seconds=self.lease_ttl),
-                )
+                lease = self._first_lease(session.id)
                 new_session = session
             trace = self._trace()
 
@@ -319,6 +308,39 @@ class Keeper:
             if answers is not None:
                 self.fault("after_commit")
             return record
+
+    def _first_lease(self, session_id: str) -> Lease:
+        """The lease a new session is created holding (version 1)."""
+        from mcpcli.store import Lease, utcnow
+
+        now = utcnow()
+        return Lease(
+            session_id=session_id,
+            version=1,
+            host=self.host,
+            pid=self.pid,
+            owner=self.owner,
+            acquired=now,
+            expires=now + timedelta(seconds=self.lease_ttl),
+        )
+
+    async def save_task(self, task: dict[str, Any], *, status: str | None = None) -> None:
+        """The server-side task the call became (``mcpcli.tasks.TaskState``), durable before anything else is sent:
+        a call that met no input request yet gets its session now, created holding the lease."""
+        if self.saved:
+            await self.update(task=task, status=status)
+            return
+        from mcpcli.store.base import lease_columns
+
+        async with self._turn():
+            session = self.session
+            assert session is not None
+            self._need_tasks()
+            lease = self._first_lease(session.id)
+            created = session.model_copy(update=lease_columns(lease) | {"task": task, "status": status or "running"})
+            await self._read(lambda store: store.create(created))
+            self.session, self.saved, self.lease = created, True, lease
+            self._start_heartbeat()
 
     async def record_answers(self, record: RoundRecord, answers: dict[str, Any]) -> None:
         """Save the answers to a saved round; durable before the retry is sent."""

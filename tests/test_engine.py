@@ -314,7 +314,7 @@ def _v4_store(url: str | None, path: Path) -> None:
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
-def test_a_schema_4_store_is_migrated_to_5_keeping_its_sessions_and_their_holders(
+def test_a_schema_4_store_is_migrated_to_the_current_schema_keeping_its_sessions_and_their_holders(
     engine: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     url = str(request.getfixturevalue("pg_url")) if engine == "postgres" else None
@@ -322,7 +322,7 @@ def test_a_schema_4_store_is_migrated_to_5_keeping_its_sessions_and_their_holder
     _v4_store(url, path)
     with closing(open_store(url, path)) as migrated:
         conn = migrated._conn  # type: ignore[attr-defined]
-        assert conn.execute("SELECT version FROM schema_version").fetchone()["version"] == SCHEMA_VERSION == 5
+        assert conn.execute("SELECT version FROM schema_version").fetchone()["version"] == SCHEMA_VERSION >= 5
         waiting, held = migrated.get("0123"), migrated.get("abcd")
         assert (waiting.name, waiting.version, waiting.connection, waiting.lease_owner) == (
             "provision",
@@ -336,10 +336,14 @@ def test_a_schema_4_store_is_migrated_to_5_keeping_its_sessions_and_their_holder
         assert (busy.value.host, busy.value.pid) == ("old-host", 4242)
         lease = migrated.claim(waiting.id, host="h", pid=1, ttl=30)
         assert migrated.get(waiting.id).lease_owner == lease.owner and lease.version == 4
+        # Schema 6: the task a call became; none for the sessions stored before, and writable under the lease.
+        assert waiting.task is None
+        task = {"id": "t-1", "status": "working", "delivered": []}
+        assert migrated.update(waiting.id, task=task, lease=lease).task == task == migrated.get(waiting.id).task
     if url is None:
         with SqliteStore(tmp_path / "fresh" / "sessions.db") as fresh:
             fresh_path = fresh.path
-        assert _columns(path) == _columns(fresh_path)  # as if created at schema 5
+        assert _columns(path) == _columns(fresh_path)  # as if created at the current schema
 
 
 def _columns(path: Path) -> list[str]:

@@ -73,10 +73,18 @@ def test_a_call_to_the_node_server_prints_its_result_and_exits_without_idling(ev
     assert time.monotonic() - printed < 1.5  # the SDK's stdio teardown waited 2 s for node to exit by itself
 
 
-def test_a_json_rpc_error_the_ts_server_hands_back_as_a_result_exits_4(process: Any, everything: str) -> None:
+def test_the_ts_servers_task_tool_runs_as_a_2025_task_and_its_question_is_answered_by_a_preset(
+    process: Any, everything: str
+) -> None:
+    # It used to fail with -32601 "requires task augmentation" (issue 15): its execution.taskSupport is required.
     r = process("call", "simulate-research-query", "-a", "topic=x", "-s", everything)
-    assert r.code == 4, r.err
-    assert "requires task augmentation" in r.err and "(code -32601)" in r.err
+    assert r.code == 0 and "# Research Report: x" in r.out, r.err
+    assert "Gathering sources" in r.err
+    asked = process(
+        "call", "simulate-research-query", "-a", "topic=y", "-a", "ambiguous=true", "-s", everything,
+        "--answer", "interpretation=technical",
+    )  # fmt: skip
+    assert asked.code == 0 and 'After receiving clarification ("technical")' in asked.out, asked.err
 
 
 def test_the_everything_server_asks_over_the_back_channel_and_presets_answer(process: Any, everything: str) -> None:

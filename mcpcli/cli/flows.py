@@ -158,8 +158,11 @@ def _flow_command(
             single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
             if isinstance(single, KeyboardInterrupt):
                 from mcpcli.commands.flows import interrupted
+                from mcpcli.commands.tasks import cancel_task_of, offer_task_cancel
 
                 interrupted(rt, flows, stops.what())
+                if stops.signum is None and offer_task_cancel(rt, opts, flows):  # Ctrl-C, not a signal from afar
+                    return run_async(lambda: cancel_task_of(rt, opts, flows)) or 0
                 if opts.json:
                     from mcpcli.errors import error_document
                     from mcpcli.runtime import Interrupted
@@ -214,12 +217,20 @@ def _need_terminal() -> None:
 
 
 def _call_command(
-    ctx: typer.Context, values: dict[str, Any], method: Method, name: str, pairs: list[str], args: str | None
+    ctx: typer.Context,
+    values: dict[str, Any],
+    method: Method,
+    name: str,
+    pairs: list[str],
+    args: str | None,
+    *,
+    detach: bool = False,
+    as_task: bool = False,
 ) -> None:
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands.flows import run_call
 
-        return await run_call(rt, opts, flows, method, name, pairs, args)
+        return await run_call(rt, opts, flows, method, name, pairs, args, detach=detach, as_task=as_task)
 
     def job() -> Any:
         from mcpcli.commands.flows import CallJob
@@ -253,15 +264,31 @@ def call(
     tool: Annotated[str, typer.Argument(help="The tool to call.", autocompletion=complete_tools)],
     arg: ArgPairs = None,
     args: ArgsJson = None,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach",
+            help="When the server runs the call as a task, leave it running and print the session id"
+            " (continue it later: mcpcli resume ID).",
+        ),
+    ] = False,
+    task: Annotated[
+        bool,
+        typer.Option(
+            "--task",
+            help="On a 2025-11-25 server, call a tool whose task support is optional as a task (required: always).",
+        ),
+    ] = False,
     *,
     shared: dict[str, Any],
 ) -> None:
     """Call a tool; answer what the server asks, round after round, until the result.
 
-    Example: mcpcli call provision --arg name=orders --answer region=eu-west-1
+    A tool the server runs as a task is polled (its status on stderr) until its result; Ctrl-C at a terminal
+    asks whether to detach or cancel it. Example: mcpcli call provision --arg name=orders --answer region=eu-west-1
     """
 
-    _call_command(ctx, shared, "tools/call", tool, arg or [], args)
+    _call_command(ctx, shared, "tools/call", tool, arg or [], args, detach=detach, as_task=task)
 
 
 @app.command()
@@ -312,19 +339,25 @@ def resume(
             " bundle or written by another machine; check the command first: mcpcli sessions show ID).",
         ),
     ] = False,
+    cancel_task: Annotated[
+        bool,
+        typer.Option(
+            "--cancel-task", help="Cancel the session's task on the server (tasks/cancel) instead of continuing it."
+        ),
+    ] = False,
     *,
     shared: dict[str, Any],
 ) -> None:
-    """Continue a saved flow: answer what is pending and retry with the stored state.
+    """Continue a saved flow: answer what is pending and retry with the stored state; a task is polled again.
 
     It reconnects the way the flow was connected (its server and protocol era) unless -s / --protocol say
-    otherwise. Example: mcpcli resume 3f2a --answer region=eu-west-1
+    otherwise. Example: mcpcli resume 3f2a --answer region=eu-west-1   ·   mcpcli resume 3f2a --cancel-task
     """
 
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands.flows import run_resume
 
-        return await run_resume(rt, opts, flows, session, steal=steal, trust_server=trust_server)
+        return await run_resume(rt, opts, flows, session, steal=steal, trust_server=trust_server, cancel=cancel_task)
 
     def job() -> Any:
         from mcpcli.commands.flows import ResumeJob

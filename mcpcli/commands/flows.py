@@ -34,6 +34,7 @@ from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError, UserSt
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump, is_legacy
 from mcpcli.keeper import Finished, Keeper
 from mcpcli.runtime import lone
+from mcpcli.tasks import task_support
 from mcpcli.terminal.output import describe_pending, pending_document
 
 log = logging.getLogger(__name__)
@@ -525,7 +526,16 @@ def _say_unmatched(rt: Runtime, flow: Flow) -> None:
 
 
 async def run_call(
-    rt: Runtime, opts: AnswerOptions, flows: list[Flow], method: Method, name: str, pairs: list[str], args: str | None
+    rt: Runtime,
+    opts: AnswerOptions,
+    flows: list[Flow],
+    method: Method,
+    name: str,
+    pairs: list[str],
+    args: str | None,
+    *,
+    detach: bool = False,
+    as_task: bool = False,
 ) -> int:
     target = rt.target()
     protocol = rt.protocol()
@@ -533,10 +543,13 @@ async def run_call(
     trust.remember(rt.paths, target)  # the user typed this command line: a later resume may run it unasked
     connection = connection_settings(target, protocol or target.protocol or "auto")
     flow = build_flow(rt, opts, terminal_seat(rt, opts), target.label, flows, connection=connection)
+    flow.detach = detach
 
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
-            arguments = await _tool_arguments(rt, client, name, pairs, args, _keep(rt, target, client, "tools"))
+            seen: dict[str, Any] = {}
+            arguments = await _tool_arguments(rt, client, name, pairs, args, _keep(rt, target, client, "tools"), seen)
+            flow.as_task = task_support(client, seen.get("execution"), as_task)
         elif method == "prompts/get":
             schema = await _prompt_schema(client, name, pairs, _keep(rt, target, client, "prompts"))
             arguments = build_arguments(schema, pairs, None, what="prompt", warn=rt.out.warning)
@@ -555,7 +568,13 @@ def _check_store(rt: Runtime) -> None:
 
 
 async def _tool_arguments(
-    rt: Runtime, client: Client, tool: str, pairs: list[str], args: str | None, keep: Keep | None
+    rt: Runtime,
+    client: Client,
+    tool: str,
+    pairs: list[str],
+    args: str | None,
+    keep: Keep | None,
+    seen: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``--arg``/``--args`` typed by the tool's schema; when the listing cannot be read, sent untyped (strings).
 
@@ -563,7 +582,7 @@ async def _tool_arguments(
     stop a call the server would take.
     """
     try:
-        schema = await _input_schema(client, tool, keep)
+        schema = await _input_schema(client, tool, keep, seen)
     except ValidationError as exc:
         rt.out.note(
             f"The server's tool listing could not be read ({_first_problem(exc)}); sending --arg values as strings, "
@@ -596,8 +615,11 @@ async def _prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Ke
     }
 
 
-async def _input_schema(client: Client, tool: str, keep: Keep | None = None) -> dict[str, Any] | None:
-    """The tool's inputSchema; an unknown tool is a usage error (nothing is sent)."""
+async def _input_schema(
+    client: Client, tool: str, keep: Keep | None = None, seen: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The tool's inputSchema; an unknown tool is a usage error (nothing is sent). ``seen["execution"]``: the
+    tool's ``execution`` (2025-11-25 task support), when asked for."""
     cursor = None
     names: list[str] = []
     pages: list[Any] = []
@@ -609,6 +631,8 @@ async def _input_schema(client: Client, tool: str, keep: Keep | None = None) -> 
             keep(pages)
         for item in page.tools:
             if item.name == tool:
+                if seen is not None:
+                    seen["execution"] = item.execution
                 return dict(item.input_schema)
             names.append(item.name)
         if not cursor:
@@ -625,9 +649,14 @@ async def run_resume(
     *,
     steal: bool = False,
     trust_server: bool = False,
+    cancel: bool = False,
 ) -> int:
     record = rt.store.get(session_id)
-    if record.status == "done" and record.result is not None:
+    if cancel:
+        from mcpcli.commands.tasks import check_cancellable
+
+        check_cancellable(record)
+    elif record.status == "done" and record.result is not None:
         rt.out.note(f"Session {record.id} already finished; here is its result again.")
         return render(rt, record.method, Outcome(record.result, record, ExitCode(record.exit_code or 0)))
     seat = terminal_seat(rt, opts)
@@ -637,6 +666,10 @@ async def run_resume(
     flow = build_flow(rt, opts, seat, record.server, flows, connection=connection)
 
     async def run(client: Client) -> Outcome:
+        if cancel:
+            from mcpcli import taskflow
+
+            return await taskflow.cancel(flow)
         return await flow.resume()
 
     # The lease is claimed, and heart-beaten, from before connecting until after the connection is closed.
@@ -714,7 +747,12 @@ def _confirm_command(
 
 
 def render(rt: Runtime, method: str, outcome: Outcome) -> int:
-    """A final result on stdout (``--json``: as JSON); its exit code."""
+    """A final result on stdout (``--json``: as JSON); its exit code. A task left running (``--detach``): its
+    session id on stdout (``--json``: a document saying so), to resume it with."""
+    if outcome.detached or outcome.cancelled:
+        from mcpcli.commands.tasks import render_task
+
+        return render_task(rt, outcome)
     if rt.json:
         rt.out.json(outcome.result)
     else:
@@ -824,8 +862,10 @@ async def drive(
         if job.arguments is not None:
             arguments = job.arguments
         elif job.method == "tools/call":
-            schema = await _input_schema(client, job.name, _keep(rt, target, client, "tools"))
+            seen: dict[str, Any] = {}
+            schema = await _input_schema(client, job.name, _keep(rt, target, client, "tools"), seen)
             arguments = build_arguments(schema, list(job.pairs), job.args)
+            flow.as_task = task_support(client, seen.get("execution"), False)
         elif job.method == "prompts/get":
             schema = await _prompt_schema(client, job.name, list(job.pairs), _keep(rt, target, client, "prompts"))
             arguments = build_arguments(schema, list(job.pairs), None, what="prompt")

@@ -57,7 +57,16 @@ def _time(value: datetime | None) -> str:
 def session_json(record: SessionRecord) -> dict[str, Any]:
     data: dict[str, Any] = record.model_dump(mode="json", include=set(LIST_FIELDS) | {"protocol_version", "exit_code"})
     data["interrupted"] = is_interrupted(record)
+    data["task"] = _task_summary(record)
     return data
+
+
+def _task_summary(record: SessionRecord) -> dict[str, Any] | None:
+    """The task a session's call became, as listings show it: id, last status seen, its message."""
+    task = record.task
+    if task is None:
+        return None
+    return {"id": task.get("id"), "status": task.get("status"), "message": task.get("message")}
 
 
 # --- what a session waits for ----------------------------------------------------------------------------------------
@@ -102,8 +111,16 @@ def list_sessions(
     if waiting:
         _inbox_table(rt, records, pending)
         return 0
-    rows = [(r.id, shown_status(r), r.server, r.method, r.name, r.round, _stamp(r.updated)) for r in records]
-    columns = ("id", "status", "server", "method", "name", "round", "updated (UTC)")
+    rows: list[tuple[Any, ...]] = [
+        (r.id, shown_status(r), r.server, r.method, r.name, r.round, _stamp(r.updated)) for r in records
+    ]
+    columns: tuple[str, ...] = ("id", "status", "server", "method", "name", "round", "updated (UTC)")
+    if any(r.task is not None for r in records):  # the task's own status (working, input_required, …)
+        rows = [
+            (*row[:2], str(r.task.get("status")) if r.task else "", *row[2:])
+            for row, r in zip(rows, records, strict=True)
+        ]
+        columns = (*columns[:2], "task", *columns[2:])
     rt.out.table("Sessions", columns, rows, "No sessions yet. Flows that need input are saved here.")
     return 0
 
@@ -308,6 +325,8 @@ def _timeline(doc: Mapping[str, Any]) -> Iterable[Text]:
         yield _field_line("lease", f"{state} {lease['holder']}, {since}until {until}")
     if s.get("error"):
         yield _field_line("error", s["error"])
+    if task := s.get("task"):
+        yield from _task_timeline(task)
     if not doc["rounds"]:
         yield Text("\nNo rounds recorded.", style="dim")
     for r in doc["rounds"]:
@@ -342,6 +361,18 @@ _STATUS_STYLE = {
     "failed": "red",
     "expired": "red",
 }
+
+
+def _task_timeline(task: Mapping[str, Any]) -> Iterable[Text]:
+    """The task the call became: its id and generation, then each status change mcpcli saw, oldest first."""
+    from rich.text import Text
+
+    polls = f", {task['polls']} polls" if task.get("polls") else ""
+    yield _field_line("task", f"{task.get('id')} ({task.get('generation')}{polls})")
+    for entry in task.get("timeline") or []:
+        at = str(entry.get("at", ""))[:19].replace("T", " ")
+        message = f" — {entry['message']}" if entry.get("message") else ""
+        yield Text.assemble(Text(f"  {'':<10} {at} ", style="dim"), safe(f"{entry.get('status')}{message}"))
 
 
 def _connection_line(connection: Mapping[str, Any]) -> str:

@@ -108,6 +108,11 @@ class SessionRecord(BaseModel):
     """Which driver holds the lease: its host, pid and a random token of its own (``new_lease_owner``), so two
     flows of one process are two drivers. The store's checks compare it; people are shown host and pid."""
 
+    task: dict[str, Any] | None = None
+    """The server-side task the call became (``mcpcli.tasks.TaskState``, JSON): its id, generation, last status
+    and message, poll interval and position, the request keys whose answers the server acknowledged, and its
+    timeline. ``None`` for a flow that is no task (and for sessions stored before schema 6)."""
+
     _utc = field_validator("created", "updated", "lease_acquired", "lease_expires")(_to_utc)
 
     @model_validator(mode="after")
@@ -329,6 +334,7 @@ class Store(Protocol):
         error: str | None = None,
         identity: str | None = None,
         connection: dict[str, Any] | None = None,
+        task: dict[str, Any] | None = None,
         lease: Lease | None = None,
         release: bool = False,
         trace: Sequence[str] = (),

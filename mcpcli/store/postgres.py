@@ -76,7 +76,8 @@ _DDL = (
         lease_expires timestamptz,
         identity text,
         connection text,
-        lease_owner text
+        lease_owner text,
+        task text
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     f"CREATE INDEX sessions_updated ON {SCHEMA}.sessions (updated, id)",
@@ -103,6 +104,8 @@ _MIGRATIONS = {
     4: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN connection text",),
     # 5: each flow its own lease owner (host and pid stay, for people and the "holder is gone" rule).
     5: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN lease_owner text",),
+    # 6: the server-side task a tool call became (tasks: id, status, poll position, acknowledged answers).
+    6: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN task text",),
 }
 
 

@@ -42,10 +42,11 @@ from mcpcli.store.base import (
     utcnow,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """1: sessions and rounds. 2: the lease columns and ``version``. 3: the ``trace`` table and ``identity``.
 4: ``connection`` (how the flow was connected, so a resume reconnects the same way). 5: ``lease_owner`` (each
-flow its own lease owner: two flows of one process no longer pass for one driver)."""
+flow its own lease owner: two flows of one process no longer pass for one driver). 6: ``task`` (the server-side task
+a tool call became: id, status, poll position, acknowledged answers)."""
 
 _DELETE_CHUNK = 500  # stays under SQLite's limit on bound parameters
 _TRACE_CHUNK = 200  # rows per INSERT of trace lines: three parameters each, under SQLite's limit
@@ -57,7 +58,7 @@ _RELEASED = "lease_host = NULL, lease_pid = NULL, lease_acquired = NULL, lease_e
 """The assignments that give a lease back (the version stays: it only ever goes up)."""
 _ROUND_COLUMNS = "session_id, round_index, attempt, requests, request_state, answers, received, answered"
 _TIME_FIELDS = frozenset({"created", "updated", "lease_acquired", "lease_expires"})
-_JSON_FIELDS = ("arguments", "result", "connection")
+_JSON_FIELDS = ("arguments", "result", "connection", "task")
 _LEASE_CLEARED = {
     "lease_host": None,
     "lease_pid": None,
@@ -442,6 +443,7 @@ class SqlStore:
         error: str | None = None,
         identity: str | None = None,
         connection: dict[str, Any] | None = None,
+        task: dict[str, Any] | None = None,
         lease: Lease | None = None,
         release: bool = False,
         trace: Sequence[str] = (),
@@ -456,6 +458,7 @@ class SqlStore:
             "error": error,
             "identity": identity,
             "connection": None if connection is None else dumps(connection),
+            "task": None if task is None else dumps(task),
         }
         columns = [column for column, value in changes.items() if value is not None]
         assignments = ", ".join(f"{column} = ?" for column in ["updated", *columns])

@@ -67,7 +67,8 @@ _SCHEMA = (
         lease_expires TEXT,
         identity TEXT,
         connection TEXT,
-        lease_owner TEXT
+        lease_owner TEXT,
+        task TEXT
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     "CREATE INDEX sessions_updated ON sessions (updated, id)",
@@ -102,6 +103,8 @@ _MIGRATIONS = {
     4: ("ALTER TABLE sessions ADD COLUMN connection TEXT",),
     # 5: each flow its own lease owner (host and pid stay, for people and the "holder is gone" rule).
     5: ("ALTER TABLE sessions ADD COLUMN lease_owner TEXT",),
+    # 6: the server-side task a tool call became (tasks: id, status, poll position, acknowledged answers).
+    6: ("ALTER TABLE sessions ADD COLUMN task TEXT",),
 }
 
 

@@ -297,3 +297,14 @@ def confirm_command(term: Terminal, command: str, *, cwd: str | None = None) -> 
     except EOFError:
         return False
     return answer in ("y", "yes")
+
+
+def detach_or_cancel(term: Terminal, task_id: str) -> bool:
+    """Ctrl-C while the call runs as a task on the server: True to cancel the task there, False to leave it
+    running (the default: Enter, ``d``, Ctrl-D or a second Ctrl-C) for a later ``mcpcli resume``."""
+    term.console.print(Text(f"Task {sanitize(task_id)} is still running on the server.", style="bold"))
+    try:
+        answer = term.read_line("Detach (leave it running) or cancel it? [D/c] ").strip().lower()
+    except (EOFError, KeyboardInterrupt):
+        return False
+    return answer in ("c", "cancel")

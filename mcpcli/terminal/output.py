@@ -59,6 +59,10 @@ class Output:
         """Machine output: plain JSON on stdout (no colour, no wrapping)."""
         write(self._stdout(), json_text(value) + "\n")
 
+    def line(self, text: str) -> None:
+        """One bare line on stdout, sanitized: a value a script reads (``call --detach`` prints the session id)."""
+        write(self._stdout(), sanitize(text) + "\n")
+
     def result(self, method: str, result: Mapping[str, Any]) -> None:
         """A flow's result for people: its text content, each block once."""
         lines = list(_result_lines(method, result))

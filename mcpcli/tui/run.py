@@ -21,6 +21,7 @@ from mcpcli.tui.text import plain, pretty_json
 
 if TYPE_CHECKING:
     from mcpcli.flow import NeedInput, Outcome
+    from mcpcli.tasks import TaskControl
 
 
 def _block(block: Mapping[str, Any]) -> Static:
@@ -70,6 +71,8 @@ class RunScreen(Screen[None]):
         Binding("q", "close", "Close"),
         Binding("enter", "close", "Close", show=False),
         Binding("escape", "back", "Back"),
+        Binding("d", "detach", "Detach task"),
+        Binding("c", "cancel_task", "Cancel task"),
     ]
 
     def __init__(self, title: str, *, standalone: bool) -> None:
@@ -78,6 +81,8 @@ class RunScreen(Screen[None]):
         self.standalone = standalone
         self.finished = False
         """The flow has ended (result, error or waiting): closing the screen is now safe."""
+        self.task_control: TaskControl | None = None
+        """The task the call became, while it runs: what the detach and cancel keys ask of it."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="run-header"):
@@ -100,8 +105,16 @@ class RunScreen(Screen[None]):
         if message:
             self.set_status(message)
 
+    def show_task(self, task_id: str, status: str, message: str | None, control: TaskControl) -> None:
+        """The call runs as a task on the server: its status and message, and the detach and cancel keys."""
+        self.task_control = control
+        said = f" — {message}" if message else ""
+        self.set_status(f"Task {task_id} · {status.replace('_', ' ')}{said}")
+        self.refresh_bindings()
+
     def _show(self, *widgets: Static, title: str, classes: str) -> None:
         self.finished = True
+        self.task_control = None
         self.query_one(ProgressBar).display = False
         box = self.query_one("#run-result", VerticalScroll)
         box.remove_children()
@@ -113,6 +126,16 @@ class RunScreen(Screen[None]):
         self.refresh_bindings()
 
     def show_result(self, method: str, outcome: Outcome) -> None:
+        session = outcome.session
+        if (outcome.detached or outcome.cancelled) and session is not None:
+            task = str((session.task or {}).get("id"))
+            if outcome.detached:
+                lines = [f"Task {task} keeps running on the server.", f"Continue it with: mcpcli resume {session.id}"]
+            else:
+                lines = [f"Task {task}: cancellation sent (the server decides when it stops)."]
+            title = ("Task left running" if outcome.detached else "Task cancelled") + f" · session {session.id}"
+            self._show(*(Static(plain(line)) for line in lines), title=title, classes="-waiting")
+            return
         result = outcome.result
         error = method == "tools/call" and bool(result.get("isError"))
         title = "The tool reported an error" if error else "Result"
@@ -140,7 +163,19 @@ class RunScreen(Screen[None]):
             return self.finished
         if action == "back":
             return self.finished and not self.standalone
+        if action in ("detach", "cancel_task"):
+            return self.task_control is not None and not self.finished
         return True
+
+    def action_detach(self) -> None:
+        if self.task_control is not None:
+            self.task_control.ask("detach")
+            self.set_status("Detaching…")
+
+    def action_cancel_task(self) -> None:
+        if self.task_control is not None:
+            self.task_control.ask("cancel")
+            self.set_status("Cancelling the task…")
 
     def action_close(self) -> None:
         if self.finished:

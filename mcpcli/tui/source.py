@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from mcpcli.store import Store
+    from mcpcli.tasks import TaskControl
     from mcpcli.tui.run import RunScreen
 
 
@@ -90,3 +91,7 @@ class TuiReporter:
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
         self.screen.show_progress(progress, total, message)
+
+    def task_status(self, task_id: str, status: str, message: str | None, control: TaskControl) -> None:
+        """The call runs as a task: its status and message on the run screen, with the detach and cancel keys."""
+        self.screen.show_task(task_id, status, message, control)
