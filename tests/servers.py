@@ -505,6 +505,15 @@ def legacy_only() -> None:
         print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
 
 
+def serve(built: MCPServer, http: str | None) -> None:
+    """Run a test server: over streamable HTTP at ``HOST:PORT``, or over stdio."""
+    if http:
+        host, _, port = http.rpartition(":")
+        anyio.run(lambda: built.run_streamable_http_async(host=host, port=int(port)))
+    else:
+        anyio.run(built.run_stdio_async)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("kind")
@@ -529,11 +538,7 @@ def main() -> None:
     built = recorder(args.record, args.slow) if args.kind == "recorder" else server() if server else None
     if built is None:
         raise SystemExit(f"unknown server kind {args.kind}")
-    if args.http:
-        host, _, port = args.http.rpartition(":")
-        anyio.run(lambda: built.run_streamable_http_async(host=host, port=int(port)))
-    else:
-        anyio.run(built.run_stdio_async)
+    serve(built, args.http)
 
 
 if __name__ == "__main__":

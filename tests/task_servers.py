@@ -522,12 +522,9 @@ def main() -> None:
     if args.gen == "2025":
         tasks_2025(args.state, args.poll_ms)
         return
-    built = tasks_2026(args.state, args.poll_ms, fixed_ids=args.fixed_ids)
-    if args.http:
-        host, _, port = args.http.rpartition(":")
-        anyio.run(lambda: built.run_streamable_http_async(host=host, port=int(port)))
-    else:
-        anyio.run(built.run_stdio_async)
+    from servers import serve
+
+    serve(tasks_2026(args.state, args.poll_ms, fixed_ids=args.fixed_ids), args.http)
 
 
 if __name__ == "__main__":
