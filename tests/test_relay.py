@@ -156,6 +156,16 @@ def test_two_warm_calls_share_one_tcp_connection_where_cold_ones_open_their_own(
         assert proxy.accepted == 3
 
 
+def test_mcpcli_http_relay_0_sends_a_warm_commands_requests_direct(http_demo: Any) -> None:
+    server = http_demo()
+    with CountingProxy(server.port) as proxy:
+        for _ in range(2):
+            r = mcpcli("call", "echo", "-a", "text=d", "-s", proxy.url, env={"MCPCLI_HTTP_RELAY": "0"})
+            assert (r.returncode, r.stdout) == (0, "d\n"), r.stderr
+        assert proxy.accepted == 2
+    assert relay()["served"] == 0
+
+
 def test_many_warm_calls_at_once_each_get_their_own_answer_through_the_relay(http_demo: Any) -> None:
     server = http_demo()
     with CountingProxy(server.port) as proxy:
@@ -290,6 +300,7 @@ def test_status_shows_the_relay_and_stop_stops_it(http_demo: Any) -> None:
     assert mcpcli("call", "echo", "-a", "text=s", "-s", server.url).returncode == 0
     shown = relay()
     assert shown["connections"] == 1 and shown["served"] >= 2
+    assert Path(shown["socket"]).stat().st_mode & 0o777 == 0o600  # in the worker's 0700 directory
     text = mcpcli("worker", "status").stdout
     assert f"HTTP relay pid {shown['pid']}" in text and "upstream connections 1" in text
     assert mcpcli("worker", "stop").returncode == 0

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcpcli
 from mcpcli import __version__
-from mcpcli.wire import WireError, peer, private_dirs, receive, send, socket_path
+from mcpcli.wire import OFF, WireError, peer, private_dirs, receive, send, socket_path
 
 if TYPE_CHECKING:
     from mcpcli.worker import relay
@@ -342,7 +342,7 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: s
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
     os.environ["MCPCLI_WORKER_SOCKET"] = path  # kept-alive servers are attached through the worker
-    if relay_path is not None:
+    if relay_path is not None and os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower() not in OFF:
         from mcpcli.transports import RELAY_ENV  # preloaded
 
         os.environ[RELAY_ENV] = relay_path  # and HTTP requests go through its relay (mcpcli.relayed)
