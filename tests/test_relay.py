@@ -11,6 +11,7 @@ import re
 import select
 import signal
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -35,8 +36,16 @@ class CountingProxy:
     server that closed it unseen, as a load balancer does); ``close_idle_after``: closed once idle that long (a
     server's keep-alive timeout, seen by the client)."""
 
-    def __init__(self, port: int, *, stale_after: float | None = None, close_idle_after: float | None = None) -> None:
+    def __init__(
+        self,
+        port: int,
+        *,
+        stale_after: float | None = None,
+        close_idle_after: float | None = None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.upstream = port
+        self.tls = tls
         self.stale_after = stale_after
         self.close_idle_after = close_idle_after
         self.accepted = 0
@@ -49,7 +58,7 @@ class CountingProxy:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/mcp"
 
     def __enter__(self) -> CountingProxy:
         threading.Thread(target=self._accept, daemon=True).start()
@@ -78,8 +87,13 @@ class CountingProxy:
         last = time.monotonic()
         used = False
         try:
+            if self.tls is not None:
+                client = self.tls.wrap_socket(client, server_side=True)
             while not self.stopped:
-                ready, _, _ = select.select([client, upstream], [], [], 0.02)
+                if isinstance(client, ssl.SSLSocket) and client.pending():
+                    ready = [client]  # decrypted bytes select() cannot see
+                else:
+                    ready, _, _ = select.select([client, upstream], [], [], 0.02)
                 now = time.monotonic()
                 if not ready:
                     if self.close_idle_after is not None and used and now - last > self.close_idle_after:
@@ -234,6 +248,30 @@ def test_a_kept_connection_the_server_closed_between_two_commands_does_not_fail_
         if how == "stale_after":
             assert proxy.dropped == 1
             assert relay()["retried"] == 1  # sent again on a new connection, not reported as the server's error
+
+
+def test_https_is_verified_with_the_ca_file_of_each_callers_environment(http_demo: Any, tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    request = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+    subprocess.run(
+        ["openssl", *request, "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+    server = http_demo()
+    with CountingProxy(server.port, tls=tls) as proxy:
+        args = ("call", "echo", "-a", "text=tls", "-s", proxy.url)
+        untrusted, cold = mcpcli(*args), mcpcli(*args, "--no-worker")  # the relay's own CA setting is not used
+        assert untrusted.returncode == cold.returncode == 4
+        assert untrusted.stderr == cold.stderr and "CERTIFICATE_VERIFY_FAILED" in untrusted.stderr
+        before = proxy.accepted
+        for _ in range(2):
+            r = mcpcli(*args, env={"SSL_CERT_FILE": str(cert)})
+            assert (r.returncode, r.stdout) == (0, "tls\n"), r.stderr
+        assert proxy.accepted == before + 1  # one TLS handshake for both
+    assert relay()["pools"] == 2  # one per CA setting
 
 
 def test_a_killed_relay_costs_nothing_and_the_worker_starts_another(http_demo: Any) -> None:
