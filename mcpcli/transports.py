@@ -27,6 +27,7 @@ import ssl
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
@@ -255,7 +256,13 @@ def connection_settings(environ: Mapping[str, str] | None = None) -> dict[str, s
     (Proxy variables are not among them: a client given its own transport, as every mcpcli client is, does not
     read them.)"""
     env = os.environ if environ is None else environ
-    return {"cert_file": env.get("SSL_CERT_FILE") or None, "cert_dir": env.get("SSL_CERT_DIR") or None}
+    # Absolute: a relative path names a file in the caller's directory, and the relay runs in another.
+    return {
+        name: str(Path(value).absolute()) if (value := env.get(variable)) else None for name, variable in _CA_VARIABLES
+    }
+
+
+_CA_VARIABLES = (("cert_file", "SSL_CERT_FILE"), ("cert_dir", "SSL_CERT_DIR"))
 
 
 def direct_transport(

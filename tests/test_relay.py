@@ -268,7 +268,7 @@ def test_https_is_verified_with_the_ca_file_of_each_callers_environment(http_dem
         assert untrusted.stderr == cold.stderr and "CERTIFICATE_VERIFY_FAILED" in untrusted.stderr
         before = proxy.accepted
         for _ in range(2):
-            r = mcpcli(*args, env={"SSL_CERT_FILE": str(cert)})
+            r = mcpcli(*args, env={"SSL_CERT_FILE": cert.name}, cwd=tmp_path)  # relative: the caller's directory
             assert (r.returncode, r.stdout) == (0, "tls\n"), r.stderr
         assert proxy.accepted == before + 1  # one TLS handshake for both
     assert relay()["pools"] == 2  # one per CA setting
