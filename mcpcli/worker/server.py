@@ -342,9 +342,10 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: s
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
     os.environ["MCPCLI_WORKER_SOCKET"] = path  # kept-alive servers are attached through the worker
-    if relay_path is not None and os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower() not in OFF:
-        from mcpcli.transports import RELAY_ENV  # preloaded
+    from mcpcli.transports import RELAY_ENV  # preloaded
 
+    os.environ.pop(RELAY_ENV, None)  # this worker's relay, or none: never one the caller's environment names
+    if relay_path is not None and os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower() not in OFF:
         os.environ[RELAY_ENV] = relay_path  # and HTTP requests go through its relay (mcpcli.relayed)
     os.chdir(str(request.get("cwd") or "/"))
     _reopen_stdio()
