@@ -199,6 +199,31 @@ def test_many_warm_calls_at_once_each_get_their_own_answer_through_the_relay(htt
     assert settled()["served"] >= 3 * 12
 
 
+@pytest.mark.parametrize("how", ["direct", "relayed"])
+def test_a_preloaded_worker_child_imports_nothing_for_an_http_call(http_demo: Any, how: str) -> None:
+    server = http_demo()
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from mcpcli.relayed import relay_status\n"
+        "from mcpcli.worker import relay, server\n"
+        "server.preload()\n"
+        "handle = relay.start(Path(sys.argv[2]), 60.0)\n"
+        "if sys.argv[3] == 'relayed':\n"
+        "    os.environ['MCPCLI_RELAY_SOCKET'] = str(handle.path)\n"
+        "before = set(sys.modules)\n"
+        "code = server._run(['call', 'echo', '-a', 'text=' + sys.argv[3], '-s', sys.argv[1]])\n"
+        "relayed = relay_status(str(handle.path))['served'] > 0\n"
+        "print(sorted(set(sys.modules) - before), code, relayed, file=sys.stderr)\n"
+        "handle.stop(5.0)\n"
+    )
+    where = Path(os.environ["MCPCLI_HOME"]) / "relay.sock"
+    where.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    r = subprocess.run([PY, "-c", script, server.url, str(where), how], capture_output=True, text=True, timeout=60)
+    assert r.stdout == f"{how}\n", r.stderr
+    assert r.stderr.splitlines()[-2] == f"[] 0 {how == 'relayed'}", r.stderr  # the last line: the relay exiting
+
+
 def test_a_streamed_response_with_progress_arrives_through_the_relay(http_demo: Any) -> None:
     server = http_demo()
     before = relay()["served"]

@@ -411,6 +411,7 @@ CLI, and the worker is here already. (The demo is in: the default server runs in
 PRELOADED_LIBRARIES = (
     "anyio._backends._asyncio",
     "anyio.streams.stapled",
+    "httpcore2",  # httpx2's transport imports it when a command connects direct (~20 ms, with h11 and h2)
     "jsonschema",
     "mcp.client.auth",
     "rich._emoji_codes",
