@@ -262,10 +262,11 @@ def test_a_kept_connection_the_server_closed_between_two_commands_does_not_fail_
     http_demo: Any, how: str
 ) -> None:
     server = http_demo()
-    with CountingProxy(server.port, **{how: 0.3}) as proxy:
+    # Longer than a pause between two requests of one command on a loaded machine, shorter than the sleep.
+    with CountingProxy(server.port, **{how: 1.5}) as proxy:
         first = mcpcli("call", "echo", "-a", "text=before", "-s", proxy.url)
         assert (first.returncode, first.stdout) == (0, "before\n"), first.stderr
-        time.sleep(0.8)
+        time.sleep(2.5)
         second = mcpcli("call", "echo", "-a", "text=after", "-s", proxy.url)
         assert (second.returncode, second.stdout) == (0, "after\n"), second.stderr
         assert second.stderr == first.stderr
