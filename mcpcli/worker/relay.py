@@ -10,10 +10,10 @@ ready. Commands reach it through ``mcpcli.relayed`` (the protocol is described t
 Per exchange the relay sends the request upstream through the pool for the command's connection settings (the CA
 files its environment names; one pool each, ``MAX_POOLS`` at most) — never following redirects, never signing
 in: the command's client does that — and streams the response back, each chunk written before the next is read, so
-it holds one chunk per exchange whatever the server sends. It retries a request only when it failed on a kept
-connection before any answer (the server had closed it: the cold path would have used a new one). It takes no more
-than ``MAX_PER_POOL`` exchanges a pool, so a request never queues for a connection; past that (or ``MAX_OPEN``
-connections from commands) it refuses, and the command goes direct.
+it holds one chunk per exchange whatever the server sends. It sends a request again only when it failed on a kept
+connection before it was written whole (the server had closed it and cannot have acted on it); never once written.
+It takes no more than ``MAX_PER_POOL`` exchanges a pool, so a request never queues for a connection; past that (or
+``MAX_OPEN`` connections from commands) it refuses, and the command goes direct.
 
 It exits when the worker goes (its end of a socket pair reaches EOF: the relay stops listening, lets the exchanges
 in flight finish, and exits), and after ``IDLE`` seconds without a request (the worker starts it again for the next
@@ -45,9 +45,11 @@ from mcpcli.relayed import MAX_BODY, MAX_HEAD, FrameError, error_of, frame, load
 from mcpcli.transports import connection_settings, direct_transport
 from mcpcli.wire import peer
 
-KEEPALIVE_EXPIRY = 60.0
-"""Seconds an idle upstream connection is kept (httpx2's default, 5 s, is shorter than the pause between two
-commands); servers often close theirs sooner, which the pool notices."""
+KEEPALIVE_EXPIRY = 15.0
+"""Seconds an idle upstream connection is kept: longer than httpx2's default (5 s, shorter than the pause between
+two commands of a script), shorter than the idle timeouts of the NATs and load balancers that drop a connection
+without a word (a request written to one fails: it is not sent again, see ``_forward``). Servers that close theirs
+sooner say so, which the pool notices before reusing one."""
 
 IDLE = 2 * KEEPALIVE_EXPIRY
 """Seconds without a request after which the relay exits (its connections have expired by then)."""
@@ -74,6 +76,8 @@ CLOSE_TIMEOUT = 5.0
 """Seconds closing an upstream response may take (it is done even when the exchange was cancelled)."""
 
 FRESH = ("connection.connect_tcp.", "connection.connect_unix_socket.")
+SENT = "send_request_body.complete"
+"""httpcore's trace event once a request is written whole (``http11.`` or ``http2.`` before it)."""
 """httpcore trace events of a request that opened a new connection (one without is on a kept connection)."""
 
 
@@ -341,17 +345,22 @@ class Relay:
         response back, one chunk at a time."""
         method, origin = request.method, request.origin
         for attempt in range(STALE_RETRIES + 1):
-            fresh = False
+            fresh = sent = False
 
             async def trace(event: str, info: dict[str, Any]) -> None:
-                nonlocal fresh
+                nonlocal fresh, sent
                 fresh = fresh or event.startswith(FRESH)
+                sent = sent or event.endswith(SENT)
 
             try:
                 response = await pool.transport.handle_async_request(request.build(trace))
                 break
             except (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError) as exc:
-                if fresh or attempt == STALE_RETRIES:
+                # Again only when the server cannot have acted on it: on a kept connection, before the whole
+                # request was written. Once it was, the server may have run the tool and then dropped the
+                # connection; sending it again could run it twice (what a cold run would never do), so it fails
+                # as a dropped connection does, and the flow's session is kept for a resume.
+                if fresh or sent or attempt == STALE_RETRIES:
                     log(f"{method} {origin}: {type(exc).__name__}")
                     await stream.send(frame(b"X", error_of(exc)))
                     return
