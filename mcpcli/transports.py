@@ -11,7 +11,8 @@
   sleeps, cannot hang the command).
 - ``http_transport``: the httpx2 transport for streamable HTTP, whose POST responses are read under
   ``idle_timeout`` (SSE comments — keep-alives — do not count as activity; a message does) and
-  ``max_message_bytes`` (a JSON body in all, each SSE event on its own).
+  ``max_message_bytes`` (a JSON body in all, each SSE event on its own); under the bounds, the connections are
+  the worker's HTTP relay's when a command runs in the worker (``mcpcli.relayed``), else its own.
 
 Each bound that trips is recorded on the connection's ``Tripwire``; ``connection.connect`` says it.
 """
@@ -24,8 +25,9 @@ import os
 import signal
 import ssl
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
@@ -234,19 +236,64 @@ class LimitExceeded(httpx2.StreamError):
 
 
 def http_transport(trip: Tripwire) -> httpx2.AsyncBaseTransport:
-    """The default httpx2 transport, with every POST response's body read under the bounds."""
-    return _BoundedTransport(httpx2.AsyncHTTPTransport(verify=tls_context()), trip)
+    """The transport for streamable HTTP, with every POST response's body read under the bounds: in a worker's
+    command (``RELAY_ENV`` set), through the worker's HTTP relay, whose connections outlive the command
+    (``mcpcli.relayed``); otherwise — and whenever the relay cannot take a request — direct."""
+    if relay := os.environ.get(RELAY_ENV):
+        from mcpcli.relayed import RelayTransport
+
+        return _BoundedTransport(RelayTransport(relay, connection_settings(), direct_transport), trip)
+    return _BoundedTransport(direct_transport(), trip)
+
+
+RELAY_ENV = "MCPCLI_RELAY_SOCKET"
+"""Set by the worker in each command's environment: where its HTTP relay listens (never set in-process)."""
+
+
+def connection_settings(environ: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """What a direct transport's connections depend on in the environment: the CA bundle or directory that
+    verifies servers. The relay keeps one pool per distinct value (its own environment is not the caller's).
+    (Proxy variables are not among them: a client given its own transport, as every mcpcli client is, does not
+    read them.)"""
+    env = os.environ if environ is None else environ
+    # Absolute: a relative path names a file in the caller's directory, and the relay runs in another.
+    return {
+        name: str(Path(value).absolute()) if (value := env.get(variable)) else None for name, variable in _CA_VARIABLES
+    }
+
+
+_CA_VARIABLES = (("cert_file", "SSL_CERT_FILE"), ("cert_dir", "SSL_CERT_DIR"))
+
+
+def direct_transport(
+    settings: Mapping[str, str | None] | None = None, limits: httpx2.Limits | None = None
+) -> httpx2.AsyncHTTPTransport:
+    """httpx2's own transport, verifying servers as ``settings`` (default: this process's environment) say."""
+    given = connection_settings() if settings is None else settings
+    verify = _tls_context(given.get("cert_file"), given.get("cert_dir"))
+    return (
+        httpx2.AsyncHTTPTransport(verify=verify)
+        if limits is None
+        else httpx2.AsyncHTTPTransport(verify=verify, limits=limits)
+    )
 
 
 def tls_context() -> ssl.SSLContext:
     """httpx2's default TLS context, made once per process and CA setting: building one reads the whole CA bundle
     (tens of milliseconds), and a warm worker would otherwise pay that on every command."""
-    return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    settings = connection_settings()
+    return _tls_context(settings["cert_file"], settings["cert_dir"])
 
 
 @functools.cache
 def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    return httpx2.create_ssl_context()
+    """What httpx2 builds from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, from the values given rather than this
+    process's environment (the relay builds contexts for its callers' environments)."""
+    if cert_file:
+        return ssl.create_default_context(cafile=cert_file)
+    if cert_dir:
+        return ssl.create_default_context(capath=cert_dir)
+    return httpx2.create_ssl_context(trust_env=False)
 
 
 class _BoundedTransport(httpx2.AsyncBaseTransport):

@@ -34,11 +34,15 @@ def _say(text: str) -> None:
 
 @worker_app.command("status")
 def status(json_out: Json = False) -> None:
-    """Whether the worker runs: pid, version, uptime, commands served, memory, its socket."""
+    """Whether the worker runs: pid, version, uptime, commands served, memory, its socket; its HTTP relay (pid,
+    upstream connections kept, requests served)."""
     from mcpcli.warm import ask
 
     path = _path()
     reply = ask(path, "status")  # type: ignore[arg-type]
+    relay = _relay(reply)
+    if reply is not None:
+        reply["relay"] = relay
     if json_out:
         sys.stdout.write(json.dumps({"running": reply is not None, **(reply or {"socket": str(path)})}) + "\n")
         raise typer.Exit(0)
@@ -51,6 +55,24 @@ def status(json_out: Json = False) -> None:
         f" · running {reply['running']} · idle timeout {reply['idle_timeout']:g} s · rss {reply['rss_kb']} KiB\n"
         f"socket {reply['socket']}\n"
     )
+    if relay is None:
+        sys.stdout.write("HTTP relay not running (it starts with the next server command)\n")
+    else:
+        sys.stdout.write(
+            f"HTTP relay pid {relay['pid']} · upstream connections {relay.get('connections', '?')}"
+            f" · requests served {relay.get('served', '?')} · in flight {relay.get('in_flight', '?')}\n"
+        )
+
+
+def _relay(reply: dict[str, object] | None) -> dict[str, object] | None:
+    """The worker's HTTP relay as the worker names it, with the relay's own counters (it answers for itself: the
+    worker's loop never waits on it)."""
+    named = (reply or {}).get("relay")
+    if not isinstance(named, dict):
+        return None
+    from mcpcli.relayed import relay_status
+
+    return {**named, **(relay_status(str(named.get("socket"))) or {})}
 
 
 @worker_app.command("start")
@@ -76,7 +98,7 @@ def start() -> None:
 
 @worker_app.command("stop")
 def stop() -> None:
-    """Stop the worker (commands it is running finish first; kept-alive servers stop with it)."""
+    """Stop the worker (commands it is running finish first; kept-alive servers and the HTTP relay stop with it)."""
     from mcpcli.warm import stop as stop_worker
 
     _say("Stopped the worker." if stop_worker(_path()) else "No worker was running.")  # type: ignore[arg-type]

@@ -23,11 +23,14 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcpcli
 from mcpcli import __version__
-from mcpcli.wire import WireError, peer, private_dirs, receive, send, socket_path
+from mcpcli.wire import OFF, WireError, peer, private_dirs, receive, send, socket_path
+
+if TYPE_CHECKING:
+    from mcpcli.worker import relay
 
 IDLE_TIMEOUT = 900.0
 """Seconds without a command after which the worker exits (15 minutes)."""
@@ -38,6 +41,15 @@ meanwhile)."""
 
 READ_TIMEOUT = 2.0
 """Seconds the rest of a message may take once its first bytes are here."""
+
+RELAY_STOP_WAIT = 1.0
+"""Seconds an exiting worker waits for its HTTP relay (one still serving running commands finishes them first)."""
+
+RELAY_QUICK_DEATH = 5.0
+"""A relay that fails within this many seconds of starting, three times in a row, is left off for a while..."""
+
+RELAY_PAUSE = 60.0
+"""...this many seconds."""
 
 
 def log(text: str) -> None:
@@ -69,6 +81,9 @@ class Worker:
         self.listener: socket.socket | None = None
         self.inode: int | None = None
         self.kept: Any = None
+        self.relay: relay.Handle | None = None
+        self.relay_failures = 0
+        self.relay_paused_until = 0.0
 
     # --- the socket ----------------------------------------------------------------------------------------------
 
@@ -167,6 +182,8 @@ class Worker:
             for conn in greeting:
                 conn.close()
             selector.close()
+            if self.relay is not None:
+                self.relay.stop(wait=RELAY_STOP_WAIT)
 
     def accept(self) -> socket.socket | None:
         """A new connection, heard once it speaks: a slow front end (a loaded machine starves some) never holds up
@@ -247,7 +264,32 @@ class Worker:
             return
         self.fork(conn, request, fds)
 
+    def ensure_relay(self) -> None:
+        """The HTTP relay runs: started again when it exited (idle, or killed) — unless it keeps dying as soon as it
+        starts, when it is left off for ``RELAY_PAUSE`` seconds (commands go direct meanwhile)."""
+        from mcpcli.worker import relay  # not before the preload: the worker binds its socket first
+
+        handle = self.relay
+        if handle is not None:
+            if handle.running():
+                return
+            lived = time.monotonic() - handle.started
+            log(f"the relay (pid {handle.pid}) exited with status {handle.status} after {lived:.0f} s")
+            self.relay = None
+            failed = handle.status not in (0, None) and lived < RELAY_QUICK_DEATH
+            self.relay_failures = self.relay_failures + 1 if failed else 0
+            if self.relay_failures >= 3:
+                self.relay_failures = 0
+                self.relay_paused_until = time.monotonic() + RELAY_PAUSE
+        if time.monotonic() < self.relay_paused_until or (where := relay.socket_for(self.path)) is None:
+            return
+        self.relay = relay.start(where, self.idle)
+        if self.relay is not None:
+            log(f"HTTP relay started (pid {self.relay.pid})")
+
     def fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+        self.ensure_relay()
+        relay_path = str(self.relay.path) if self.relay is not None else None
         pid = os.fork()
         if pid == 0:  # the child: never returns
             code = 70
@@ -255,7 +297,9 @@ class Worker:
                 assert self.listener is not None
                 self.listener.close()
                 self.kept.forget_in_child()
-                code = _child(conn, request, fds, str(self.path))
+                if self.relay is not None:
+                    self.relay.forget_in_child()
+                code = _child(conn, request, fds, str(self.path), relay_path)
             finally:
                 os._exit(code)
         for fd in fds:
@@ -275,6 +319,7 @@ class Worker:
             "idle_timeout": self.idle,
             "socket": str(self.path),
             "rss_kb": _rss_kb(),
+            "relay": self.relay.describe() if self.relay is not None and self.relay.running() else None,
         }
 
 
@@ -286,7 +331,7 @@ def _rss_kb() -> int:
     return 0
 
 
-def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: str) -> int:
+def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: str, relay_path: str | None) -> int:
     """In the forked child: become the caller's process, wait for "go", run the command, report its status."""
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_DFL)
@@ -297,6 +342,11 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: s
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
     os.environ["MCPCLI_WORKER_SOCKET"] = path  # kept-alive servers are attached through the worker
+    from mcpcli.transports import RELAY_ENV  # preloaded
+
+    os.environ.pop(RELAY_ENV, None)  # this worker's relay, or none: never one the caller's environment names
+    if relay_path is not None and os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower() not in OFF:
+        os.environ[RELAY_ENV] = relay_path  # and HTTP requests go through its relay (mcpcli.relayed)
     os.chdir(str(request.get("cwd") or "/"))
     _reopen_stdio()
     send(conn, {"started": os.getpid()})
@@ -361,6 +411,7 @@ CLI, and the worker is here already. (The demo is in: the default server runs in
 PRELOADED_LIBRARIES = (
     "anyio._backends._asyncio",
     "anyio.streams.stapled",
+    "httpcore2",  # httpx2's transport imports it when a command connects direct (~20 ms, with h11 and h2)
     "jsonschema",
     "mcp.client.auth",
     "rich._emoji_codes",
@@ -437,6 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: setattr(worker, "stopping", True))
     try:
         preload()
+        worker.ensure_relay()  # forked now, with everything imported: its first requests are as warm as the rest
         worker.serve()
     finally:
         worker.close()
