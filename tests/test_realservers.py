@@ -4,16 +4,18 @@ are missing (never in CI, which installs both)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, ROOT
+from conftest import PY, ROOT, free_port
 
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
 FASTMCP_SERVER = Path(__file__).resolve().parent / "data" / "fastmcp_server.py"
@@ -85,6 +87,37 @@ def test_the_ts_servers_task_tool_runs_as_a_2025_task_and_its_question_is_answer
         "--answer", "interpretation=technical",
     )  # fmt: skip
     assert asked.code == 0 and 'After receiving clarification ("technical")' in asked.out, asked.err
+
+
+def test_the_ts_servers_task_tool_runs_as_a_2025_task_over_streamable_http(
+    process: Any, everything: str, tmp_path: Path
+) -> None:
+    """The same third-party task tool over HTTP: tasks/get polls, tasks/result, and its question asked on the
+    response stream of tasks/result, answered by a preset."""
+    port = free_port()
+    main = shlex.split(everything)[1]
+    log = (tmp_path / "everything-http.log").open("wb")
+    server = subprocess.Popen(
+        ["node", main, "streamableHttp"], env={**os.environ, "PORT": str(port)}, stdout=log, stderr=log
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        r = process("call", "simulate-research-query", "-a", "topic=x", "-s", url)
+        assert r.code == 0 and "# Research Report: x" in r.out, r.err
+        asked = process(
+            "call", "simulate-research-query", "-a", "topic=y", "-a", "ambiguous=true", "-s", url,
+            "--answer", "interpretation=technical",
+        )  # fmt: skip
+        assert asked.code == 0 and 'After receiving clarification ("technical")' in asked.out, asked.err
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        log.close()
 
 
 def test_the_everything_server_asks_over_the_back_channel_and_presets_answer(process: Any, everything: str) -> None:
