@@ -260,3 +260,21 @@ with contextlib.suppress(ImportError):  # pytest-textual-snapshot comes with the
     from pytest_textual_snapshot import SVGImageExtension
 
     SVGImageExtension.dirname = classmethod(_snapshot_dirname)  # type: ignore[method-assign,assignment]
+
+
+@pytest.fixture
+def hostile_http(tmp_path: Path) -> Iterator[Any]:
+    """Start one of tests/hostile.py's servers over HTTP on 127.0.0.1: ``hostile_http(kind, *extra)``; all are
+    stopped after the test."""
+    servers: list[HttpServer] = []
+
+    def start(kind: str, *extra: str) -> HttpServer:
+        port = free_port()
+        script = Path(__file__).resolve().parent / "hostile.py"
+        server = HttpServer([PY, str(script), kind, "--http", str(port), *extra], port, tmp_path / f"{kind}.log")
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.stop()

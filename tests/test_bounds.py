@@ -10,34 +10,18 @@ import shlex
 import stat
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pexpect
 import pytest
-from conftest import PY, ROOT, HttpServer, free_port, stdio_server
+from conftest import PY, ROOT, stdio_server
 
 HOSTILE = Path(__file__).resolve().parent / "hostile.py"
 
 
 def hostile(kind: str, *extra: str) -> str:
     return shlex.join([PY, str(HOSTILE), kind, *extra])
-
-
-@pytest.fixture
-def hostile_http(tmp_path: Path) -> Iterator[Any]:
-    servers: list[HttpServer] = []
-
-    def start(kind: str, *extra: str) -> HttpServer:
-        port = free_port()
-        server = HttpServer([PY, str(HOSTILE), kind, "--http", str(port), *extra], port, tmp_path / f"{kind}.log")
-        servers.append(server)
-        return server.start()
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 def timed(process: Any, *args: str, env: dict[str, str] | None = None) -> tuple[Any, float]:

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, HttpServer, free_port
-from test_bounds import HOSTILE
+from conftest import PY, free_port
 from test_worker import mcpcli
 from test_worker import warm as _warm  # noqa: F401  # the fixture, used by every test here
 
@@ -120,22 +119,6 @@ class CountingProxy:
         finally:
             client.close()
             upstream.close()
-
-
-@pytest.fixture
-def hostile_http(tmp_path: Path) -> Iterator[Any]:
-    """One of tests/hostile.py's servers over HTTP on 127.0.0.1 (as in test_bounds), stopped after the test."""
-    servers: list[HttpServer] = []
-
-    def start(kind: str, *extra: str) -> HttpServer:
-        port = free_port()
-        server = HttpServer([PY, str(HOSTILE), kind, "--http", str(port), *extra], port, tmp_path / f"{kind}.log")
-        servers.append(server)
-        return server.start()
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 def status(**env: str) -> dict[str, Any]:
