@@ -35,7 +35,7 @@ import httpx2
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcpcli import __version__
-from mcpcli.wire import peer
+from mcpcli.wire import WireError, peer, read_exactly
 
 READY_TIMEOUT = 3.0
 """Seconds a command waits for the relay's ``A`` before sending the request direct (a stopped or hung relay costs
@@ -314,22 +314,12 @@ def relay_status(path: str, timeout: float = 2.0) -> dict[str, Any] | None:
             sock.sendall(frame(b"S"))
             kind, payload = _read_frame_blocking(sock)
             return loads(payload) if kind == b"S" else None
-        except (OSError, FrameError, struct.error):
+        except (OSError, WireError, FrameError, struct.error):
             return None
 
 
 def _read_frame_blocking(sock: socket.socket) -> tuple[bytes, bytes]:
-    kind, length = FRAME.unpack(_exactly(sock, FRAME.size))
+    kind, length = FRAME.unpack(read_exactly(sock, FRAME.size))
     if length > MAX_HEAD:
         raise FrameError(f"a frame of {length} bytes")
-    return kind, _exactly(sock, length)
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise FrameError("closed")
-        data += chunk
-    return data
+    return kind, read_exactly(sock, length)

@@ -86,7 +86,7 @@ def receive(sock: socket.socket, *, with_fds: bool = False) -> tuple[dict[str, A
         head, fds, _flags, _addr = socket.recv_fds(sock, 4, MAX_FDS)
     else:
         head = sock.recv(4)
-    head += _exactly(sock, 4 - len(head)) if head else b""
+    head += read_exactly(sock, 4 - len(head)) if head else b""
     if len(head) != 4:
         _close(fds)
         raise WireError("closed")
@@ -95,7 +95,7 @@ def receive(sock: socket.socket, *, with_fds: bool = False) -> tuple[dict[str, A
         _close(fds)
         raise WireError(f"a message of {length} bytes")
     try:
-        message = json.loads(_exactly(sock, length))
+        message = json.loads(read_exactly(sock, length))
     except ValueError:
         _close(fds)
         raise WireError("not JSON") from None
@@ -105,7 +105,8 @@ def receive(sock: socket.socket, *, with_fds: bool = False) -> tuple[dict[str, A
     return message, fds
 
 
-def _exactly(sock: socket.socket, n: int) -> bytes:
+def read_exactly(sock: socket.socket, n: int) -> bytes:
+    """``n`` bytes from a blocking socket; ``WireError`` when it closes first."""
     chunks = []
     while n > 0:
         chunk = sock.recv(min(n, 65536))

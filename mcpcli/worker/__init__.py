@@ -21,3 +21,15 @@ off where a background process would surprise (``CI`` set), or with ``--no-worke
 The front end's side lives in ``mcpcli.warm`` and ``mcpcli.wire`` (standard library only: the warm path);
 a kept-alive server's transport in ``mcpcli.attach``.
 """
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+def log_line(role: str, text: str) -> None:
+    """One line of ``logs/worker.log`` (the worker's and its relay's stderr): when, who, what."""
+    sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {role} {os.getpid()}: {text}\n")
+    sys.stderr.flush()

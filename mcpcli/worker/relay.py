@@ -28,7 +28,6 @@ import json
 import os
 import signal
 import socket
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +43,7 @@ from mcpcli import __version__
 from mcpcli.relayed import MAX_BODY, MAX_HEAD, FrameError, error_of, frame, loads, read_frame
 from mcpcli.transports import connection_settings, direct_transport
 from mcpcli.wire import peer
+from mcpcli.worker import log_line
 
 KEEPALIVE_EXPIRY = 15.0
 """Seconds an idle upstream connection is kept: longer than httpx2's default (5 s, shorter than the pause between
@@ -82,8 +82,7 @@ SENT = "send_request_body.complete"
 
 
 def log(text: str) -> None:
-    sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} relay {os.getpid()}: {text}\n")
-    sys.stderr.flush()
+    log_line("relay", text)
 
 
 def socket_for(worker_socket: Path) -> Path | None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import mcpcli
 from mcpcli import __version__
 from mcpcli.wire import OFF, WireError, peer, private_dirs, receive, send, socket_path
+from mcpcli.worker import log_line
 
 if TYPE_CHECKING:
     from mcpcli.worker import relay
@@ -53,8 +54,7 @@ RELAY_PAUSE = 60.0
 
 
 def log(text: str) -> None:
-    sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} worker {os.getpid()}: {text}\n")
-    sys.stderr.flush()
+    log_line("worker", text)
 
 
 def idle_timeout() -> float:
