@@ -342,7 +342,7 @@ def _server_for(
             auth=auth,
             # Bytes may keep coming while no message does (SSE keep-alives): http_transport bounds that.
             timeout=httpx2.Timeout(bounds.idle_timeout, connect=bounds.connect_timeout),
-            transport=http_transport(trip),
+            transport=http_transport(trip, target.url),
             event_hooks={"response": [credentials.watch]},
         )
         stack.push_async_callback(http.aclose)

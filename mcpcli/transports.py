@@ -12,7 +12,8 @@
 - ``http_transport``: the httpx2 transport for streamable HTTP, whose POST responses are read under
   ``idle_timeout`` (SSE comments — keep-alives — do not count as activity; a message does) and
   ``max_message_bytes`` (a JSON body in all, each SSE event on its own); under the bounds, the connections are
-  the worker's HTTP relay's when a command runs in the worker (``mcpcli.relayed``), else its own.
+  the worker's HTTP relay's when a command runs in the worker (``mcpcli.relayed``) and the server is not on this
+  machine (``relay_for``), else its own.
 
 Each bound that trips is recorded on the connection's ``Tripwire``; ``connection.connect`` says it.
 """
@@ -20,6 +21,7 @@ Each bound that trips is recorded on the connection's ``Tripwire``; ``connection
 from __future__ import annotations
 
 import functools
+import ipaddress
 import logging
 import os
 import signal
@@ -29,6 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -235,19 +238,52 @@ class LimitExceeded(httpx2.StreamError):
     """Raised from a response body that broke a bound; the SDK fails that one request with it."""
 
 
-def http_transport(trip: Tripwire) -> httpx2.AsyncBaseTransport:
-    """The transport for streamable HTTP, with every POST response's body read under the bounds: in a worker's
-    command (``RELAY_ENV`` set), through the worker's HTTP relay, whose connections outlive the command
-    (``mcpcli.relayed``); otherwise — and whenever the relay cannot take a request — direct."""
-    if relay := os.environ.get(RELAY_ENV):
+def http_transport(trip: Tripwire, url: str) -> httpx2.AsyncBaseTransport:
+    """The transport for streamable HTTP to ``url``, with every POST response's body read under the bounds:
+    through the worker's HTTP relay, whose connections outlive the command (``mcpcli.relayed``), when
+    ``relay_for`` says so; otherwise — and whenever the relay cannot take a request — direct."""
+    if relay := relay_for(url):
         from mcpcli.relayed import RelayTransport
 
         return _BoundedTransport(RelayTransport(relay, connection_settings(), direct_transport), trip)
     return _BoundedTransport(direct_transport(), trip)
 
 
+def relay_for(url: str, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The worker's relay socket for requests to ``url``, or None: go direct.
+
+    Only in a worker's command (``RELAY_ENV`` set). A server on this machine is reached direct unless
+    ``MCPCLI_HTTP_RELAY=all``: the relay saves TCP and TLS handshakes — round trips to a remote server — at the cost
+    of one more hop for every request (about a millisecond), and a handshake over loopback costs less than that.
+    """
+    relay = environ.get(RELAY_ENV)
+    if not relay:
+        return None
+    if environ.get(RELAY_ALL_ENV, "").strip().lower() == "all":
+        return relay
+    return None if on_this_machine(url) else relay
+
+
+def on_this_machine(url: str) -> bool:
+    """Whether ``url``'s host is this machine: ``localhost`` (and ``*.localhost``) or a loopback address."""
+    try:
+        host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 RELAY_ENV = "MCPCLI_RELAY_SOCKET"
 """Set by the worker in each command's environment: where its HTTP relay listens (never set in-process)."""
+
+RELAY_ALL_ENV = "MCPCLI_HTTP_RELAY"
+"""The user's switch: ``0``/``off`` — no relay (the worker leaves ``RELAY_ENV`` unset); ``all`` — servers on this
+machine through it too; anything else — remote servers through it."""
 
 
 def connection_settings(environ: Mapping[str, str] | None = None) -> dict[str, str | None]:

@@ -153,6 +153,46 @@ def test_two_warm_calls_share_one_tcp_connection_where_cold_ones_open_their_own(
         assert proxy.accepted == 3
 
 
+def test_a_server_on_this_machine_is_reached_direct_unless_all_is_asked(
+    http_demo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCPCLI_HTTP_RELAY")  # the default: a loopback handshake costs less than relaying requests
+    server = http_demo()
+    with CountingProxy(server.port) as proxy:
+        for _ in range(2):
+            r = mcpcli("call", "echo", "-a", "text=d", "-s", proxy.url)
+            assert (r.returncode, r.stdout) == (0, "d\n"), r.stderr
+        assert proxy.accepted == 2
+        assert relay()["served"] == 0
+        r = mcpcli("call", "echo", "-a", "text=e", "-s", proxy.url, env={"MCPCLI_HTTP_RELAY": "all"})
+        assert (r.returncode, r.stdout) == (0, "e\n"), r.stderr
+        assert relay()["served"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("url", "relayed"),
+    [
+        ("http://127.0.0.1:8000/mcp", False),
+        ("http://127.8.9.10/mcp", False),
+        ("http://[::1]:8000/mcp", False),
+        ("http://localhost:8000/mcp", False),
+        ("https://LOCALHOST./mcp", False),
+        ("http://api.localhost/mcp", False),
+        ("https://mcp.example.com/mcp", True),
+        ("http://10.0.0.7:8000/mcp", True),
+        ("http://[2001:db8::1]/mcp", True),
+        ("http://localhost.example.com/mcp", True),
+        ("http://[::1/mcp", True),  # not a URL a connection can be made from: no exception here, the SDK says why
+    ],
+)
+def test_which_servers_go_through_the_relay(url: str, relayed: bool) -> None:
+    from mcpcli.transports import relay_for
+
+    assert relay_for(url, {"MCPCLI_RELAY_SOCKET": "/r"}) == ("/r" if relayed else None)
+    assert relay_for(url, {"MCPCLI_RELAY_SOCKET": "/r", "MCPCLI_HTTP_RELAY": "all"}) == "/r"
+    assert relay_for(url, {"MCPCLI_HTTP_RELAY": "all"}) is None  # not in a worker's command: never
+
+
 def test_mcpcli_http_relay_0_sends_a_warm_commands_requests_direct(http_demo: Any) -> None:
     server = http_demo()
     with CountingProxy(server.port) as proxy:
@@ -373,6 +413,12 @@ def test_status_shows_the_relay_and_stop_stops_it(http_demo: Any) -> None:
     else:
         pytest.fail("the relay outlived the worker")
     assert not Path(shown["socket"]).exists()
+
+
+@pytest.fixture(autouse=True)
+def _relay_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests' servers are on this machine, which the relay leaves alone unless asked."""
+    monkeypatch.setenv("MCPCLI_HTTP_RELAY", "all")
 
 
 @pytest.fixture(autouse=True)
