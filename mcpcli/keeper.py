@@ -16,7 +16,7 @@
   runtime) that kill the process where a crash would hurt most.
 
 Built for many flows in one process (a warm worker): every store call runs in a worker thread
-(``anyio.to_thread``), so a slow disk or a remote database stalls only the flow that waits for it; the heartbeat
+(``offload``), so a slow disk or a remote database stalls only the flow that waits for it; the heartbeat
 is a task in the keeper's own task group (``running()``), not a thread; nothing here reads the environment or
 changes process-wide state — the lease length and the fault points come from the constructor
 (``runtime.ProcessSettings`` reads them once).
@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
+
+from mcpcli import offload
 
 if TYPE_CHECKING:
     from mcpcli.store import Lease, RoundRecord, SessionRecord, Store
@@ -141,8 +143,8 @@ class Keeper:
             raise failure
 
     async def _read(self, work: Callable[[Store], T]) -> T:
-        """A store read in a worker thread: the event loop (and every other flow on it) goes on meanwhile."""
-        return await anyio.to_thread.run_sync(lambda: work(self.store))
+        """A store call in a thread (``offload``): the event loop (and every other flow on it) goes on meanwhile."""
+        return await offload.run_sync(lambda: work(self.store))
 
     @asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
@@ -225,7 +227,7 @@ class Keeper:
             store = self._store
             with anyio.CancelScope(shield=True):
                 try:
-                    await anyio.to_thread.run_sync(store.release, lease)
+                    await offload.run_sync(lambda: store.release(lease))
                 except Exception:  # boundary: a release that fails leaves a lease that simply expires
                     log.warning("could not release the lease of %s", lease.session_id, exc_info=True)
 

@@ -372,3 +372,80 @@ def test_a_store_made_under_an_open_umask_is_private_and_leaves_the_umask_alone(
         "sessions.db-wal": 0o600,
         "sessions.db-shm": 0o600,
     }
+
+
+# --- offload: the threads store calls run in ---------------------------------------------------------------------
+
+
+def test_offloaded_calls_run_in_one_hot_thread_one_at_a_time_and_side_by_side_when_they_overlap() -> None:
+    import threading
+
+    from mcpcli import offload
+
+    async def main() -> None:
+        names = {await offload.run_sync(lambda: threading.get_ident()) for _ in range(50)}
+        assert len(names) == 1  # one caller, one call at a time: the same (hot) thread every time
+
+        inside = peak = 0
+        lock = threading.Lock()
+        release = threading.Event()
+
+        def slow() -> None:
+            nonlocal inside, peak
+            with lock:
+                inside += 1
+                peak = max(peak, inside)
+                if inside == 8:
+                    release.set()
+            release.wait(10)
+            with lock:
+                inside -= 1
+
+        async with anyio.create_task_group() as tasks:
+            for _ in range(8):
+                tasks.start_soon(offload.run_sync, slow)
+        assert peak == 8  # a blocked call never holds up another
+
+        with pytest.raises(ZeroDivisionError):
+            await offload.run_sync(lambda: 1 // 0)
+
+    anyio.run(main)
+
+
+def test_a_cancelled_caller_waits_for_its_offloaded_call_to_end() -> None:
+    import threading
+
+    from mcpcli import offload
+
+    ended = threading.Event()
+
+    def write() -> None:
+        time.sleep(0.3)
+        ended.set()
+
+    async def main() -> None:
+        with anyio.move_on_after(0.05):
+            await offload.run_sync(write)
+        assert ended.is_set()  # the call the caller reached landed before the caller went on
+
+    anyio.run(main)
+
+
+def test_offload_works_in_a_forked_child_of_a_process_that_used_it() -> None:
+    from mcpcli import offload
+
+    assert anyio.run(offload.run_sync, lambda: 1) == 1
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports by its exit status
+        try:
+            os._exit(0 if anyio.run(offload.run_sync, lambda: 2) == 2 else 1)
+        finally:
+            os._exit(1)
+    deadline = time.monotonic() + 10
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if done[0] == 0:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's offloaded call never ended (a thread of the parent's pool was used)")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
