@@ -63,7 +63,7 @@ class Finished(Exception):
 class TraceBuffer(Protocol):
     """What the keeper needs of a tracer (``trace.Tracer``): the lines kept since the last write."""
 
-    def drain(self) -> list[str]: ...
+    def drain(self, *, everything: bool = True) -> list[str]: ...
 
 
 @dataclass
@@ -288,7 +288,9 @@ class Keeper:
                 self._need_tasks()
                 lease = self._first_lease(session.id)
                 new_session = session
-            trace = self._trace()
+            # Answered at once (presets, replay): the retry follows this write, and lines still being made (the
+            # server's question) go with the next write. A round that waits on a person takes every line.
+            trace = self._trace(everything=answers is None)
 
             def write(store: Store) -> RoundRecord:
                 return store.add_round(
@@ -391,8 +393,8 @@ class Keeper:
                 self._stop_heartbeat()
                 self.lease = None
 
-    def _trace(self) -> list[str]:
-        return [] if self.tracer is None else self.tracer.drain()
+    def _trace(self, *, everything: bool = True) -> list[str]:
+        return [] if self.tracer is None else self.tracer.drain(everything=everything)
 
     # --- secrets (called in the worker thread of the write or read that needs them) -----------------------------------
 

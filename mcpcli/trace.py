@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import stat
 import time
+from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 Direction = Literal["send", "recv"]
+
+log = logging.getLogger(__name__)
 
 STORED_MESSAGE_MAX = 64 * 1024
 """A message longer than this (as JSON) is kept in a session's trace as a marker with its size and head."""
@@ -252,6 +256,9 @@ class Tracer:
         self._kept: list[str] = []
         self._kept_bytes = 0
         self._dropped = 0
+        self._queue: deque[Callable[[], None]] = deque()
+        """Lines to render (``_later``), in order."""
+        self._scheduled = False
 
     # -- what the rest of mcpcli tells it --
 
@@ -277,18 +284,26 @@ class Tracer:
 
     def event(self, kind: str, /, **fields: Any) -> None:
         """A loop event from the flow: ``start``, ``resume``, ``round``, ``restart``, ``result``."""
+        now, at = time.monotonic(), time.time()
+        self._later(lambda: self._event(kind, fields, now, at))
+
+    def _event(self, kind: str, fields: dict[str, Any], now: float, at: float) -> None:
         if kind == "start":
             self._round = 0
         elif kind in ("round", "resume") and isinstance(fields.get("round"), int):
             self._round = fields["round"]
-        now = time.monotonic()
-        entry = {"t": self._t(now), "at": _at(), "event": kind, **_walk(fields, self._needles())}
+        entry = {"t": self._t(now), "at": _at(at), "event": kind, **_walk(fields, self._needles())}
         line = _json(entry)
         self.sinks.write(line)
         self._keep(line)
 
-    def drain(self) -> list[str]:
-        """The lines kept since the last call, for the store's next write (which commits them with it)."""
+    def drain(self, *, everything: bool = True) -> list[str]:
+        """The lines kept since the last call, for the store's next write (which commits them with it).
+
+        ``everything=False``: only the lines rendered so far — a flow's round writes so, and what is still queued
+        (``_later``) goes with its next write; its last write takes everything."""
+        if everything:
+            self._render_queued()
         lines, self._kept, self._kept_bytes = self._kept, [], 0
         if self._dropped:
             note = {"event": "dropped", "lines": self._dropped, "note": "too much traffic between two writes"}
@@ -296,20 +311,55 @@ class Tracer:
             self._dropped = 0
         return lines
 
+    def _later(self, render: Callable[[], None]) -> None:
+        """Render a line now when someone reads lines as they come (``--trace FILE``, ``-v``); otherwise — lines
+        only for the session — a moment later, in order: when the event loop is next idle, which is typically
+        while the server works on the request just sent, or while the store writes the round (so redacting and
+        encoding costs a round nothing). Every state change (the round, the secrets learnt) happens in the
+        same order as the messages, so a line says exactly what it would have said at once."""
+        if self.sinks.file is not None or self.summaries or not self.record:
+            render()
+            return
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            render()
+            return
+        self._queue.append(render)
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._render_queued)
+
+    def _render_queued(self) -> None:
+        self._scheduled = False
+        while self._queue:
+            render = self._queue.popleft()
+            try:
+                render()
+            except Exception:  # boundary: a line that cannot be made must not stop the flow that waits on none
+                log.warning("could not record a trace line", exc_info=True)
+
     # -- the tap --
 
     def message(self, direction: Direction, item: Any) -> None:
         """One item crossing the tap: a ``SessionMessage``, or an exception the transport delivered."""
-        now = time.monotonic()
+        now, at = time.monotonic(), time.time()
+        self._later(lambda: self._message(direction, item, now, at))
+
+    def _message(self, direction: Direction, item: Any, now: float, at: float) -> None:
         wire = getattr(item, "message", None)
         if wire is None:
             text = f"{type(item).__name__}: {item}".splitlines()[0] if isinstance(item, BaseException) else repr(item)
-            self._emit({"dir": direction, "kind": "exception", "error": _walk(text, self._needles())}, now, None)
+            self._emit({"dir": direction, "kind": "exception", "error": _walk(text, self._needles())}, now, None, at)
             return
         raw: dict[str, Any] = wire.model_dump(by_alias=True, mode="json", exclude_unset=True)
-        self.record_message(direction, raw, now)
+        self.record_message(direction, raw, now, at)
 
-    def record_message(self, direction: Direction, raw: dict[str, Any], now: float | None = None) -> None:
+    def record_message(
+        self, direction: Direction, raw: dict[str, Any], now: float | None = None, at: float | None = None
+    ) -> None:
         """Redact and write one message given as wire JSON."""
         now = time.monotonic() if now is None else now
         kind, msg_id, method = _classify(raw)
@@ -337,7 +387,7 @@ class Tracer:
             for value in secret_answers(raw, self._answer_secrets, reply):
                 self.register_secret(value)  # so the server's echo of it is redacted too
         message = redact(raw, secrets=self.sinks.secrets, answer_secrets=self._answer_secrets, reply_secrets=reply)
-        self._emit(entry, now, message)
+        self._emit(entry, now, message, at)
 
     def _learn_from(self, kind: str, msg_id: Any, method: str | None, raw: Mapping[str, Any]) -> None:
         from mcpcli.vault import secret_fields
@@ -352,8 +402,8 @@ class Tracer:
         ):
             self._reply_secrets[msg_id] = fields
 
-    def _emit(self, entry: dict[str, Any], now: float, message: Any) -> None:
-        head = {"t": self._t(now), "at": _at(), **entry}
+    def _emit(self, entry: dict[str, Any], now: float, message: Any, at: float | None = None) -> None:
+        head = {"t": self._t(now), "at": _at(at), **entry}
         body = None if message is None else _json(message)
         if body is not None:
             head["bytes"] = len(body)
@@ -383,8 +433,8 @@ class Tracer:
         return round(now - self.sinks.start, 6)
 
 
-def _at() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+def _at(at: float | None = None) -> str:
+    return (datetime.now(UTC) if at is None else datetime.fromtimestamp(at, UTC)).isoformat(timespec="microseconds")
 
 
 # --- the tap -----------------------------------------------------------------------------------------------------

@@ -162,6 +162,31 @@ def test_a_session_keeps_big_messages_cut_and_its_lines_bounded() -> None:
     assert tracer.drain() == []
 
 
+def test_lines_for_the_session_alone_are_made_when_the_loop_is_idle_and_a_last_write_takes_them_all() -> None:
+    import anyio
+    import mcp_types as t
+    from mcp.shared.message import SessionMessage
+
+    question = t.JSONRPCResponse(jsonrpc="2.0", id="a", result={"resultType": "input_required", "requestState": "s"})
+    retry = t.JSONRPCRequest(jsonrpc="2.0", id="b", method="tools/call", params={"name": "x", "requestState": "s"})
+
+    async def main() -> None:
+        tracer = Tracer(record=True)
+        tracer.event("start")
+        tracer.message("recv", SessionMessage(message=question))
+        assert tracer.drain(everything=False) == []  # nothing made yet: a round's write does not wait for it
+        await anyio.sleep(0)  # the loop is idle once: the lines are made, in order
+        made = [json.loads(line) for line in tracer.drain(everything=False)]
+        assert [e.get("event") or e["kind"] for e in made] == ["start", "response"]
+        tracer.message("send", SessionMessage(message=retry))
+        tracer.event("result", exit_code=0)
+        last = [json.loads(line) for line in tracer.drain()]  # a last write: everything, made now
+        assert [e.get("event") or e["kind"] for e in last] == ["request", "result"]
+        assert last[0]["round"] == 1 and last[0]["message"]["params"]["requestState"]["redacted"] == "request_state"
+
+    anyio.run(main)
+
+
 # --- traces of real flows --------------------------------------------------------------------------------------------
 
 
@@ -250,6 +275,24 @@ def test_sessions_show_trace_prints_what_the_flow_recorded(cli: Any, tmp_path: P
     assert any("input_required (1 request) (round 1)" in line for line in lines)
     assert any(f"· round 1 (session {session.id}, attempt 1): region" in line for line in lines)
     assert lines[-1].endswith(" ms") and "· result: exit 0" in lines[-1]
+
+
+def test_a_session_without_a_trace_file_records_every_line_in_order_as_the_file_would(cli: Any) -> None:
+    # Without --trace or -v, lines are made when the event loop is idle and stored with a later write: the
+    # session still holds every message and event, each in its place, numbered by its round, nothing secret.
+    r = cli("call", "onboard", "-a", "team=data", *ONBOARD)
+    assert r.code == 0, r.err
+    (session,) = store().list()
+    entries = [json.loads(line) for line in store().trace_lines(session.id)]
+    assert [e["t"] for e in entries] == sorted(e["t"] for e in entries)
+    messages = [e for e in entries if "dir" in e]
+    _answered_pairs(messages)
+    sent = [e["method"] for e in messages if e["dir"] == "send" and e["kind"] == "request"]
+    assert sent == ["server/discover", "tools/list", "tools/call", "tools/call", "tools/call", "tools/call"]
+    assert [e["event"] for e in entries if "event" in e] == ["start", "round", "round", "round", "result"]
+    assert [e["round"] for e in messages if e.get("method") == "tools/call"] == [1, 1, 2, 2, 3, 3, 4, 4]
+    raw = "\n".join(store().trace_lines(session.id))
+    assert PASSPHRASE not in raw and '"passphrase":"[secret]"' in raw
 
 
 def test_every_flow_records_its_trace_even_without_the_option_and_shows_it_sanitized(cli: Any) -> None:
