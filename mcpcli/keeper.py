@@ -88,6 +88,10 @@ class Keeper:
     faults: str | None = None
     """Test-only: ``POINT`` or ``POINT:N`` kills this process at the Nth time it passes POINT."""
     tracer: TraceBuffer | None = None
+    inline: bool = False
+    """Store calls on the event loop's own thread, for a process that runs this one flow and no UI (the CLI): no
+    other flow waits on the loop, so a thread buys nothing, and its hop costs each round ~0.1-0.3 ms. Off (the
+    engine's way): every store call in a thread (``offload``), so a slow store stalls only the flow that waits."""
     """The flow's trace lines, written with each durable write (``sessions show --trace``)."""
     last_index: int = 0
     """The index of the session's newest round (0 before the first): the flow numbers its round events by it."""
@@ -104,7 +108,7 @@ class Keeper:
     """The running heartbeat's scope (cancelled when the lease is given back)."""
     _lost: Exception | None = None
     """``LeaseLost``, once the heartbeat found the session taken over: ``check`` raises it before the next send."""
-    _writing: anyio.Lock = field(default_factory=anyio.Lock)
+    _writing: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=True))
     """One write of this flow at a time: a back-channel question answered mid-call writes beside the loop."""
 
     def __post_init__(self) -> None:
@@ -115,7 +119,7 @@ class Keeper:
 
     @property
     def store(self) -> Store:
-        """The store, opened on first use — from a worker thread (``_read``/``_write``): opening may block."""
+        """The store, opened on first use — in the thread of the call that needs it (``_read``): opening may block."""
         if self._store is None:
             self._store = self.open_store()
         return self._store
@@ -143,7 +147,10 @@ class Keeper:
             raise failure
 
     async def _read(self, work: Callable[[Store], T]) -> T:
-        """A store call in a thread (``offload``): the event loop (and every other flow on it) goes on meanwhile."""
+        """A store call in a thread (``offload``): the event loop (and every other flow on it) goes on meanwhile —
+        or, ``inline``, right here."""
+        if self.inline:
+            return work(self.store)
         return await offload.run_sync(lambda: work(self.store))
 
     @asynccontextmanager
@@ -224,10 +231,9 @@ class Keeper:
         self._stop_heartbeat()
         lease, self.lease = self.lease, None
         if lease is not None and self._store is not None:
-            store = self._store
             with anyio.CancelScope(shield=True):
                 try:
-                    await offload.run_sync(lambda: store.release(lease))
+                    await self._read(lambda s: s.release(lease))
                 except Exception:  # boundary: a release that fails leaves a lease that simply expires
                     log.warning("could not release the lease of %s", lease.session_id, exc_info=True)
 

@@ -330,7 +330,8 @@ class Tracer:
         self._queue.append(render)
         if not self._scheduled:
             self._scheduled = True
-            loop.call_soon(self._render_queued)
+            # A timer due at once runs after what is ready now (the transport sending the request just made).
+            loop.call_later(0, self._render_queued)
 
     def _render_queued(self) -> None:
         self._scheduled = False

@@ -150,6 +150,38 @@ def test_twenty_flows_on_a_slow_store_finish_in_about_the_time_of_one(tmp_path: 
     assert together < 3 * alone, (alone, together)
 
 
+def test_a_flow_alone_in_its_process_writes_on_the_loops_thread_and_the_engines_flows_never_do(tmp_path: Path) -> None:
+    import threading
+
+    class Threads(SlowStore):
+        """The real store; which thread made each write."""
+
+        def __init__(self, inner: Store) -> None:
+            super().__init__(inner, 0.0)
+            self.threads: list[int] = []
+
+        def __getattr__(self, name: str) -> Any:
+            real = super().__getattr__(name)
+            if name not in self.WRITES:
+                return real
+
+            def noted(*args: Any, **kwargs: Any) -> Any:
+                self.threads.append(threading.get_ident())
+                return real(*args, **kwargs)
+
+            return noted
+
+    presets = Presets.parse([f"region={REGION}"])
+    with closing(SqliteStore(tmp_path / "state" / "sessions.db")) as real:
+        for inline in (True, False):
+            store = Threads(real)
+            loop_thread = threading.get_ident()
+            outcome = anyio.run(provision, flow_with(keeper(store, inline=inline), presets), f"svc-{inline}")
+            assert outcome.exit_code == ExitCode.OK
+            assert len(store.threads) >= 2  # the round with its answers, the result
+            assert all((thread == loop_thread) == inline for thread in store.threads), (inline, store.threads)
+
+
 # --- (b) one driver per session, also within one process -------------------------------------------------------------
 
 

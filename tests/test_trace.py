@@ -175,7 +175,7 @@ def test_lines_for_the_session_alone_are_made_when_the_loop_is_idle_and_a_last_w
         tracer.event("start")
         tracer.message("recv", SessionMessage(message=question))
         assert tracer.drain(everything=False) == []  # nothing made yet: a round's write does not wait for it
-        await anyio.sleep(0)  # the loop is idle once: the lines are made, in order
+        await anyio.sleep(0.01)  # the loop is idle: the lines are made, in order
         made = [json.loads(line) for line in tracer.drain(everything=False)]
         assert [e.get("event") or e["kind"] for e in made] == ["start", "response"]
         tracer.message("send", SessionMessage(message=retry))

@@ -187,6 +187,9 @@ class Seat:
     """Whether ``-v`` prints trace lines on stderr (not in the app: it owns the terminal)."""
     sign_in: bool = False
     """Whether OAuth may open a browser to sign in (a person is at the terminal); else ``mcpcli auth login``."""
+    alone: bool = False
+    """The flow is its process's only one and no UI shares its event loop (the CLI): its store calls run on the
+    loop's own thread (``Keeper.inline``)."""
 
 
 def terminal_seat(rt: Runtime, opts: AnswerOptions) -> Seat:
@@ -197,7 +200,7 @@ def terminal_seat(rt: Runtime, opts: AnswerOptions) -> Seat:
         from mcpcli.terminal.asking import TerminalApprover  # deferred: only a terminal session needs the prompts
 
         approver = TerminalApprover(term)
-    return Seat(reporter=rt.out, terminal=term, approver=approver, sign_in=term is not None)
+    return Seat(reporter=rt.out, terminal=term, approver=approver, sign_in=term is not None, alone=True)
 
 
 def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
@@ -232,6 +235,7 @@ def build_flow(
         lease_ttl=rt.process.lease_ttl,
         faults=rt.process.faults,
         tracer=tracer,
+        inline=seat.alone,
     )
     presets = Presets.parse(
         opts.answer,
