@@ -8,6 +8,8 @@
   the same call, over stdio and over HTTP (target ratio ≤ 1.10);
 - per flow, in one process over HTTP: mcpcli's hand-run loop (``Flow`` with its durable
   SQLite writes, preset answers) against the SDK's own automatic loop (target ratio ≤ 1.25);
+- a multi-round flow through the warm worker: per-round cost (a 41-round flow beyond a 1-round one, whole
+  processes) against the SDK's own loop doing the same rounds (target ≤ 1.25×);
 - the warm worker: whole-process ``call echo`` through it over HTTP (target ≤ 0.25× the SDK client's cold call)
   and to a kept-alive stdio server (≤ 0.15× the SDK client's cold stdio call), 100 concurrent one-round flows
   through one worker against one (≤ 3×), and the worker's RSS;
@@ -395,6 +397,71 @@ def worker_figures(tmp: Path, env: dict[str, str], runs: int, demo: list[str], u
         subprocess.run([*mcpcli, "worker", "stop"], env=warm, cwd=ROOT, capture_output=True)
 
 
+ROUNDS = 40
+"""Rounds of the multi-round flow whose per-round cost is measured (beyond the flow's first)."""
+
+
+def rounds_figure(tmp: Path, env: dict[str, str], runs: int) -> None:
+    """A multi-round flow through the worker: per-round cost against the SDK's own loop doing the same rounds.
+
+    ``bench/rounds_server.py``'s ``survey(count)`` asks one question a round. Each side's per-round cost is what a
+    flow of ``ROUNDS + 1`` rounds takes beyond a flow of 1, divided by ``ROUNDS``: whole ``mcpcli call`` processes
+    through a warm worker (durable writes and all), against the SDK's ``Client.call_tool`` with an elicitation
+    callback, in one process. Process start, connection and handshake cancel out of both."""
+    import anyio
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    log = tmp / "rounds-server.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [PY, str(ROOT / "bench" / "rounds_server.py"), "--http", f"127.0.0.1:{port}"], stdout=out, stderr=out
+        )
+    warm = {**env, "MCPCLI_WORKER": "1"}
+    warm.pop("CI", None)
+    mcpcli = mcpcli_argv()
+    subprocess.run([*mcpcli, "worker", "start"], env=warm, cwd=ROOT, capture_output=True, check=True)
+    try:
+        wait_for_port(port, server, log)
+
+        def survey(count: int) -> Callable[[], float]:
+            argv = [*mcpcli, "call", "survey", "-a", f"count={count}", "--answer", "value=x", "--max-rounds", "1000"]
+            return lambda: run_once([*argv, "-s", url], warm, f"answered {count}")
+
+        ours_one, ours_many = alternate(runs, survey(1), survey(ROUNDS + 1))
+        sdk_one, sdk_many = anyio.run(_sdk_rounds, url, runs)
+        ours = (ours_many - ours_one) / ROUNDS
+        base = (sdk_many - sdk_one) / ROUNDS
+        label = f"per round, {ROUNDS}-round flow, warm vs SDK"
+        print(row(label, ours, base, "≤ 1.25x", ours / base <= 1.25, unit="ms"))
+    finally:
+        subprocess.run([*mcpcli, "worker", "stop"], env=warm, cwd=ROOT, capture_output=True)
+        server.terminate()
+        server.wait(timeout=10)
+
+
+async def _sdk_rounds(url: str, runs: int) -> tuple[float, float]:
+    """Median seconds of the SDK's own loop over a 1-round and a ``ROUNDS + 1``-round survey, alternating."""
+    import mcp_types as t
+    from mcp import Client
+
+    async def elicit(ctx: Any, params: Any) -> t.ElicitResult:
+        return t.ElicitResult(action="accept", content={"value": "x"})
+
+    one: list[float] = []
+    many: list[float] = []
+    async with Client(url, elicitation_callback=elicit, input_required_max_rounds=1000) as sdk:
+        for i in range(WARMUP + runs):
+            for count, times in ((1, one), (ROUNDS + 1, many)):
+                start = time.perf_counter()
+                result = await sdk.call_tool("survey", {"count": count})
+                took = time.perf_counter() - start
+                assert isinstance(result.content[0], t.TextContent) and result.content[0].text == f"answered {count}"
+                if i >= WARMUP:
+                    times.append(took)
+    return statistics.median(one), statistics.median(many)
+
+
 def race_figure(tmp: Path, env: dict[str, str], pairs: int) -> None:
     """Racing resumes: ``pairs`` flows, each resumed by two processes at once; every retry the server received is
     logged by the tests' recorder server, so a double send is counted, not inferred. Target: 0 double sends."""
@@ -625,6 +692,7 @@ def main() -> None:
             print(row(label, ours, base, "≤ 1.25x", ours / base <= 1.25, unit="ms"))
             if given.worker:
                 worker_figures(tmp, env, runs, demo, url, client_script)
+                rounds_figure(tmp, env, runs)
         finally:
             server.terminate()
             try:
