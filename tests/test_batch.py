@@ -289,3 +289,36 @@ def test_a_batch_runs_warm_in_one_worker_child_and_prints_what_the_cold_one_does
     assert results(hot.stdout) == results(cold.stdout)
     assert len(results(hot.stdout)) == 20
     assert hot.stderr.strip().splitlines()[-1] == cold.stderr.strip().splitlines()[-1] == "20 flows: 20 done."
+
+
+# --- Ctrl-C ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_running_flow_keeps_their_sessions_and_exits_130(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    from conftest import PY, ROOT
+    from test_durability import wait_for_legs
+
+    record = tmp_path / "legs.jsonl"
+    target = stdio_server("recorder", "--record", str(record), "--slow", "60")
+    flows = tmp_path / "flows.jsonl"
+    flows.write_text(jsonl(*({"tool": "two_rounds", "arguments": {"item": f"i{n}"}} for n in range(3))))
+    proc = subprocess.Popen(
+        [PY, "-m", "mcpcli", "batch", str(flows), "-s", target, "-A", "sure=true"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    wait_for_legs(record, 6)  # every flow's answered retry is at the (slow) server
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert out == ""  # no flow finished
+    assert "3 running flow(s) stopped, 3 kept their sessions" in err
+    sessions = open_store(None, Paths.from_env().store_file).list()
+    assert len(sessions) == 3 and {s.status for s in sessions} == {"waiting"}
+    assert all(s.lease_owner is None for s in sessions)
