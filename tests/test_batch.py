@@ -22,7 +22,9 @@ def jsonl(*flows: dict[str, Any]) -> str:
 
 
 def provisions(n: int, **extra: Any) -> str:
-    return jsonl(*({"tool": "provision", "arguments": {"name": f"svc{i}"}, "id": f"job-{i}", **extra} for i in range(n)))
+    return jsonl(
+        *({"tool": "provision", "arguments": {"name": f"svc{i}"}, "id": f"job-{i}", **extra} for i in range(n))
+    )
 
 
 def lines_of(r: Result) -> list[dict[str, Any]]:

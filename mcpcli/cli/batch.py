@@ -14,8 +14,9 @@ from mcpcli.runtime import AnswerOptions, Globals, Runtime, lone, run_async
 if TYPE_CHECKING:
     from mcpcli.flow import Flow
 
-BATCH_ANSWERS = {name: spec for name, spec in ANSWERS.items() if name not in ("tui", "no_input", "json")}
-"""``call``'s answer options, less what a batch always is: never prompting (``--no-input``), JSON on stdout."""
+BATCH_ANSWERS = {name: spec for name, spec in ANSWERS.items() if name != "tui"}
+"""``call``'s answer options but ``--tui``; ``--no-input`` and ``--json`` are accepted and change nothing (a batch
+never prompts, and its stdout is always JSON Lines)."""
 
 
 @app.command()
@@ -24,7 +25,7 @@ def batch(
     ctx: typer.Context,
     file: Annotated[
         str | None,
-        typer.Argument(help="JSON Lines, one flow a line; - or omitted: stdin.", metavar="[FILE]", show_default=False),
+        typer.Argument(help="JSON Lines, one flow a line; - or omitted: stdin.", metavar="FILE", show_default=False),
     ] = None,
     jobs: Annotated[
         int,
