@@ -324,3 +324,10 @@ def test_ctrl_c_stops_every_running_flow_keeps_their_sessions_and_exits_130(tmp_
     sessions = open_store(None, Paths.from_env().store_file).list()
     assert len(sessions) == 3 and {s.status for s in sessions} == {"waiting"}
     assert all(s.lease_owner is None for s in sessions)
+
+
+def test_an_input_over_64_mib_exits_2(cli: Any) -> None:
+    comment = "#" + "x" * (MAX_LINE_BYTES - 1) + "\n"  # skipped lines count toward the bound too
+    r = cli("batch", "-s", "demo", stdin=GOOD + comment * 64 + GOOD)
+    assert r.code == 2 and "larger than 64 MiB" in r.err
+    assert open_store(None, Paths.from_env().store_file).list() == []
