@@ -12,7 +12,8 @@
   processes) against the SDK's own loop doing the same rounds (target ≤ 1.25×);
 - the warm worker: whole-process ``call echo`` through it over HTTP (target ≤ 0.25× the SDK client's cold call)
   and to a kept-alive stdio server (≤ 0.15× the SDK client's cold stdio call), 100 concurrent one-round flows
-  through one worker against one (≤ 3×), and the worker's RSS;
+  through one worker against one (≤ 3×), the same 100 flows as one warm ``mcpcli batch`` process against one
+  call (≤ 3×; its floor: the SDK's own loop doing 100 concurrent calls in one process), and the worker's RSS;
 - racing resumes (``--race N`` pairs, default 20): two ``resume`` processes at once per flow, against a
   server that logs every request it receives; counts double sends and lost rounds (target: 0);
 - bounds: peak RSS and time of ``mcpcli call`` receiving a 50 MB result from a raw stdio server (against the
@@ -69,6 +70,36 @@ async def main() -> None:
 
 anyio.run(main)
 """
+
+
+SDK_BATCH = """\
+import sys
+
+import anyio
+import mcp_types as t
+from mcp import Client
+
+
+async def elicit(ctx, params):
+    return t.ElicitResult(action="accept", content={"region": "r"})
+
+
+async def main(url: str, n: int) -> None:
+    async with Client(url, elicitation_callback=elicit) as client:
+
+        async def one(i: int) -> None:
+            result = await client.call_tool("provision", {"name": f"b{i}"})
+            assert result.content[0].text == f"Provisioned 'b{i}' in r.", result
+
+        async with anyio.create_task_group() as tasks:
+            for i in range(n):
+                tasks.start_soon(one, i)
+    print(n)
+
+
+anyio.run(main, sys.argv[1], int(sys.argv[2]))
+"""
+"""The floor under ``mcpcli batch``: the SDK's own loop, 100 concurrent one-round calls on one connection."""
 
 
 RAW_SERVER = """\
@@ -387,6 +418,25 @@ def worker_figures(tmp: Path, env: dict[str, str], runs: int, demo: list[str], u
         floor = time.perf_counter() - start
         print(
             f"{'  floor: 100 concurrent python -c pass':<40} {floor:>9.3f} s  {single:>9.3f} s  {floor / single:>7.2f}x"
+        )
+        # The same hundred flows as one warm `mcpcli batch`: one process, one connection, 100 flows at once.
+        flows = tmp / "batch.jsonl"
+        lines = (json.dumps({"tool": "provision", "arguments": {"name": f"b{i}"}}) for i in range(100))
+        flows.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        batch = [*mcpcli, "batch", str(flows), "--jobs", "100", "--answer", "region=r", "-s", url]
+        run_once(batch, warm)
+        batched = statistics.median(run_once(batch, warm) for _ in range(max(3, runs // 3)))
+        label = "100 one-round flows, mcpcli batch (warm) vs one call"
+        print(row(label, batched, single, "≤ 3x", batched / single <= 3))
+        sdk_batch = tmp / "sdk_batch.py"
+        sdk_batch.write_text(SDK_BATCH, encoding="utf-8")
+        run_once([PY, str(sdk_batch), url, "100"], env, "100")
+        sdk = statistics.median(
+            run_once([PY, str(sdk_batch), url, "100"], env, "100") for _ in range(max(3, runs // 3))
+        )
+        print(
+            f"{'  floor: SDK, 100 concurrent calls in one process':<40} {sdk:>9.3f} s  {single:>9.3f} s  "
+            f"{sdk / single:>7.2f}x"
         )
         status = subprocess.run(
             [*mcpcli, "worker", "status", "--json"], env=warm, cwd=ROOT, capture_output=True, text=True

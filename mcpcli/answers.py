@@ -94,6 +94,27 @@ class Presets:
             raise UsageError(f"The answers in {where} are not valid JSON: {exc}.") from None
         if not isinstance(data, dict):
             raise UsageError(f"The answers in {where} must be a JSON object.", hint='e.g. {"region": "eu-west-1"}')
+        self._load_mapping(data, where)
+
+    def merged(self, data: Mapping[str, Any], where: str) -> Presets:
+        """A copy of these presets with ``data`` (the ``--answers`` file format, already parsed) laid over them:
+        where both answer the same key or field, ``data`` wins. What this run asked and used starts empty."""
+        presets = Presets(
+            fields=dict(self.fields),
+            actions=dict(self.actions),
+            contents=dict(self.contents),
+            origins=dict(self.origins),
+            accept_defaults=self.accept_defaults,
+        )
+        presets._load_mapping(data, where)
+        for name, value in data.items():  # a field given for a request key overrides an action given here for it
+            key, dot, _field = name.rpartition(".")
+            if dot and not (isinstance(value, dict) and "action" in value) and key in self.actions:
+                presets.actions.pop(key, None)
+                presets.origins.pop(key, None)
+        return presets
+
+    def _load_mapping(self, data: Mapping[str, Any], where: str) -> None:
         for name, value in data.items():
             if isinstance(value, dict) and "action" in value:
                 action = value["action"]

@@ -90,11 +90,11 @@ def safe_json(value: Any) -> str:
 _JSON_UNSAFE = re.compile("[" + "".join(re.escape(chr(c)) for c in (*_CONTROLS, 0x2028, 0x2029) if c > 0x1F) + "]")
 
 
-def json_text(value: Any) -> str:
+def json_text(value: Any, *, indent: int | None = 2) -> str:
     """JSON that is safe on a terminal: readable Unicode, but DEL, C1 and bidi controls as ``\\uXXXX`` escapes.
 
     ``json.dumps`` already escapes C0 controls; these can only occur inside strings, so escaping them keeps
     the document valid and equal.
     """
-    text = json.dumps(value, indent=2, ensure_ascii=False)
+    text = json.dumps(value, indent=indent, ensure_ascii=False, separators=None if indent else (",", ":"))
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -23,7 +23,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 m
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-SERVER_COMMANDS = frozenset({"tools", "prompts", "resources", "info", "call", "prompt", "read", "resume"})
+SERVER_COMMANDS = frozenset({"tools", "prompts", "resources", "info", "call", "prompt", "read", "resume", "batch"})
 """The commands that talk to a server: the ones the worker makes faster."""
 
 VALUE_OPTIONS = frozenset(

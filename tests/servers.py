@@ -8,7 +8,8 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
   and log messages, a URL whose host hides characters, and its result; ``denied`` fails with them as a JSON-RPC
   error. The server's name, instructions, prompt and resource carry them too.
 - ``recorder``: a two-round tool that appends each leg's JSON-RPC id and arguments to ``--record``
-  (``--slow S``: it takes S seconds to answer the second leg); ``sleepy`` records its leg and sleeps.
+  (``--slow S``: it takes S seconds to answer the second leg); ``sleepy`` records its leg and sleeps; ``nap``
+  records when each call began and ended; ``refuse`` fails with a JSON-RPC error.
 - ``vault``: asks for a password, then a confirmation, and says which password arrived.
 - ``sampler``: a tool that asks the client's LLM for a completion (system prompt, hints, stop sequences,
   metadata that must not be forwarded) and returns it.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -157,6 +159,23 @@ def recorder(record: Path, slow: float = 0.0) -> MCPServer:
             f.write(json.dumps({"id": ctx.request_id, "item": "sleepy", "state": ctx.request_state}) + "\n")
         await anyio.sleep(seconds)
         return "slept"
+
+    @server.tool()
+    async def nap(seconds: float, ctx: Context) -> str:
+        """Records when its call began and ended (``time.monotonic``), so a test can count the calls in flight."""
+        with record.open("a") as f:
+            f.write(json.dumps({"id": ctx.request_id, "item": "nap", "at": "enter", "t": time.monotonic()}) + "\n")
+        await anyio.sleep(seconds)
+        with record.open("a") as f:
+            f.write(json.dumps({"id": ctx.request_id, "item": "nap", "at": "exit", "t": time.monotonic()}) + "\n")
+        return "napped"
+
+    @server.tool()
+    async def refuse(ctx: Context) -> str:
+        """Fails the request itself (a JSON-RPC error, not a tool error)."""
+        from mcp.shared.exceptions import MCPError
+
+        raise MCPError(code=-32000, message="refused on purpose")
 
     @server.tool()
     async def two_rounds(item: str, ctx: Context) -> t.CallToolResult | t.InputRequiredResult:

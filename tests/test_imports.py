@@ -131,7 +131,7 @@ def test_the_ui_check_does_see_textual_when_the_app_is_imported(home: Path) -> N
     assert "mcpcli.tui" in _matching(modules, UI)
 
 
-@pytest.mark.parametrize("argv", [("call", "--help"), ("tui", "--help")])
+@pytest.mark.parametrize("argv", [("call", "--help"), ("tui", "--help"), ("batch", "--help")])
 def test_the_tui_options_in_help_import_neither_the_sdk_nor_textual(argv: tuple[str, ...], home: Path) -> None:
     modules = _imported(_run_main(*argv), home)
     assert "mcpcli.cli" in modules

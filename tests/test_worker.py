@@ -280,9 +280,11 @@ def test_many_commands_at_once_are_all_served_by_the_worker(warm: Path) -> None:
     assert served(warm) >= 40
 
 
-def test_a_preloaded_worker_child_imports_nothing_to_run_a_call() -> None:
+def test_a_preloaded_worker_child_imports_nothing_to_run_a_call(tmp_path: Path) -> None:
     """What keeps a warm call fast: everything a command needs is imported before the fork (a module imported
-    in each child cost it up to 0.15 s — jsonschema alone 0.1 s)."""
+    in each child cost it up to 0.15 s — jsonschema alone 0.1 s). A batch too."""
+    batch = tmp_path / "flows.jsonl"
+    batch.write_text('{"tool": "provision", "arguments": {"name": "b"}}\n')
     script = (
         "import sys\n"
         "from mcpcli.worker import server\n"
@@ -290,10 +292,12 @@ def test_a_preloaded_worker_child_imports_nothing_to_run_a_call() -> None:
         "before = set(sys.modules)\n"
         "code = server._run(['call', 'provision', '-a', 'name=x', '--answer', 'region=r'])\n"
         "code += server._run(['tools'])\n"
+        f"code += server._run(['batch', {str(batch)!r}, '--answer', 'region=r'])\n"
         "print(sorted(set(sys.modules) - before), code, file=sys.stderr)\n"
     )
     r = subprocess.run([PY, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.stdout.startswith("Provisioned 'x' in r.\n")
+    assert '"text":"Provisioned \'b\' in r."' in r.stdout
     assert r.stderr.splitlines()[-1] == "[] 0", r.stderr
 
 

@@ -221,10 +221,12 @@ def build_flow(
     flows: list[Flow],
     *,
     connection: dict[str, Any] | None = None,
+    presets: Presets | None = None,
 ) -> Flow:
     """The one way a flow is built, for every front end: its session keeper, its answer sources in order — presets,
     roots, the person at the terminal, the sampler, the app's user — its reporter, limits, sign-in and trace tap.
-    It joins ``flows`` (the list the interrupt handlers read)."""
+    It joins ``flows`` (the list the interrupt handlers read). ``presets``: already built (``batch``: the command
+    line's merged with a line's own answers); else parsed from ``opts``."""
     from mcpcli.vault import load_store_key
 
     # Every flow records its trace in its session (bounded); --trace and -v read the same tap.
@@ -237,7 +239,7 @@ def build_flow(
         tracer=tracer,
         inline=seat.alone,
     )
-    presets = Presets.parse(
+    presets = presets or Presets.parse(
         opts.answer,
         opts.answers,
         decline=opts.decline,

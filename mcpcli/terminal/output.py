@@ -59,6 +59,10 @@ class Output:
         """Machine output: plain JSON on stdout (no colour, no wrapping)."""
         write(self._stdout(), json_text(value) + "\n")
 
+    def json_line(self, value: Any) -> None:
+        """One JSON document on one line of stdout (JSON Lines), flushed at once: a reader sees it as it comes."""
+        write(self._stdout(), json_text(value, indent=None) + "\n")
+
     def line(self, text: str) -> None:
         """One bare line on stdout, sanitized: a value a script reads (``call --detach`` prints the session id)."""
         write(self._stdout(), sanitize(text) + "\n")
