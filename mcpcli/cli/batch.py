@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mcpcli.cli.app import app, global_values, run_guarded
-from mcpcli.cli.flows import _StopSignals
+from mcpcli.cli.flows import _StopSignals, answer_options
 from mcpcli.cli.options import ANSWERS, CONNECTION, STORE, shared
-from mcpcli.runtime import AnswerOptions, Globals, Runtime, lone, run_async
+from mcpcli.runtime import Globals, Runtime, lone, run_async
 
 if TYPE_CHECKING:
     from mcpcli.flow import Flow
@@ -60,21 +60,7 @@ def batch(
     Example: mcpcli batch flows.jsonl -s http://127.0.0.1:8000/mcp --jobs 32 --answer region=eu-west-1
     """
     g: Globals = ctx.obj.merged(**global_values(shared))
-    opts = AnswerOptions(
-        answer=list(shared["answer"] or []),
-        answers=shared["answers"],
-        decline=list(shared["decline"] or []),
-        cancel=list(shared["cancel"] or []),
-        accept=list(shared["accept"] or []),
-        accept_defaults=shared["accept_defaults"],
-        no_input=True,
-        roots=list(shared["root"] or []),
-        max_rounds=shared["max_rounds"],
-        timeout=shared["timeout"],
-        json=True,
-        llm=shared.get("llm"),
-        approve_sampling=shared.get("approve_sampling"),
-    )
+    opts = answer_options(shared, no_input=True, json=True)
 
     def body() -> int:
         from mcpcli.commands.batch import interrupted, read_input, run_batch

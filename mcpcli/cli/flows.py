@@ -122,26 +122,31 @@ class _StopSignals:
 Start = Callable[[Runtime, AnswerOptions, "list[Flow]"], Coroutine[Any, Any, int]]
 
 
-def _flow_command(
-    ctx: typer.Context, values: dict[str, Any], start: Start, job: Callable[[], Any] | None = None
-) -> None:
-    """Run a flow command; with ``--tui`` (and a ``job`` describing the flow) in the full-screen app instead."""
-    g: Globals = ctx.obj.merged(**global_values(values))
-    opts = AnswerOptions(
+def answer_options(values: dict[str, Any], *, no_input: bool, json: bool) -> AnswerOptions:
+    """The answer options of a flow command (``call``, ``resume``, ``batch``…), from its option values."""
+    return AnswerOptions(
         answer=list(values["answer"] or []),
         answers=values["answers"],
         decline=list(values["decline"] or []),
         cancel=list(values["cancel"] or []),
         accept=list(values["accept"] or []),
         accept_defaults=values["accept_defaults"],
-        no_input=values["no_input"],
+        no_input=no_input,
         roots=list(values["root"] or []),
         max_rounds=values["max_rounds"],
         timeout=values["timeout"],
-        json=values["json"] or g.json,
+        json=json,
         llm=values.get("llm"),
         approve_sampling=values.get("approve_sampling"),
     )
+
+
+def _flow_command(
+    ctx: typer.Context, values: dict[str, Any], start: Start, job: Callable[[], Any] | None = None
+) -> None:
+    """Run a flow command; with ``--tui`` (and a ``job`` describing the flow) in the full-screen app instead."""
+    g: Globals = ctx.obj.merged(**global_values(values))
+    opts = answer_options(values, no_input=values["no_input"], json=values["json"] or g.json)
 
     def body() -> int:
         rt = Runtime(g, json_out=opts.json)

@@ -389,8 +389,7 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     from mcpcli import trust
-    from mcpcli.answers import Presets
-    from mcpcli.commands.flows import _server_logs, credentials, declared
+    from mcpcli.commands.flows import _server_logs, credentials, declared, presets_of
     from mcpcli.connection import connect
 
     tally = Tally(len(lines))
@@ -401,14 +400,7 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     protocol = rt.protocol()
     rt.store.check_writable()  # before the first request: a flow may need the store at any round
     trust.remember(rt.paths, target)  # the user typed this command line: a later resume may run it unasked
-    presets = Presets.parse(
-        opts.answer,
-        opts.answers,
-        decline=opts.decline,
-        cancel=opts.cancel,
-        accept=opts.accept,
-        accept_defaults=opts.accept_defaults,
-    )
+    presets = presets_of(opts)
     creds = credentials(rt, interactive=False)  # nobody signs in mid-batch: mcpcli auth login first
     batch = Batch(rt, opts, flows, target, protocol, presets, creds, tally)
     settings = declared(rt, opts.llm) | ({} if protocol is None else {"protocol": protocol})

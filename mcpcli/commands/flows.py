@@ -213,6 +213,18 @@ def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
     return Terminal(rt.out.err)
 
 
+def presets_of(opts: AnswerOptions) -> Presets:
+    """The answers given up front on the command line (``--answer``, ``--answers``, ``--decline``, …)."""
+    return Presets.parse(
+        opts.answer,
+        opts.answers,
+        decline=opts.decline,
+        cancel=opts.cancel,
+        accept=opts.accept,
+        accept_defaults=opts.accept_defaults,
+    )
+
+
 def build_flow(
     rt: Runtime,
     opts: AnswerOptions,
@@ -239,14 +251,7 @@ def build_flow(
         tracer=tracer,
         inline=seat.alone,
     )
-    presets = presets or Presets.parse(
-        opts.answer,
-        opts.answers,
-        decline=opts.decline,
-        cancel=opts.cancel,
-        accept=opts.accept,
-        accept_defaults=opts.accept_defaults,
-    )
+    presets = presets or presets_of(opts)
     roots = Roots([p.expanduser() for p in opts.roots] or [Path.cwd()])
     sources: list[AnswerSource] = [presets, roots]
     if seat.terminal is not None:
