@@ -188,8 +188,8 @@ class Seat:
     sign_in: bool = False
     """Whether OAuth may open a browser to sign in (a person is at the terminal); else ``mcpcli auth login``."""
     alone: bool = False
-    """The flow is its process's only one and no UI shares its event loop (the CLI): its store calls run on the
-    loop's own thread (``Keeper.inline``)."""
+    """The flow is its process's only one and no UI shares its event loop (the CLI): its store calls, to a local
+    SQLite file, run on the loop's own thread (``Keeper.inline``)."""
 
 
 def terminal_seat(rt: Runtime, opts: AnswerOptions) -> Seat:
@@ -239,6 +239,7 @@ def build_flow(
     roots, the person at the terminal, the sampler, the app's user — its reporter, limits, sign-in and trace tap.
     It joins ``flows`` (the list the interrupt handlers read). ``presets``: already built (``batch``: the command
     line's merged with a line's own answers); else parsed from ``opts``."""
+    from mcpcli.store import SqliteStore
     from mcpcli.vault import load_store_key
 
     # Every flow records its trace in its session (bounded); --trace and -v read the same tap.
@@ -249,7 +250,8 @@ def build_flow(
         lease_ttl=rt.process.lease_ttl,
         faults=rt.process.faults,
         tracer=tracer,
-        inline=seat.alone,
+        # Only a local file: a write to a remote database waits on the network, where a thread keeps Ctrl-C heard.
+        inline=seat.alone and isinstance(rt.store, SqliteStore),
     )
     presets = presets or presets_of(opts)
     roots = Roots([p.expanduser() for p in opts.roots] or [Path.cwd()])
