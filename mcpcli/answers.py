@@ -92,6 +92,8 @@ class Presets:
             data = json.loads(text)
         except ValueError as exc:
             raise UsageError(f"The answers in {where} are not valid JSON: {exc}.") from None
+        except RecursionError:
+            raise UsageError(f"The answers in {where} are nested too deeply to read.") from None
         if not isinstance(data, dict):
             raise UsageError(f"The answers in {where} must be a JSON object.", hint='e.g. {"region": "eu-west-1"}')
         self._load_mapping(data, where)

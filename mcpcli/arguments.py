@@ -100,7 +100,7 @@ def _parse(kind: str, raw: str) -> Any:
         return None if text == "null" else _FAIL
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what can be read: not this kind
         return _FAIL
     if kind == "integer":
         return value if isinstance(value, int) and not isinstance(value, bool) else _FAIL
@@ -140,7 +140,7 @@ def _json_type(value: Any) -> str:
 def _json_or_text(raw: str) -> Any:
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return raw
 
 
@@ -164,6 +164,8 @@ def _load_args(source: str, read_stdin: Callable[[], str]) -> dict[str, Any]:
         value = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{where} is not valid JSON: {exc}.", hint='e.g. --args \'{"name": "orders"}\'') from None
+    except RecursionError:
+        raise UsageError(f"{where} is nested too deeply to read.", hint='e.g. --args \'{"name": "orders"}\'') from None
     if not isinstance(value, dict):
         raise UsageError(f"{where} must be a JSON object.", hint='e.g. --args \'{"name": "orders"}\'')
     return value

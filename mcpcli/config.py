@@ -394,6 +394,8 @@ def load_settings(paths: Paths) -> Settings:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}.", hint=f"Fix or move {path}.") from None
+    except RecursionError:
+        raise ConfigError(f"{path} is nested too deeply to read.", hint=f"Fix or move {path}.") from None
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:

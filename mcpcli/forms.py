@@ -288,7 +288,7 @@ def _coerce_multiselect(field: FieldSpec, raw: Any) -> Any:
         if text.startswith("["):
             try:
                 raw = json.loads(text)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 raise FieldError(f"{field.name}: not a valid JSON array", field=field.name) from None
         else:
             raw = [item.strip() for item in text.split(",") if item.strip()]

@@ -179,6 +179,8 @@ def read_json(path: Path, *, comments: bool = True) -> Any:
         raise ConfigError(f"{path} is not UTF-8 text.", hint=f"Fix or move {path}.") from None
     try:
         return json.loads(strip_jsonc(text) if comments else text)
+    except RecursionError:
+        raise ConfigError(f"{path} is nested too deeply to read.", hint=f"Fix or move {path}.") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",

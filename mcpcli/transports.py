@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import json
 import logging
 import os
+import re
 import signal
 import ssl
 import sys
@@ -126,8 +128,52 @@ def _parse(line: bytes) -> SessionMessage | Exception:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:  # junk on stdout: the session hears of it, the handshake guard bounds the wait
+        if (request_id := _response_id(line)) is not None:
+            # A response that cannot be read (nested past what can be read, or not of a response's shape) still
+            # ends its request, as the SDK's HTTP transport ends one: with an error for its id. Dropped, the
+            # request would wait for ever.
+            logger.debug("an unreadable response from the server to %r", request_id)
+            error = types.ErrorData(code=types.PARSE_ERROR, message=UNREADABLE_RESPONSE)
+            return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
         logger.debug("not a JSON-RPC message from the server: %.200r", line)
         return exc
+
+
+UNREADABLE_RESPONSE = "mcpcli could not read the server's response (nested too deeply, or not a JSON-RPC response)"
+
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]|-?\d+|true|false|null')
+_COLON = re.compile(rb"\s*:")
+
+
+def _response_id(line: bytes) -> str | int | None:
+    """The ``id`` of a JSON-RPC response whose ``result`` or ``error`` could not be read, found by scanning the
+    top-level object's keys (no nesting is parsed, so no depth is too deep); None when the line is not one."""
+    depth = 0
+    key: bytes | None = None
+    keys: set[bytes] = set()
+    request_id: str | int | None = None
+    for match in _TOKEN.finditer(line):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth, key = depth + 1, None
+        elif token in (b"}", b"]"):
+            depth -= 1
+        elif depth != 1:
+            continue
+        elif key is not None:  # a top-level key's scalar value
+            if key == b'"id"':
+                try:
+                    value = json.loads(token)
+                except ValueError:
+                    return None
+                request_id = value if isinstance(value, str | int) else None
+            key = None
+        elif token.startswith(b'"') and _COLON.match(line, match.end()):
+            key = token
+            keys.add(token)
+    if request_id is None or not keys & {b'"result"', b'"error"'} or b'"method"' in keys:
+        return None
+    return request_id
 
 
 async def stop(process: anyio.abc.Process) -> None:

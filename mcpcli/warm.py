@@ -96,7 +96,7 @@ def _configured() -> bool:
 
     try:
         section = tomllib.loads(text).get("worker") or {}
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return False  # the in-process run says what is wrong with the file
     return bool(section.get("enabled", True)) if isinstance(section, dict) else True
 

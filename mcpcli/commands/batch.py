@@ -136,6 +136,8 @@ def _check(number: int, text: str, where: str) -> Line:
     except ValueError as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise bad(f"not valid JSON ({reason})") from None
+    except RecursionError:
+        raise bad("nested too deeply to read") from None
     if not isinstance(data, dict):
         raise bad(f"a JSON {_kind(data)}, not an object")
     if unknown := [key for key in data if key not in KEYS]:

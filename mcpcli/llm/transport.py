@@ -66,7 +66,7 @@ async def complete(
     data = await _post(provider_name, provider, api.url(provider), body, sent_headers, api_key, timeout, sleep)
     try:
         parsed, usage_in, usage_out = api.parse(data, with_tools=bool(tools_of(params)))
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError):
         raise LlmError(
             f"Provider '{provider_name}' sent a reply that is not a {provider.api} completion.",
             hint="Check that base_url points at the API itself (for openai-chat it usually ends in /v1).",
@@ -148,7 +148,7 @@ def _reply(name: str, provider: ProviderConfig, response: httpx2.Response, api_k
     if 200 <= status < 300:
         try:
             data = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what can be read
             data = None
         if not isinstance(data, dict):
             raise LlmError(
@@ -209,7 +209,7 @@ def _message(response: httpx2.Response, api_key: str | None) -> str:
     """The provider's own error message, one line: OpenAI/Anthropic ``error.message``, Ollama's ``error``."""
     try:
         data = json.loads(response.content or b"null")
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     text: Any = None
     if isinstance(data, dict):

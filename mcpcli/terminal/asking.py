@@ -213,6 +213,8 @@ def _edit_json(params: Mapping[str, Any]) -> dict[str, Any]:
         value = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"The edited request is not valid JSON: {exc}.") from None
+    except RecursionError:
+        raise UsageError("The edited request is nested too deeply to read.") from None
     if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
         raise UsageError("The edited request must stay a JSON object with its messages.")
     return value
