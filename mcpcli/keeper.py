@@ -88,11 +88,11 @@ class Keeper:
     faults: str | None = None
     """Test-only: ``POINT`` or ``POINT:N`` kills this process at the Nth time it passes POINT."""
     tracer: TraceBuffer | None = None
+    """The flow's trace lines, written with each durable write (``sessions show --trace``)."""
     inline: bool = False
     """Store calls on the event loop's own thread, for a process that runs this one flow and no UI (the CLI): no
     other flow waits on the loop, so a thread buys nothing, and its hop costs each round ~0.1-0.3 ms. Off (the
     engine's way): every store call in a thread (``offload``), so a slow store stalls only the flow that waits."""
-    """The flow's trace lines, written with each durable write (``sessions show --trace``)."""
     last_index: int = 0
     """The index of the session's newest round (0 before the first): the flow numbers its round events by it."""
     session: SessionRecord | None = None

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mcpcli.cli.app import app, global_values, run_guarded
-from mcpcli.cli.flows import _StopSignals, answer_options
+from mcpcli.cli.flows import _StopSignals, answer_options, until_stopped
 from mcpcli.cli.options import ANSWERS, CONNECTION, STORE, shared
-from mcpcli.runtime import Globals, Runtime, lone, run_async
+from mcpcli.runtime import Globals, Runtime, run_async
 
 if TYPE_CHECKING:
     from mcpcli.flow import Flow
@@ -68,19 +68,11 @@ def batch(
         lines = read_input(file, answers_file=opts.answers)  # all of it, checked, before anything is sent
         rt = Runtime(g, json_out=True)
         flows: list[Flow] = []
-        stops = _StopSignals()
-        try:
-            with stops:
-                return run_async(lambda: run_batch(rt, opts, flows, lines, jobs=jobs)) or 0
-        except BaseException as exc:
-            single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
-            if isinstance(single, KeyboardInterrupt):
-                interrupted(rt, flows, stops.what())
-                return stops.exit_code()
-            if single is not exc:
-                raise single from None
-            raise
-        finally:
-            rt.close()
+
+        def stopped(stops: _StopSignals) -> int:
+            interrupted(rt, flows, stops.what())
+            return stops.exit_code()
+
+        return until_stopped(rt, lambda: run_async(lambda: run_batch(rt, opts, flows, lines, jobs=jobs)) or 0, stopped)
 
     run_guarded(body, g.debug, json=True)

@@ -151,41 +151,53 @@ def _flow_command(
     def body() -> int:
         rt = Runtime(g, json_out=opts.json)
         flows: list[Flow] = []
-        stops = _StopSignals()
-        try:
-            with stops:
-                if values.get("tui"):
-                    _need_terminal()
-                    return _run_tui(rt, opts, flows, job=job() if job else None)  # the app runs its own event loop
-                return run_async(lambda: start(rt, opts, flows)) or 0
-        except BaseException as exc:
-            # The connection's task groups wrap what the body raised; Ctrl-C may arrive inside a group.
-            single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
-            if isinstance(single, KeyboardInterrupt):
-                from mcpcli.commands.flows import interrupted
-                from mcpcli.commands.tasks import cancel_task_of, offer_task_cancel
 
-                interrupted(rt, flows, stops.what())
-                if stops.signum is None and offer_task_cancel(rt, opts, flows):  # Ctrl-C, not a signal from afar
-                    return run_async(lambda: cancel_task_of(rt, opts, flows)) or 0
-                if opts.json:
-                    from mcpcli.errors import error_document
-                    from mcpcli.runtime import Interrupted
+        def run() -> int:
+            if values.get("tui"):
+                _need_terminal()
+                return _run_tui(rt, opts, flows, job=job() if job else None)  # the app runs its own event loop
+            return run_async(lambda: start(rt, opts, flows)) or 0
 
-                    saved = next((f.session.id for f in flows if f.session and f.keeper.saved), None)
-                    said = stops.what()
-                    stop = Interrupted(f"{said}; session {saved} saved." if saved else f"{said}.")
-                    stop.exit_code = stops.exit_code()  # type: ignore[assignment]
-                    stop.session_id = saved
-                    rt.out.json(error_document(stop))
-                return stops.exit_code()
-            if single is not exc:
-                raise single from None
-            raise
-        finally:
-            rt.close()
+        def stopped(stops: _StopSignals) -> int:
+            from mcpcli.commands.flows import interrupted
+            from mcpcli.commands.tasks import cancel_task_of, offer_task_cancel
+
+            interrupted(rt, flows, stops.what())
+            if stops.signum is None and offer_task_cancel(rt, opts, flows):  # Ctrl-C, not a signal from afar
+                return run_async(lambda: cancel_task_of(rt, opts, flows)) or 0
+            if opts.json:
+                from mcpcli.errors import error_document
+                from mcpcli.runtime import Interrupted
+
+                saved = next((f.session.id for f in flows if f.session and f.keeper.saved), None)
+                said = stops.what()
+                stop = Interrupted(f"{said}; session {saved} saved." if saved else f"{said}.")
+                stop.exit_code = stops.exit_code()  # type: ignore[assignment]
+                stop.session_id = saved
+                rt.out.json(error_document(stop))
+            return stops.exit_code()
+
+        return until_stopped(rt, run, stopped)
 
     run_guarded(body, g.debug, json=opts.json)
+
+
+def until_stopped(rt: Runtime, run: Callable[[], int], stopped: Callable[[_StopSignals], int]) -> int:
+    """``run()`` under the stop signals, the runtime closed after it. Ctrl-C, SIGTERM or SIGHUP — even raised
+    inside a task group, which wraps what its body raised — is ``stopped``'s to say and to end with its exit code."""
+    stops = _StopSignals()
+    try:
+        with stops:
+            return run()
+    except BaseException as exc:
+        single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(single, KeyboardInterrupt):
+            return stopped(stops)
+        if single is not exc:
+            raise single from None
+        raise
+    finally:
+        rt.close()
 
 
 def _run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJob | ResumeJob | None) -> int:

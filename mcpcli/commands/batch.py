@@ -200,10 +200,6 @@ class Tally:
         return f"{self.total} flow{'s' if self.total != 1 else ''}: {', '.join(parts)}."
 
 
-class _CallsBack(Exception):
-    """A first leg refused by a server that wants to ask over the back-channel (nothing was answered)."""
-
-
 class _Reporter:
     """A flow's notes on stderr, each naming its line (progress bars of a hundred flows would only flicker)."""
 
@@ -254,7 +250,7 @@ class Batch:
                 tasks.start_soon(worker)
 
     async def run_line(self, line: Line) -> None:
-        from mcpcli.commands.flows import Seat, build_flow
+        from mcpcli.commands.flows import Seat, _CallsBack, build_flow
 
         for _ in range(2):  # a second time only on its own connection, for a server that wants to call back
             seat = Seat(reporter=_Reporter(self.rt, line.number), summaries=False)
@@ -287,7 +283,7 @@ class Batch:
 
     async def _drive(self, flow: Flow, line: Line) -> dict[str, Any]:
         """Run one flow to its line: a result, what it needs, or why it failed."""
-        from mcpcli.commands.flows import _settled
+        from mcpcli.commands.flows import _CallsBack, _settled
         from mcpcli.flow import NeedInput
         from mcpcli.terminal.hints import worded
 
@@ -312,15 +308,13 @@ class Batch:
                 raise  # Ctrl-C, a signal, the batch being cancelled (the session was put back to waiting)
 
     async def _start(self, flow: Flow, line: Line, client: Client) -> Outcome:
-        from mcpcli.commands.flows import _error_result
+        from mcpcli.commands.flows import _error_result, no_such_tool
         from mcpcli.flow import Call
         from mcpcli.tasks import task_support
 
         if self.tools is not None:
             if line.tool not in self.tools:
-                names = sorted(self.tools)
-                shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
-                raise UsageError(f"The server has no tool {line.tool!r}.", hint=f"Its tools: {shown or 'none'}")
+                raise no_such_tool(line.tool, sorted(self.tools))
             flow.as_task = task_support(client, self.tools[line.tool], False)
         else:
             from mcpcli.connection import unlisted
@@ -329,6 +323,7 @@ class Batch:
         return _error_result(await flow.start(Call("tools/call", line.tool, line.arguments)))
 
     async def _on_shared(self, flow: Flow, line: Line, client: Client) -> Outcome:
+        from mcpcli.commands.flows import _CallsBack
         from mcpcli.connection import wants_back_channel
 
         flow.client = client

@@ -650,8 +650,13 @@ async def _input_schema(
             names.append(item.name)
         if not cursor:
             break
+    raise no_such_tool(tool, names)
+
+
+def no_such_tool(tool: str, names: list[str]) -> UsageError:
+    """An unknown tool, naming the first few the server has (nothing is sent)."""
     shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
-    raise UsageError(f"The server has no tool {tool!r}.", hint=f"Its tools: {shown or 'none'} (mcpcli tools)")
+    return UsageError(f"The server has no tool {tool!r}.", hint=f"Its tools: {shown or 'none'} (mcpcli tools)")
 
 
 async def run_resume(
