@@ -103,6 +103,32 @@ def write_private(path: Path, text: str, *, durable: bool = True, private_parent
         raise
 
 
+def create_once(path: Path, content: bytes) -> None:
+    """Make ``path`` a 0600 file holding ``content`` unless it exists; either way, what is there then is whole.
+
+    ``content`` is written and fsynced under a private name, then linked into place — a link never replaces — so
+    of processes racing to make the same file (a key, on first use) the first one's is everyone's, and none reads
+    a file half written. ``OSError`` propagates.
+    """
+    directory = private_dir(path.parent)
+    draft = directory / f".{path.name}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: a rename, unless one got there first
+            if not path.exists():
+                draft.replace(path)
+    finally:
+        draft.unlink(missing_ok=True)
+
+
 def private_dir(path: Path) -> Path:
     """Create ``path`` and any missing parents as 0700 directories; leave existing ones' modes alone."""
     missing = [p for p in (path, *path.parents) if not p.exists()]

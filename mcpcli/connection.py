@@ -325,9 +325,15 @@ def _server_for(
     from mcpcli.transports import Guard
 
     if target.kind == "demo":
-        from mcpcli.demo import build_server, load_or_create_key
+        from mcpcli.demo import DamagedKey, build_server, load_or_create_key
 
-        return build_server(load_or_create_key(paths.demo_key_file)), None, None
+        try:
+            key = load_or_create_key(paths.demo_key_file)
+        except (DamagedKey, OSError) as exc:
+            raise ServerError(
+                f"The built-in demo server cannot start: {exc}", hint=f"Delete {paths.demo_key_file} to make a new key."
+            ) from None
+        return build_server(key), None, None
     bounds = trip.bounds
     if target.kind == "http":
         import httpx2

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +29,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.request_state import RequestStateSecurity
 
 from mcpcli import __version__
-from mcpcli.config import private_dir
+from mcpcli.config import create_once
 
 Answers = dict[str, dict[str, Any]]
 """Answers so far, keyed by the question's request key, as JSON (an ``ElicitResult`` or ``ListRootsResult``)."""
@@ -43,19 +42,24 @@ STATE_ONLY_POLLS = 3
 
 
 def load_or_create_key(path: Path) -> bytes:
-    """The sealing key: read it, or create it once (0600 in a 0700 directory) so every process shares it."""
-    private_dir(path.parent)
+    """The sealing key: read it, or create it once (0600 in a 0700 directory) so every process shares it — also
+    processes that start at the same moment (``create_once``): states sealed by one are opened by the others."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        key = path.read_bytes().strip()
-        if len(key) >= 32:
-            return key
-        raise SystemExit(f"demo server: the key file {path} is damaged; delete it to make a new one") from None
-    key = secrets.token_hex(32).encode()
-    with os.fdopen(fd, "wb") as f:
-        f.write(key)
-    return key
+        return _read_key(path)
+    except FileNotFoundError:
+        create_once(path, secrets.token_hex(32).encode())
+    return _read_key(path)
+
+
+class DamagedKey(Exception):
+    """The key file is there but holds no key."""
+
+
+def _read_key(path: Path) -> bytes:
+    key = path.read_bytes().strip()
+    if len(key) >= 32:
+        return key
+    raise DamagedKey(f"the key file {path} is damaged")
 
 
 def form(message: str, properties: dict[str, Any], required: list[str] | None = None) -> t.ElicitRequest:
@@ -340,7 +344,11 @@ def main(argv: list[str] | None = None) -> None:
         from mcpcli.config import Paths
 
         args.key_file = Paths.from_env().demo_key_file
-    server = build_server(load_or_create_key(args.key_file), ttl=args.ttl)
+    try:
+        key = load_or_create_key(args.key_file)
+    except (DamagedKey, OSError) as exc:
+        raise SystemExit(f"demo server: {exc} (delete it to make a new one)") from None
+    server = build_server(key, ttl=args.ttl)
     if args.http:
         host, _, port = args.http.rpartition(":")
         anyio.run(lambda: server.run_streamable_http_async(host=host or "127.0.0.1", port=int(port)))

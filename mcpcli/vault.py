@@ -40,22 +40,22 @@ def load_store_key(key_file: Path, *, create: bool = True, environ: Mapping[str,
             )
         return hashlib.sha256(b"mcpcli/store-key/v1:" + value.encode()).digest()
     try:
-        raw = key_file.read_bytes().strip()
-    except FileNotFoundError:
-        if not create:
-            return None
-        from mcpcli.config import private_dir
-
-        private_dir(key_file.parent)
         try:
-            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return load_store_key(key_file, create=False, environ=env)
-        raw = secrets.token_hex(32).encode()
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+            raw = key_file.read_bytes().strip()
+        except FileNotFoundError:
+            if not create:
+                return None
+            from mcpcli.config import create_once
+
+            create_once(key_file, secrets.token_hex(32).encode())  # another process's, when it was first
+            raw = key_file.read_bytes().strip()
     except OSError:
         return None
+    if len(raw) < 32:
+        raise ConfigError(
+            f"The store key file {key_file} is damaged.",
+            hint=f"Delete it (answers sealed with it will be asked again): rm {key_file}",
+        )
     if key_file.stat().st_mode & 0o077:
         raise ConfigError(f"The store key {key_file} can be read by other users.", hint=f"chmod 600 {key_file}")
     return hashlib.sha256(b"mcpcli/store-key/v1:" + raw).digest()

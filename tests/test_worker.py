@@ -480,3 +480,18 @@ def test_a_named_server_with_keep_alive_and_a_legacy_server_keep_their_process(w
     again = mcpcli("-s", "tally", "call", "count")
     assert again.stdout.startswith("call 1 ")
     assert mcpcli("worker", "restart", "nope").returncode == 6
+
+
+def test_a_command_that_exits_with_a_message_says_it_through_the_worker() -> None:
+    """``sys.exit("message")`` prints the message and exits 1 in a process of its own; a worker's child must not
+    swallow the message (a command then failed with exit 1 and not a word)."""
+    script = (
+        "from mcpcli.worker import server\n"
+        "class Command:\n"
+        "    def main(self, **_kw):\n"
+        "        raise SystemExit('demo server: it broke')\n"
+        "server._COMMAND = Command()\n"
+        "print(server._run(['call', 'echo']))\n"
+    )
+    r = subprocess.run([PY, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert (r.stdout, r.stderr) == ("1\n", "demo server: it broke\n")

@@ -397,7 +397,10 @@ def _run(argv: list[str]) -> int:
     try:
         _COMMAND.main(args=argv, prog_name="mcpcli")
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        sys.stderr.write(f"{exc.code}\n")  # what the interpreter prints for sys.exit("message")
+        return 1
     except KeyboardInterrupt:
         sys.stderr.write("\nInterrupted.\n")
         return 130
