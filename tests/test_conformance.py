@@ -5,7 +5,8 @@ command is ``tests/conformance_client.py``, which does with mcpcli what the scen
 resume, sign in). The suite records what went over the wire and judges it; a test here passes only when the
 suite says every check passed. Every scenario a revision requires of a client runs at that revision's wire —
 2025-11-25 (initialize handshake) and 2026-07-28 (stateless) — plus ``json-schema-2020-12-preservation``, which
-both revisions run without scoring it.
+both revisions run without scoring it — and the scenarios the suite keeps for the older revisions 2025-06-18 and
+2025-03-26 (``OLDER``).
 
 The suite needs Node ≥ 22. Both it and Node 22 (the ``node`` npm package) are installed with the system's npm
 into a cache directory once (``$MCPCLI_TEST_CACHE``, default ``~/.cache/mcpcli-tests``) and reused; where that
@@ -73,7 +74,19 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 """The ``client:`` list of the suite's ``requirements/<revision>.yaml`` (checked against the installed copy)."""
 ALSO = ("json-schema-2020-12-preservation",)
 """Run at both revisions though not scored (added after they shipped): mcpcli must keep a schema as given."""
-CASES = [(version, scenario) for version, names in REQUIRED.items() for scenario in (*names, *ALSO)]
+OLDER: dict[str, tuple[str, ...]] = {
+    "2025-06-18": (
+        "initialize",
+        "tools_call",
+        *("auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none"),
+    ),
+    "2025-03-26": ("auth/2025-03-26-oauth-metadata-backcompat", "auth/2025-03-26-oauth-endpoint-fallback"),
+}
+"""The suite's scenarios for revisions it no longer scores: servers people run still speak them."""
+CASES = [
+    *((version, scenario) for version, names in REQUIRED.items() for scenario in (*names, *ALSO)),
+    *((version, scenario) for version, names in OLDER.items() for scenario in names),
+]
 
 
 @dataclass(frozen=True)
