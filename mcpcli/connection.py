@@ -386,6 +386,14 @@ def _say(text: str) -> None:
 def _start_failure(target: Target, log: _ServerLog | None, why: str) -> ServerError:
     where = f"server {target.label!r}"
     hint = "Check the target with: mcpcli info -s TARGET"
+    if target.kind == "http" and target.url is not None:
+        import os
+
+        from mcpcli.proxies import used_for
+
+        if proxy := used_for(target.url, os.environ):
+            where = f"{where} through the proxy {proxy}"
+            hint = f"{hint} (or the proxy: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY; NO_PROXY to go direct)"
     if log is not None:
         if tail := log.tail():
             why = f"{why}\n{tail}"

@@ -13,7 +13,7 @@
   ``idle_timeout`` (SSE comments — keep-alives — do not count as activity; a message does) and
   ``max_message_bytes`` (a JSON body in all, each SSE event on its own); under the bounds, the connections are
   the worker's HTTP relay's when a command runs in the worker (``mcpcli.relayed``) and the server is not on this
-  machine (``relay_for``), else its own.
+  machine (``relay_for``), else its own — through the environment's proxy, if any (``mcpcli.proxies``).
 
 Each bound that trips is recorded on the connection's ``Tripwire``; ``connection.connect`` says it.
 """
@@ -42,6 +42,7 @@ import mcp_types as types
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 
+from mcpcli import proxies
 from mcpcli.bounds import Tripwire
 
 logger = logging.getLogger(__name__)
@@ -291,7 +292,9 @@ def http_transport(trip: Tripwire, url: str) -> httpx2.AsyncBaseTransport:
     if relay := relay_for(url):
         from mcpcli.relayed import RelayTransport
 
-        return _BoundedTransport(RelayTransport(relay, connection_settings(), direct_transport), trip)
+        settings = connection_settings()
+        proxies.check(settings)  # a proxy setting that cannot be used is said now, not in the relay's log
+        return _BoundedTransport(RelayTransport(relay, settings, direct_transport), trip)
     return _BoundedTransport(direct_transport(), trip)
 
 
@@ -334,14 +337,14 @@ machine through it too; anything else — remote servers through it."""
 
 def connection_settings(environ: Mapping[str, str] | None = None) -> dict[str, str | None]:
     """What a direct transport's connections depend on in the environment: the CA bundle or directory that
-    verifies servers. The relay keeps one pool per distinct value (its own environment is not the caller's).
-    (Proxy variables are not among them: a client given its own transport, as every mcpcli client is, does not
-    read them.)"""
+    verifies servers, and the proxies (``mcpcli.proxies``). The relay keeps one pool per distinct value (its own
+    environment is not the caller's)."""
     env = os.environ if environ is None else environ
     # Absolute: a relative path names a file in the caller's directory, and the relay runs in another.
-    return {
+    settings = {
         name: str(Path(value).absolute()) if (value := env.get(variable)) else None for name, variable in _CA_VARIABLES
     }
+    return settings | proxies.from_environment(env)
 
 
 _CA_VARIABLES = (("cert_file", "SSL_CERT_FILE"), ("cert_dir", "SSL_CERT_DIR"))
@@ -349,15 +352,18 @@ _CA_VARIABLES = (("cert_file", "SSL_CERT_FILE"), ("cert_dir", "SSL_CERT_DIR"))
 
 def direct_transport(
     settings: Mapping[str, str | None] | None = None, limits: httpx2.Limits | None = None
-) -> httpx2.AsyncHTTPTransport:
-    """httpx2's own transport, verifying servers as ``settings`` (default: this process's environment) say."""
+) -> httpx2.AsyncBaseTransport:
+    """httpx2's own transport, verifying servers and going through proxies as ``settings`` (default: this
+    process's environment) say."""
     given = connection_settings() if settings is None else settings
     verify = _tls_context(given.get("cert_file"), given.get("cert_dir"))
-    return (
-        httpx2.AsyncHTTPTransport(verify=verify)
-        if limits is None
-        else httpx2.AsyncHTTPTransport(verify=verify, limits=limits)
-    )
+
+    def made(proxy: httpx2.Proxy | None = None) -> httpx2.AsyncHTTPTransport:
+        if limits is None:
+            return httpx2.AsyncHTTPTransport(verify=verify, proxy=proxy)
+        return httpx2.AsyncHTTPTransport(verify=verify, proxy=proxy, limits=limits)
+
+    return proxies.route(given, made(), made)
 
 
 def tls_context() -> ssl.SSLContext:

@@ -42,8 +42,10 @@ class CountingProxy:
         stale_after: float | None = None,
         close_idle_after: float | None = None,
         tls: ssl.SSLContext | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         self.upstream = port
+        self.host = host
         self.tls = tls
         self.stale_after = stale_after
         self.close_idle_after = close_idle_after
@@ -79,7 +81,7 @@ class CountingProxy:
                 return
             with self.lock:
                 self.accepted += 1
-            upstream = socket.create_connection(("127.0.0.1", self.upstream))
+            upstream = socket.create_connection((self.host, self.upstream))
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
 
     def _pump(self, client: socket.socket, upstream: socket.socket) -> None:

@@ -201,15 +201,19 @@ def _main(listener: socket.socket, control: socket.socket, path: Path, inode: in
 
 @dataclass
 class Pool:
-    transport: httpx2.AsyncHTTPTransport
+    transport: httpx2.AsyncBaseTransport
     in_flight: int = 0
     last_used: float = field(default_factory=time.monotonic)
 
     def connections(self) -> int:
         """Upstream connections open now (httpx2 has no public count; its pool's list is read, closed and expired
         ones left out)."""
-        pool = getattr(self.transport, "_pool", None)
-        return sum(1 for c in getattr(pool, "connections", ()) if not c.is_closed() and not c.has_expired())
+        return sum(
+            1
+            for part in getattr(self.transport, "parts", [self.transport])  # direct, and one per proxy
+            for c in getattr(getattr(part, "_pool", None), "connections", ())
+            if not c.is_closed() and not c.has_expired()
+        )
 
 
 class Relay:
