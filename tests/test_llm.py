@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import stat
 import textwrap
 from collections.abc import Iterator
@@ -361,6 +362,20 @@ def test_a_conversation_keeps_its_roles(fake: FakeProvider) -> None:
         ("assistant", "Hello."),
         ("user", "Bye"),
     ]
+
+
+def test_a_provider_on_this_machine_is_asked_direct_whatever_the_proxy(
+    openai: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local model (Ollama on localhost) is not something a proxy can reach for the user: the proxy variables
+    that carry every remote request leave it alone, as they do an MCP server on this machine."""
+    with socket.create_server(("127.0.0.1", 0)) as closed:
+        dead = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    for variable in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.setenv(variable, dead)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert run(openai, ask(text("hi"))).result["content"]
 
 
 # --- content a model cannot take --------------------------------------------------------------------------------------

@@ -116,7 +116,10 @@ async def revoke(record: Login, client: dict[str, Any]) -> bool:
     if not endpoint or not client.get("client_id"):
         return False
     ok = False
-    async with httpx2.AsyncClient(timeout=REVOKE_TIMEOUT, follow_redirects=False) as http:
+    from mcpcli.transports import direct_transport  # the CA settings and proxies of the sign-in itself
+
+    transport = direct_transport()
+    async with httpx2.AsyncClient(timeout=REVOKE_TIMEOUT, follow_redirects=False, transport=transport) as http:
         for hint in ("refresh_token", "access_token"):
             if not tokens.get(hint):
                 continue

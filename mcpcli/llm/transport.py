@@ -112,9 +112,14 @@ async def _post(
 ) -> dict[str, Any]:
     import httpx2  # deferred: only a command that reaches an LLM pays for the HTTP stack
 
+    from mcpcli.transports import direct_transport  # the CA settings and proxies every mcpcli connection has
+
     content = json.dumps(body, ensure_ascii=False).encode("utf-8")
     failure, said = "", ""
-    async with httpx2.AsyncClient(timeout=httpx2.Timeout(timeout), follow_redirects=False) as client:
+    transport = direct_transport()
+    async with httpx2.AsyncClient(
+        timeout=httpx2.Timeout(timeout), follow_redirects=False, transport=transport
+    ) as client:
         for attempt in range(1, TRIES + 1):
             wait: float | None = None
             said = ""
