@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import sys
 
+from mcpcli import SERVER_COMMANDS
+
 NO_WORKER = "--no-worker"
 
 
 def _names_a_server_command(argv: list[str]) -> bool:
     """A cheap first look (``--help``, ``sessions list``… never import the worker client)."""
-    return any(
-        word in ("tools", "prompts", "resources", "info", "call", "prompt", "read", "resume", "batch") for word in argv
-    )
+    return any(word in SERVER_COMMANDS for word in argv)
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import socket
 import sys
 import time
 
-from mcpcli import __version__
+from mcpcli import SERVER_COMMANDS, __version__
 from mcpcli.wire import OFF, ON, WireError, package_dir, peer, receive, send, socket_file, state_home, user_dir
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
@@ -23,8 +23,6 @@ TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 m
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-SERVER_COMMANDS = frozenset({"tools", "prompts", "resources", "info", "call", "prompt", "read", "resume", "batch"})
-"""The commands that talk to a server: the ones the worker makes faster."""
 
 VALUE_OPTIONS = frozenset(
     {"-s", "--server", "-H", "--header", "--protocol", "--store", "--trace", "--log-level", "--bearer"}
