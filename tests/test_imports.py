@@ -108,6 +108,8 @@ def test_the_import_check_does_see_the_sdk_when_a_command_needs_it(home: Path) -
 CORE = ["mcpcli.flow", "mcpcli.answers", "mcpcli.forms", "mcpcli.store", "mcpcli.config", "mcpcli.terminal.inline"]
 CORE += [
     "mcpcli.commands.flows",
+    "mcpcli.commands.discovery",
+    "mcpcli.commands.jobs",
     "mcpcli.inbox",
     "mcpcli.keeper",
     "mcpcli.vault",

@@ -15,7 +15,7 @@ import pytest
 from textual.widgets import Button, Switch
 from tuikit import SIZE, field, finished, make_app, rounds_server, screen_of, shown_text, until
 
-from mcpcli.commands.flows import CallJob
+from mcpcli.commands.jobs import CallJob
 from mcpcli.config import Paths
 from mcpcli.store import open_store
 from mcpcli.tui.round import FormPanel, RoundScreen, UrlPanel

@@ -26,7 +26,7 @@ def key(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_in_the_tui_the_request_and_the_reply_are_approved_on_the_review_screen() -> None:
     from tuikit import SIZE, finished, make_app, screen_of
 
-    from mcpcli.commands.flows import CallJob
+    from mcpcli.commands.jobs import CallJob
     from mcpcli.tui.sampling import SamplingReview
 
     with serve("openai-chat") as fake:

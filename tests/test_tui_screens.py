@@ -12,7 +12,7 @@ import pytest
 from textual.widgets import DataTable, OptionList
 from tuikit import SIZE, finished, make_app, pick, screen_of, shown_text, until
 
-from mcpcli.commands.flows import CallJob
+from mcpcli.commands.jobs import CallJob
 from mcpcli.config import Paths
 from mcpcli.flow import Flow, dump
 from mcpcli.sampling import Decision, SamplingView
@@ -195,7 +195,7 @@ def test_the_run_screen_is_the_result_view_of_a_stored_flow(cli: Any) -> None:
     """Resuming a finished session shows its stored result again (no server needed)."""
     import asyncio
 
-    from mcpcli.commands.flows import ResumeJob
+    from mcpcli.commands.jobs import ResumeJob
 
     assert cli("call", "provision", "--arg", "name=orders", "--answer", "region=eu-west-1").code == 0
     session = open_store(None, Paths.from_env().store_file).list()[0]

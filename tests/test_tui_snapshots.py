@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Button, OptionList
 from tuikit import SIZE, finished, make_app, pick, rounds_server, screen_of, until
 
-from mcpcli.commands.flows import CallJob
+from mcpcli.commands.jobs import CallJob
 from mcpcli.config import Paths
 from mcpcli.store import RoundRecord, SessionRecord, open_store
 from mcpcli.tui.round import RoundScreen

@@ -13,7 +13,7 @@ import pytest
 from textual.pilot import Pilot
 from tuikit import SIZE, finished, make_app, screen_of, shown_text, until
 
-from mcpcli.commands.flows import CallJob
+from mcpcli.commands.jobs import CallJob
 from mcpcli.config import Paths, private_dir
 from mcpcli.store import open_store
 from mcpcli.tui.round import RoundScreen

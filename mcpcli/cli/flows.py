@@ -1,5 +1,6 @@
 """Commands that talk to a server: discovery (tools, prompts, resources, info) and flows (call, prompt, read,
-resume, tui). Each parses, builds the options and runs one command body from ``mcpcli.commands.flows``."""
+resume, tui). Each parses, builds the options and runs one command body from ``mcpcli.commands`` (``flows``,
+``discovery``, ``jobs``)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from mcpcli.errors import ExitCode
 from mcpcli.runtime import AnswerOptions, Globals, Runtime, lone, run_async
 
 if TYPE_CHECKING:
-    from mcpcli.commands.flows import CallJob, ResumeJob
+    from mcpcli.commands.jobs import CallJob, ResumeJob
     from mcpcli.flow import Flow, Method
 
 
@@ -41,7 +42,7 @@ def _discovery(ctx: typer.Context, what: str, values: dict[str, Any]) -> None:
     g: Globals = ctx.obj.merged(**global_values(values))
 
     def body() -> int:
-        from mcpcli.commands.flows import discover
+        from mcpcli.commands.discovery import discover
 
         rt = Runtime(g, json_out=values["json"])
         return run_async(lambda: discover(rt, what)) or 0
@@ -250,7 +251,7 @@ def _call_command(
         return await run_call(rt, opts, flows, method, name, pairs, args, detach=detach, as_task=as_task)
 
     def job() -> Any:
-        from mcpcli.commands.flows import CallJob
+        from mcpcli.commands.jobs import CallJob
 
         return CallJob(method, name, tuple(pairs), args)
 
@@ -377,7 +378,7 @@ def resume(
         return await run_resume(rt, opts, flows, session, steal=steal, trust_server=trust_server, cancel=cancel_task)
 
     def job() -> Any:
-        from mcpcli.commands.flows import ResumeJob
+        from mcpcli.commands.jobs import ResumeJob
 
         return ResumeJob(session, steal, trust_server)
 
@@ -410,7 +411,7 @@ def tui(
         raise AssertionError("mcpcli tui always runs the app")  # pragma: no cover
 
     def job() -> Any:
-        from mcpcli.commands.flows import ResumeJob
+        from mcpcli.commands.jobs import ResumeJob
 
         return ResumeJob(session) if session else None
 

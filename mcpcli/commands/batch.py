@@ -250,7 +250,7 @@ class Batch:
                 tasks.start_soon(worker)
 
     async def run_line(self, line: Line) -> None:
-        from mcpcli.commands.flows import Seat, _CallsBack, build_flow
+        from mcpcli.commands.flows import CallsBack, Seat, build_flow
 
         for _ in range(2):  # a second time only on its own connection, for a server that wants to call back
             seat = Seat(reporter=_Reporter(self.rt, line.number), summaries=False)
@@ -262,7 +262,7 @@ class Batch:
                 flow.credentials = self.credentials  # the shared connection's sign-in (the session records who)
             try:
                 doc = await self._drive(flow, line)
-            except _CallsBack:
+            except CallsBack:
                 self.flows.remove(flow)
                 if self.client is not None:
                     self.client = None  # from now on every flow connects on its own
@@ -283,7 +283,7 @@ class Batch:
 
     async def _drive(self, flow: Flow, line: Line) -> dict[str, Any]:
         """Run one flow to its line: a result, what it needs, or why it failed."""
-        from mcpcli.commands.flows import _CallsBack, _settled
+        from mcpcli.commands.flows import CallsBack, ending_of
         from mcpcli.flow import NeedInput
         from mcpcli.terminal.hints import worded
 
@@ -294,10 +294,10 @@ class Batch:
                 else:
                     outcome = await self._on_own(flow, line)
                 return self._result(line, flow, outcome)
-            except _CallsBack:
+            except CallsBack:
                 raise
             except BaseException as exc:
-                settled = await _settled(flow, exc)
+                settled = await ending_of(flow, exc)
                 if isinstance(settled, NeedInput):
                     return self._needs(line, settled)
                 if isinstance(settled, McpcliError):
@@ -308,7 +308,7 @@ class Batch:
                 raise  # Ctrl-C, a signal, the batch being cancelled (the session was put back to waiting)
 
     async def _start(self, flow: Flow, line: Line, client: Client) -> Outcome:
-        from mcpcli.commands.flows import _error_result, no_such_tool
+        from mcpcli.commands.flows import error_result, no_such_tool
         from mcpcli.flow import Call
         from mcpcli.tasks import task_support
 
@@ -320,10 +320,10 @@ class Batch:
             from mcpcli.connection import unlisted
 
             unlisted(client, line.tool)
-        return _error_result(await flow.start(Call("tools/call", line.tool, line.arguments)))
+        return error_result(await flow.start(Call("tools/call", line.tool, line.arguments)))
 
     async def _on_shared(self, flow: Flow, line: Line, client: Client) -> Outcome:
-        from mcpcli.commands.flows import _CallsBack
+        from mcpcli.commands.flows import CallsBack
         from mcpcli.connection import wants_back_channel
 
         flow.client = client
@@ -331,14 +331,14 @@ class Batch:
             return await self._start(flow, line, client)
         except ServerError:
             if flow.session is None and wants_back_channel(client):
-                raise _CallsBack from None
+                raise CallsBack from None
             raise
 
     async def _on_own(self, flow: Flow, line: Line) -> Outcome:
-        from mcpcli.commands.flows import _connect_flow
+        from mcpcli.commands.flows import connect_flow
         from mcpcli.connection import back_channel_failure
 
-        async with _connect_flow(self.rt, self.opts, flow, self.target, self.protocol) as client:
+        async with connect_flow(self.rt, self.opts, flow, self.target, self.protocol) as client:
             flow.client = client
             try:
                 outcome = await self._start(flow, line, client)
@@ -386,7 +386,8 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     from mcpcli import trust
-    from mcpcli.commands.flows import _server_logs, credentials, declared, presets_of
+    from mcpcli.commands.discovery import credentials, declared, server_logs
+    from mcpcli.commands.flows import presets_of
     from mcpcli.connection import connect
 
     tally = Tally(len(lines))
@@ -403,7 +404,7 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     settings = declared(rt, opts.llm) | ({} if protocol is None else {"protocol": protocol})
     try:
         async with connect(
-            target, rt.paths, credentials=creds, tracer=rt.tracer(), **settings, **_server_logs(rt, rt.out.note)
+            target, rt.paths, credentials=creds, tracer=rt.tracer(), **settings, **server_logs(rt, rt.out.note)
         ) as client:
             batch.tools = await _tools(rt, client)
             version = client.protocol_version

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.commands.flows import declared
+from mcpcli.commands.discovery import declared
 from mcpcli.listcache import REFRESH_TIMEOUT, Kind, remember
 
 if TYPE_CHECKING:

@@ -1,37 +1,43 @@
-"""The bodies of the commands that talk to a server: connect, do the work, render, return the exit code.
+"""The bodies of the commands that run a flow (``call``, ``prompt``, ``read``, ``resume``): build it, connect,
+drive it, render, return the exit code.
 
-Discovery (``tools``, ``prompts``, ``resources``, ``info``) and flows (``call``, ``prompt``, ``read``,
-``resume``); for the full-screen app, ``drive`` and ``catalog``, which return what to show instead of printing it.
 The front ends parse and call these; they build the answer sources and the flow and hand results to
-``terminal.output``. Imported only by commands that talk to a server (it pulls in the SDK).
+``terminal.output``. Listing commands are in ``commands.discovery``, the app's flows in ``commands.jobs``.
+Imported only by commands that talk to a server (it pulls in the SDK).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
-import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp import Client
-from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from mcpcli import trust
 from mcpcli.answers import Presets, Roots, answers_template
 from mcpcli.arguments import build_arguments
-from mcpcli.auth import Credentials
+from mcpcli.commands.discovery import (
+    Keep,
+    all_pages,
+    at_terminal,
+    credentials,
+    declared,
+    first_problem,
+    keep_listing,
+    server_logs,
+)
 from mcpcli.config import connection_settings
 from mcpcli.connection import Protocol, connect, transport_failure
 from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError, UserStopped
-from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, dump, is_legacy
+from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, is_legacy
 from mcpcli.keeper import Finished, Keeper
 from mcpcli.runtime import lone
 from mcpcli.tasks import task_support
@@ -46,122 +52,6 @@ if TYPE_CHECKING:
     from mcpcli.sampling import Policy
     from mcpcli.store import SessionRecord
     from mcpcli.terminal.inline import Terminal
-
-
-# --- discovery -------------------------------------------------------------------------------------------------------
-
-
-def credentials(rt: Runtime, *, interactive: bool) -> Credentials:
-    """How this run signs in to an HTTP server: ``--bearer``, else the config, else OAuth (a browser only when
-    ``interactive``: a person is at the terminal)."""
-    return Credentials(interactive=interactive, bearer=rt.g.bearer, token_store=rt.process.token_store)
-
-
-def _at_terminal() -> bool:
-    return sys.stdin.isatty() or os.environ.get("MCPCLI_ASSUME_TTY") == "1"
-
-
-async def discover(rt: Runtime, what: str) -> int:
-    target = rt.target()
-    creds = credentials(rt, interactive=_at_terminal())
-    logs = _server_logs(rt, rt.out.note)
-    tracer = rt.tracer()
-    async with connect(target, rt.paths, credentials=creds, tracer=tracer, **logs, **declared(rt)) as client:
-        try:
-            if what == "info":
-                return _info(rt, client)
-            if what == "tools":
-                tools = await _all(client.list_tools, "tools", _keep(rt, target, client, "tools"))
-                rows = [(x["name"], _args_summary(x.get("inputSchema")), x.get("description", "")) for x in tools]
-                return _emit(rt, {"tools": tools}, "Tools", ("name", "arguments", "description"), rows)
-            if what == "prompts":
-                prompts = await _all(client.list_prompts, "prompts", _keep(rt, target, client, "prompts"))
-                rows = [(p["name"], _prompt_args(p), p.get("description", "")) for p in prompts]
-                return _emit(rt, {"prompts": prompts}, "Prompts", ("name", "arguments", "description"), rows)
-            resources = await _all(client.list_resources, "resources")
-            templates = await _all(client.list_resource_templates, "resourceTemplates")
-            if rt.json:
-                rt.out.json({"resources": resources, "resourceTemplates": templates})
-                return 0
-            rows = [(r["uri"], r.get("name", ""), r.get("description", "")) for r in resources]
-            rows += [(r["uriTemplate"], r.get("name", "") + " (template)", r.get("description", "")) for r in templates]
-            rt.out.table("Resources", ("uri", "name", "description"), rows, "The server has no resources.")
-            return 0
-        except MCPError as exc:
-            raise ServerError(f"The server refused to list {what}: {exc.message}.") from None
-        except ValidationError as exc:
-            raise ServerError(f"The server's {what} listing is malformed: {_first_problem(exc)}.") from None
-
-
-Keep = Callable[[list[Any]], None]
-"""Takes the pages of a complete listing (see ``_keep``)."""
-
-
-async def _all(fetch: Any, key: str, keep: Keep | None = None) -> list[dict[str, Any]]:
-    """Every page of a listing (bounded: a paginator that never ends cannot hang us); ``keep`` gets the pages of a
-    complete one."""
-    items: list[dict[str, Any]] = []
-    pages: list[Any] = []
-    cursor = None
-    for _ in range(100):
-        pages.append(await fetch(cursor=cursor))
-        page = dump(pages[-1])
-        items.extend(page.get(key) or [])
-        cursor = page.get("nextCursor")
-        if not cursor:
-            if keep is not None:
-                keep(pages)
-            break
-    return items
-
-
-def _keep(rt: Runtime, target: Target, client: Client, kind: Literal["tools", "prompts"]) -> Keep:
-    """Hands a complete tools or prompts listing to shell completion's cache (``mcpcli.listcache``)."""
-    from mcpcli.listcache import remember
-
-    return lambda pages: remember(rt.paths, target, kind, pages, client.protocol_version)
-
-
-def _emit(rt: Runtime, doc: dict[str, Any], title: str, cols: tuple[str, ...], rows: list[Any]) -> int:
-    if rt.json:
-        rt.out.json(doc)
-    else:
-        rt.out.table(title, cols, rows, f"The server has no {title.lower()}.")
-    return 0
-
-
-def _args_summary(schema: Any) -> str:
-    props = (schema or {}).get("properties") or {}
-    required = set((schema or {}).get("required") or [])
-    parts = [f"{name}{'' if name in required else '?'}: {prop.get('type', 'any')}" for name, prop in props.items()]
-    return ", ".join(parts)
-
-
-def _prompt_args(prompt: dict[str, Any]) -> str:
-    return ", ".join(f"{a['name']}{'' if a.get('required') else '?'}" for a in prompt.get("arguments") or [])
-
-
-def _info(rt: Runtime, client: Client) -> int:
-    server = client.server_info
-    caps = dump(client.server_capabilities)
-    doc = {
-        "server": dump(server) if server else None,
-        "protocolVersion": client.protocol_version,
-        "capabilities": caps,
-        "instructions": client.instructions,
-    }
-    if rt.json:
-        rt.out.json(doc)
-        return 0
-    rows = [
-        ("server", f"{server.name} {server.version}" if server else "?"),
-        ("protocol", client.protocol_version),
-        ("capabilities", ", ".join(sorted(k for k, v in caps.items() if v is not None)) or "none"),
-    ]
-    if client.instructions:
-        rows.append(("instructions", client.instructions))
-    rt.out.table("Server", ("", ""), rows, "")
-    return 0
 
 
 # --- flows -----------------------------------------------------------------------------------------------------------
@@ -206,7 +96,7 @@ def terminal_seat(rt: Runtime, opts: AnswerOptions) -> Seat:
 def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
     """The person at the terminal, when there is one to ask: stdin is a terminal and ``--no-input`` is not given
     (``MCPCLI_ASSUME_TTY`` lets tests drive a pipe)."""
-    if opts.no_input or not _at_terminal():
+    if opts.no_input or not at_terminal():
         return None
     from mcpcli.terminal.inline import Terminal
 
@@ -280,36 +170,6 @@ def build_flow(
     return flow
 
 
-def _server_logs(rt: Runtime, say: Callable[[str], None]) -> dict[str, Any]:
-    """``--log-level``: the opt-in and where each server log line goes (``say``); without it, none of either."""
-    level = rt.log_level()
-    if level is None:
-        return {}
-    from mcpcli.terminal.server_logs import log_printer
-
-    return {"log_level": level, "on_log": log_printer(level, say)}
-
-
-def declared(rt: Runtime, llm_name: str | None = None) -> dict[str, Any]:
-    """What every connection of this run declares and is bounded by — the one place that decides it, so that
-    ``tools``, the app's lists and completion see what ``call`` sees: the protocol, the limits, and whether
-    sampling offers tool use (only when the provider that would answer, ``--llm`` or the default, has a
-    ``tools`` model). The back-channel capabilities themselves are always declared (``connection.connect``)."""
-    return {"protocol": rt.protocol(), "bounds": rt.bounds(), "sampling_tools": _sampling_tools(rt, llm_name)}
-
-
-def _sampling_tools(rt: Runtime, llm_name: str | None) -> bool:
-    if not rt.settings.providers:
-        return False
-    from mcpcli import llm
-
-    try:
-        _name, provider = llm.resolve_provider(rt.settings, llm_name)
-    except McpcliError:
-        return False
-    return any("tools" in m.tags for m in provider.models)
-
-
 def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, approver: Any) -> AnswerSource | None:
     """The sampling source when an LLM provider is configured; without one, sampling requests wait (exit 3)."""
     settings = rt.settings
@@ -344,7 +204,7 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, appr
     return Sampler(server, cast("Policy", policy), complete, describe, approver=approver, budget=budget)
 
 
-def _connect_flow(
+def connect_flow(
     rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, protocol: Any
 ) -> AbstractAsyncContextManager[Client]:
     """The connection a flow runs on; its back-channel callbacks serve pre-2026 servers with the same sources."""
@@ -357,7 +217,7 @@ def _connect_flow(
         **(declared(rt, opts.llm) | ({} if protocol is None else {"protocol": protocol})),
         credentials=flow.credentials,
         tracer=flow.tracer,
-        **_server_logs(rt, flow.reporter.note),
+        **server_logs(rt, flow.reporter.note),
     )
 
 
@@ -369,7 +229,7 @@ async def _connect_and_run(
 ) -> int:
     try:
         return await _run_connected(rt, opts, flow, target, run, protocol)
-    except _CallsBack:
+    except CallsBack:
         # Remembered for the target by the connection: this second connection speaks the handshake.
         rt.out.note(
             "The server asks its questions over the pre-2026 back-channel; calling again with --protocol legacy "
@@ -378,7 +238,7 @@ async def _connect_and_run(
         return await _run_connected(rt, opts, flow, target, run, protocol)
 
 
-class _CallsBack(Exception):
+class CallsBack(Exception):
     """The first leg was refused by a server that wants to call back (nothing was answered, no session yet)."""
 
 
@@ -394,7 +254,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
 
     printed: list[int] = []
     try:
-        async with _connect_flow(rt, opts, flow, target, protocol) as client:
+        async with connect_flow(rt, opts, flow, target, protocol) as client:
             flow.client = client
             try:
                 outcome = await run(client)
@@ -402,7 +262,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                 if (failure := back_channel_failure(client)) is not None:
                     raise failure from None  # what the server made of mcpcli's refusal is not the news
                 if flow.session is None and wants_back_channel(client):
-                    raise _CallsBack from None
+                    raise CallsBack from None
                 if pages := required_urls(client):
                     _show_required_urls(rt, pages)
                     exc.hint = "Open the page(s) yourself, finish there, then run the command again."
@@ -413,7 +273,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                 raise failure  # e.g. a bad --answer to a pre-2026 server's question: exit 2, as on 2026-07-28
             _say_unmatched(rt, flow)
             # Printed before the connection closes: the result is final, whatever the server takes to exit.
-            code = render(rt, flow.call.method if flow.call else "tools/call", _error_result(outcome))
+            code = render(rt, flow.call.method if flow.call else "tools/call", error_result(outcome))
             printed.append(code)
             if (
                 code == ExitCode.TOOL_ERROR
@@ -426,12 +286,12 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                 )
             return code
     except BaseException as exc:
-        if isinstance(single := lone(exc) if isinstance(exc, BaseExceptionGroup) else exc, _CallsBack):
+        if isinstance(single := lone(exc) if isinstance(exc, BaseExceptionGroup) else exc, CallsBack):
             raise single from None
         if printed and isinstance(exc, Exception):  # the result is out and recorded: a messy teardown is not news
             log.debug("the connection failed while closing, after the result", exc_info=True)
             return printed[0]
-        settled = await _settled(flow, exc)
+        settled = await ending_of(flow, exc)
         if isinstance(settled, NeedInput):
             _say_unmatched(rt, flow)
             return needs_input(rt, settled)
@@ -449,16 +309,16 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
         rt.out.stop_progress()
 
 
-async def _drive_connected(
+async def drive_connected(
     rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, protocol: Any, body: Body
 ) -> Outcome:
     """The app's variant: connect, run ``body`` and return its outcome (the app shows it); the same settling."""
     try:
-        async with _connect_flow(rt, opts, flow, target, protocol) as client:
+        async with connect_flow(rt, opts, flow, target, protocol) as client:
             flow.client = client
             return await body(client)
     except BaseException as exc:
-        settled = await _settled(flow, exc)
+        settled = await ending_of(flow, exc)
         if settled is exc:
             raise
         raise settled from None
@@ -466,7 +326,7 @@ async def _drive_connected(
         await flow.keeper.close()
 
 
-async def _settled(flow: Flow, exc: BaseException) -> BaseException:
+async def ending_of(flow: Flow, exc: BaseException) -> BaseException:
     """What a run that raised ``exc`` ends with: an ``McpcliError`` as it is; a dead transport as one line (exit 4,
     the session kept waiting); anything else — Ctrl-C, a signal, a bug — with the session put back to waiting."""
     single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
@@ -513,7 +373,7 @@ _MCP_ERROR = re.compile(r"MCP error (-?\d+): (.+)", re.DOTALL)
 """How the TypeScript SDK's servers hand a JSON-RPC error back as a tool result (``McpError.message``)."""
 
 
-def _error_result(outcome: Outcome) -> Outcome:
+def error_result(outcome: Outcome) -> Outcome:
     """A JSON-RPC error dressed as an ``isError`` result is a protocol error: exit 4, like any other."""
     text = _result_text(outcome)
     if text is not None and (match := _MCP_ERROR.fullmatch(text.strip())):
@@ -561,10 +421,12 @@ async def run_call(
     async def run(client: Client) -> Outcome:
         if method == "tools/call":
             seen: dict[str, Any] = {}
-            arguments = await _tool_arguments(rt, client, name, pairs, args, _keep(rt, target, client, "tools"), seen)
+            arguments = await _tool_arguments(
+                rt, client, name, pairs, args, keep_listing(rt, target, client, "tools"), seen
+            )
             flow.as_task = task_support(client, seen.get("execution"), as_task)
         elif method == "prompts/get":
-            schema = await _prompt_schema(client, name, pairs, _keep(rt, target, client, "prompts"))
+            schema = await prompt_schema(client, name, pairs, keep_listing(rt, target, client, "prompts"))
             arguments = build_arguments(schema, pairs, None, what="prompt", warn=rt.out.warning)
         else:
             arguments = {}
@@ -595,10 +457,10 @@ async def _tool_arguments(
     stop a call the server would take.
     """
     try:
-        schema = await _input_schema(client, tool, keep, seen)
+        schema = await input_schema(client, tool, keep, seen)
     except ValidationError as exc:
         rt.out.note(
-            f"The server's tool listing could not be read ({_first_problem(exc)}); sending --arg values as strings, "
+            f"The server's tool listing could not be read ({first_problem(exc)}); sending --arg values as strings, "
             "unchecked (typed values: --args JSON)."
         )
         from mcpcli.connection import unlisted
@@ -609,15 +471,9 @@ async def _tool_arguments(
     return build_arguments(schema, pairs, args)
 
 
-def _first_problem(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg']}" if where else str(error["msg"])
-
-
-async def _prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Keep | None = None) -> dict[str, Any]:
+async def prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Keep | None = None) -> dict[str, Any]:
     """Prompt arguments are strings; the prompt's listing says which are required."""
-    listed = next((p for p in await _all(client.list_prompts, "prompts", keep) if p["name"] == prompt), None)
+    listed = next((p for p in await all_pages(client.list_prompts, "prompts", keep) if p["name"] == prompt), None)
     if listed is None:
         raise UsageError(f"The server has no prompt {prompt!r}.", hint="See them with: mcpcli prompts")
     arguments = listed.get("arguments") or []
@@ -628,7 +484,7 @@ async def _prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Ke
     }
 
 
-async def _input_schema(
+async def input_schema(
     client: Client, tool: str, keep: Keep | None = None, seen: dict[str, Any] | None = None
 ) -> dict[str, Any] | None:
     """The tool's inputSchema; an unknown tool is a usage error (nothing is sent). ``seen["execution"]``: the
@@ -812,117 +668,5 @@ def interrupted(rt: Runtime, flows: list[Flow], what: str = "Interrupted") -> No
     say(f"\n{what}; nothing was saved (the server had asked for nothing yet).")
 
 
-# --- the full-screen app (``--tui``, ``mcpcli tui``) ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CallJob:
-    """A flow to start in the app: what ``call``/``prompt``/``read`` would send."""
-
-    method: Method
-    name: str
-    pairs: tuple[str, ...] = ()
-    """``--arg KEY=VALUE`` pairs, typed by the tool's schema."""
-    args: str | None = None
-    """``--args JSON|@FILE|-``."""
-    arguments: dict[str, Any] | None = None
-    """Already typed (the start screen's form): sent as they are."""
-
-
-@dataclass(frozen=True)
-class ResumeJob:
-    """A stored flow to continue in the app."""
-
-    session_id: str
-    steal: bool = False
-    trust_server: bool = False
-    """``--trust-server``: run the session's stored command line without asking."""
-
-
 MakeUser = Callable[[Flow, Presets], AnswerSource]
 """Builds the app's answer source for a flow (it needs the flow's call for its header, the presets to pre-fill)."""
-
-
-async def drive(
-    rt: Runtime,
-    opts: AnswerOptions,
-    flows: list[Flow],
-    job: CallJob | ResumeJob,
-    *,
-    seat: Seat,
-) -> Outcome:
-    """The app's core coroutine: the flow ``run_call``/``run_resume`` drive, built for the app's ``seat`` (its
-    answer source, reporter and sampling approver).
-
-    Returns the outcome for the app to show instead of rendering it; errors (``NeedInput``, ``McpcliError``)
-    propagate to the app, which shows them or exits with their code.
-    """
-    record = None
-    if isinstance(job, ResumeJob):
-        record = rt.store.get(job.session_id)
-        if record.status == "done" and record.result is not None:
-            return Outcome(record.result, record, ExitCode(record.exit_code or 0))
-        target, protocol = resume_target(rt, record, trust_server=job.trust_server, ask=None)
-    else:
-        target, note = tui_target(rt)
-        protocol = cast("Protocol | None", rt.protocol())
-        if note:
-            seat.reporter.note(note)
-        trust.remember(rt.paths, target)
-    rt.store.check_writable()
-    server = record.server if record is not None else target.label
-    connection = connection_settings(target, protocol or target.protocol or "auto")
-    flow = build_flow(rt, opts, seat, server, flows, connection=connection)
-
-    async def body(client: Client) -> Outcome:
-        if isinstance(job, ResumeJob):
-            return await flow.resume()
-        if job.arguments is not None:
-            arguments = job.arguments
-        elif job.method == "tools/call":
-            seen: dict[str, Any] = {}
-            schema = await _input_schema(client, job.name, _keep(rt, target, client, "tools"), seen)
-            arguments = build_arguments(schema, list(job.pairs), job.args)
-            flow.as_task = task_support(client, seen.get("execution"), False)
-        elif job.method == "prompts/get":
-            schema = await _prompt_schema(client, job.name, list(job.pairs), _keep(rt, target, client, "prompts"))
-            arguments = build_arguments(schema, list(job.pairs), None, what="prompt")
-        else:
-            arguments = {}
-        return await flow.start(Call(job.method, job.name, arguments))
-
-    async with flow.keeper.running():  # the lease, and its heartbeat, from the claim until after the connection
-        if record is not None:
-            try:
-                await flow.adopt(record, steal=job.steal if isinstance(job, ResumeJob) else False)
-            except Finished as done:
-                return Outcome(done.session.result or {}, done.session, ExitCode(done.session.exit_code or 0))
-        return await _drive_connected(rt, opts, flow, target, protocol, body)
-
-
-def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | None]:
-    """``-s`` when given, else a resumed session's own server, and the note to show (the app has no stderr).
-
-    Unlike ``rt.target()`` it changes nothing in ``rt`` (the app runs many flows) and prints nothing.
-    """
-    from mcpcli.config import parse_headers, resolve_target
-    from mcpcli.servers import ServerTable
-
-    servers = ServerTable(rt.paths, rt.settings)
-    return resolve_target(rt.g.server or stored, rt.settings, headers=parse_headers(rt.g.headers), servers=servers)
-
-
-async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
-    """What the start screen lists: every tool, prompt, resource and resource template (a kind refused: none)."""
-    kinds = {"tools": "list_tools", "prompts": "list_prompts", "resources": "list_resources"}
-    kinds["resourceTemplates"] = "list_resource_templates"
-    found: dict[str, list[dict[str, Any]]] = {}
-    creds = credentials(rt, interactive=False)  # the app owns the terminal: sign in with `mcpcli auth login`
-    tracer = rt.tracer(summaries=False)
-    async with connect(tui_target(rt)[0], rt.paths, credentials=creds, tracer=tracer, **declared(rt)) as client:
-        for key, method in kinds.items():
-            try:
-                found[key] = await _all(getattr(client, method), key)
-            except MCPError:
-                found[key] = []
-    return found

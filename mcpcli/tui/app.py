@@ -1,7 +1,7 @@
 """The app and its one factory, ``build_app`` — used by the CLI and by the tests alike, so tests run the real wiring.
 
 The app owns the workers; screens only show and collect. A flow runs in a named async worker on the
-app's own event loop (``commands.flows.drive``: connect, ``Flow.start``/``resume``), and answers rounds by
+app's own event loop (``commands.jobs.drive``: connect, ``Flow.start``/``resume``), and answers rounds by
 awaiting screens (``source.TuiUser``). Modes:
 
 - ``flow`` (``call|prompt|read|resume --tui``, ``mcpcli tui SESSION``): one flow; its result is shown, and
@@ -30,7 +30,7 @@ from mcpcli.terminal.hints import worded
 
 if TYPE_CHECKING:
     from mcpcli.answers import Presets
-    from mcpcli.commands.flows import CallJob, ResumeJob
+    from mcpcli.commands.jobs import CallJob, ResumeJob
     from mcpcli.flow import AnswerSource, Flow, NeedInput, Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.tui.run import RunScreen
@@ -93,7 +93,7 @@ class McpcliApp(App[TuiExit]):
 
             self.push_screen(SessionsScreen())
         else:
-            from mcpcli.commands.flows import tui_target
+            from mcpcli.commands.discovery import tui_target
             from mcpcli.tui.start import StartScreen
 
             self.push_screen(StartScreen(tui_target(self.rt)[0].label))
@@ -102,7 +102,7 @@ class McpcliApp(App[TuiExit]):
     # --- workers -----------------------------------------------------------------------------------------------------
 
     async def _load_catalog(self) -> None:
-        from mcpcli.commands.flows import catalog
+        from mcpcli.commands.discovery import catalog
         from mcpcli.tui.start import StartScreen
 
         try:
@@ -127,7 +127,8 @@ class McpcliApp(App[TuiExit]):
         self.run_worker(self._drive(job, screen), name="flow", group="flow", exclusive=True, exit_on_error=False)
 
     async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen) -> None:
-        from mcpcli.commands.flows import Seat, drive
+        from mcpcli.commands.flows import Seat
+        from mcpcli.commands.jobs import drive
         from mcpcli.flow import NeedInput
         from mcpcli.tui.sampling import TuiApprover
         from mcpcli.tui.source import TuiReporter
@@ -203,7 +204,7 @@ def _method(job: CallJob | ResumeJob) -> str:
 
 def _title(job: CallJob | ResumeJob) -> str:
     """The run screen's heading: the call as it will be sent (or the session being resumed)."""
-    from mcpcli.commands.flows import ResumeJob
+    from mcpcli.commands.jobs import ResumeJob
     from mcpcli.tui.text import compact_json
 
     if isinstance(job, ResumeJob):

@@ -87,7 +87,7 @@ class SessionsScreen(Screen[None]):
 
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
-        from mcpcli.commands.flows import ResumeJob
+        from mcpcli.commands.jobs import ResumeJob
 
         if event.row_key.value is not None:
             cast("McpcliApp", self.app).start_job(ResumeJob(event.row_key.value))

@@ -192,7 +192,7 @@ class StartScreen(Screen[None]):
         self.action_run()
 
     def action_run(self) -> None:
-        from mcpcli.commands.flows import CallJob
+        from mcpcli.commands.jobs import CallJob
 
         form = self._form()
         if form is None or self.current is None:

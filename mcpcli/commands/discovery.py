@@ -1,0 +1,205 @@
+"""The bodies of the commands that list what a server offers (``tools``, ``prompts``, ``resources``, ``info``)
+and the app's start-screen ``catalog`` — and how every command connects: its credentials, what each connection
+declares (``declared``), where server log lines go (``server_logs``). Imported only by commands that talk to a
+server (it pulls in the SDK).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from mcpcli.auth import Credentials
+from mcpcli.connection import connect
+from mcpcli.errors import McpcliError, ServerError
+from mcpcli.flow import dump
+
+log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from mcpcli.config import Target
+    from mcpcli.runtime import Runtime
+
+
+def credentials(rt: Runtime, *, interactive: bool) -> Credentials:
+    """How this run signs in to an HTTP server: ``--bearer``, else the config, else OAuth (a browser only when
+    ``interactive``: a person is at the terminal)."""
+    return Credentials(interactive=interactive, bearer=rt.g.bearer, token_store=rt.process.token_store)
+
+
+def at_terminal() -> bool:
+    return sys.stdin.isatty() or os.environ.get("MCPCLI_ASSUME_TTY") == "1"
+
+
+async def discover(rt: Runtime, what: str) -> int:
+    target = rt.target()
+    creds = credentials(rt, interactive=at_terminal())
+    logs = server_logs(rt, rt.out.note)
+    tracer = rt.tracer()
+    async with connect(target, rt.paths, credentials=creds, tracer=tracer, **logs, **declared(rt)) as client:
+        try:
+            if what == "info":
+                return _info(rt, client)
+            if what == "tools":
+                tools = await all_pages(client.list_tools, "tools", keep_listing(rt, target, client, "tools"))
+                rows = [(x["name"], _args_summary(x.get("inputSchema")), x.get("description", "")) for x in tools]
+                return _emit(rt, {"tools": tools}, "Tools", ("name", "arguments", "description"), rows)
+            if what == "prompts":
+                prompts = await all_pages(client.list_prompts, "prompts", keep_listing(rt, target, client, "prompts"))
+                rows = [(p["name"], _prompt_args(p), p.get("description", "")) for p in prompts]
+                return _emit(rt, {"prompts": prompts}, "Prompts", ("name", "arguments", "description"), rows)
+            resources = await all_pages(client.list_resources, "resources")
+            templates = await all_pages(client.list_resource_templates, "resourceTemplates")
+            if rt.json:
+                rt.out.json({"resources": resources, "resourceTemplates": templates})
+                return 0
+            rows = [(r["uri"], r.get("name", ""), r.get("description", "")) for r in resources]
+            rows += [(r["uriTemplate"], r.get("name", "") + " (template)", r.get("description", "")) for r in templates]
+            rt.out.table("Resources", ("uri", "name", "description"), rows, "The server has no resources.")
+            return 0
+        except MCPError as exc:
+            raise ServerError(f"The server refused to list {what}: {exc.message}.") from None
+        except ValidationError as exc:
+            raise ServerError(f"The server's {what} listing is malformed: {first_problem(exc)}.") from None
+
+
+Keep = Callable[[list[Any]], None]
+"""Takes the pages of a complete listing (see ``keep_listing``)."""
+
+
+async def all_pages(fetch: Any, key: str, keep: Keep | None = None) -> list[dict[str, Any]]:
+    """Every page of a listing (bounded: a paginator that never ends cannot hang us); ``keep`` gets the pages of a
+    complete one."""
+    items: list[dict[str, Any]] = []
+    pages: list[Any] = []
+    cursor = None
+    for _ in range(100):
+        pages.append(await fetch(cursor=cursor))
+        page = dump(pages[-1])
+        items.extend(page.get(key) or [])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            if keep is not None:
+                keep(pages)
+            break
+    return items
+
+
+def keep_listing(rt: Runtime, target: Target, client: Client, kind: Literal["tools", "prompts"]) -> Keep:
+    """Hands a complete tools or prompts listing to shell completion's cache (``mcpcli.listcache``)."""
+    from mcpcli.listcache import remember
+
+    return lambda pages: remember(rt.paths, target, kind, pages, client.protocol_version)
+
+
+def _emit(rt: Runtime, doc: dict[str, Any], title: str, cols: tuple[str, ...], rows: list[Any]) -> int:
+    if rt.json:
+        rt.out.json(doc)
+    else:
+        rt.out.table(title, cols, rows, f"The server has no {title.lower()}.")
+    return 0
+
+
+def _args_summary(schema: Any) -> str:
+    props = (schema or {}).get("properties") or {}
+    required = set((schema or {}).get("required") or [])
+    parts = [f"{name}{'' if name in required else '?'}: {prop.get('type', 'any')}" for name, prop in props.items()]
+    return ", ".join(parts)
+
+
+def _prompt_args(prompt: dict[str, Any]) -> str:
+    return ", ".join(f"{a['name']}{'' if a.get('required') else '?'}" for a in prompt.get("arguments") or [])
+
+
+def _info(rt: Runtime, client: Client) -> int:
+    server = client.server_info
+    caps = dump(client.server_capabilities)
+    doc = {
+        "server": dump(server) if server else None,
+        "protocolVersion": client.protocol_version,
+        "capabilities": caps,
+        "instructions": client.instructions,
+    }
+    if rt.json:
+        rt.out.json(doc)
+        return 0
+    rows = [
+        ("server", f"{server.name} {server.version}" if server else "?"),
+        ("protocol", client.protocol_version),
+        ("capabilities", ", ".join(sorted(k for k, v in caps.items() if v is not None)) or "none"),
+    ]
+    if client.instructions:
+        rows.append(("instructions", client.instructions))
+    rt.out.table("Server", ("", ""), rows, "")
+    return 0
+
+
+def server_logs(rt: Runtime, say: Callable[[str], None]) -> dict[str, Any]:
+    """``--log-level``: the opt-in and where each server log line goes (``say``); without it, none of either."""
+    level = rt.log_level()
+    if level is None:
+        return {}
+    from mcpcli.terminal.server_logs import log_printer
+
+    return {"log_level": level, "on_log": log_printer(level, say)}
+
+
+def declared(rt: Runtime, llm_name: str | None = None) -> dict[str, Any]:
+    """What every connection of this run declares and is bounded by — the one place that decides it, so that
+    ``tools``, the app's lists and completion see what ``call`` sees: the protocol, the limits, and whether
+    sampling offers tool use (only when the provider that would answer, ``--llm`` or the default, has a
+    ``tools`` model). The back-channel capabilities themselves are always declared (``connection.connect``)."""
+    return {"protocol": rt.protocol(), "bounds": rt.bounds(), "sampling_tools": _sampling_tools(rt, llm_name)}
+
+
+def _sampling_tools(rt: Runtime, llm_name: str | None) -> bool:
+    if not rt.settings.providers:
+        return False
+    from mcpcli import llm
+
+    try:
+        _name, provider = llm.resolve_provider(rt.settings, llm_name)
+    except McpcliError:
+        return False
+    return any("tools" in m.tags for m in provider.models)
+
+
+def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | None]:
+    """``-s`` when given, else a resumed session's own server, and the note to show (the app has no stderr).
+
+    Unlike ``rt.target()`` it changes nothing in ``rt`` (the app runs many flows) and prints nothing.
+    """
+    from mcpcli.config import parse_headers, resolve_target
+    from mcpcli.servers import ServerTable
+
+    servers = ServerTable(rt.paths, rt.settings)
+    return resolve_target(rt.g.server or stored, rt.settings, headers=parse_headers(rt.g.headers), servers=servers)
+
+
+async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
+    """What the start screen lists: every tool, prompt, resource and resource template (a kind refused: none)."""
+    kinds = {"tools": "list_tools", "prompts": "list_prompts", "resources": "list_resources"}
+    kinds["resourceTemplates"] = "list_resource_templates"
+    found: dict[str, list[dict[str, Any]]] = {}
+    creds = credentials(rt, interactive=False)  # the app owns the terminal: sign in with `mcpcli auth login`
+    tracer = rt.tracer(summaries=False)
+    async with connect(tui_target(rt)[0], rt.paths, credentials=creds, tracer=tracer, **declared(rt)) as client:
+        for key, method in kinds.items():
+            try:
+                found[key] = await all_pages(getattr(client, method), key)
+            except MCPError:
+                found[key] = []
+    return found
+
+
+def first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
