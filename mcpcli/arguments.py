@@ -21,6 +21,26 @@ from mcpcli.errors import UsageError
 _BOOLS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
 
+def usable_schema(schema: Any) -> dict[str, Any]:
+    """A tool's ``inputSchema`` as far as it can be read. The SDK checks only that it is an object, so a server can
+    send ``properties`` that are not an object of objects, or a ``required`` that is not a list of names: those
+    parts are left out (the arguments they concern are sent as given, untyped, as for a listing the SDK refuses),
+    and every reader of the schema — typing, checking, listing, completion, the app's form — sees the same one."""
+    if not isinstance(schema, Mapping):
+        return {"type": "object"}
+    usable = dict(schema)
+    if "properties" in usable:
+        properties = usable["properties"]
+        if isinstance(properties, Mapping):
+            usable["properties"] = {str(k): (v if isinstance(v, Mapping) else {}) for k, v in properties.items()}
+        else:
+            del usable["properties"]
+    if "required" in usable:
+        required = usable["required"]
+        usable["required"] = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
+    return usable
+
+
 def build_arguments(
     schema: Mapping[str, Any] | None,
     pairs: Sequence[str],
@@ -120,12 +140,17 @@ def _types(prop: Any) -> set[str]:
     if isinstance(kind, list):
         return {k for k in kind if isinstance(k, str)}
     found: set[str] = set()
-    for branch in (*prop.get("anyOf", ()), *prop.get("oneOf", ())):
+    for branch in (*_listed(prop.get("anyOf")), *_listed(prop.get("oneOf"))):
         found |= _types(branch)
     if not found:  # an untyped enum or const: its values say what may be given
-        values = [*prop.get("enum", ()), *([prop["const"]] if "const" in prop else [])]
+        values = [*_listed(prop.get("enum")), *([prop["const"]] if "const" in prop else [])]
         found = {_json_type(v) for v in values}
     return found
+
+
+def _listed(value: Any) -> list[Any]:
+    """A schema keyword that should be a list (``anyOf``, ``enum``…), or nothing when it is not one."""
+    return value if isinstance(value, list) else []
 
 
 def _json_type(value: Any) -> str:
@@ -189,9 +214,14 @@ def _simple(schema: Mapping[str, Any]) -> bool:
         return False
     props = schema.get("properties") or {}
     return isinstance(props, Mapping) and all(
-        isinstance(p, Mapping) and set(p) <= _SIMPLE_PROP and p.get("type", "string") in _PY_TYPES
+        isinstance(p, Mapping) and set(p) <= _SIMPLE_PROP and _plain_type(p.get("type", "string"))
         for p in props.values()
     )
+
+
+def _plain_type(kind: Any) -> bool:
+    """One of the JSON types ``_check_simple`` checks itself (not a list of them, nor anything else)."""
+    return isinstance(kind, str) and kind in _PY_TYPES
 
 
 def _check_simple(schema: Mapping[str, Any], arguments: Mapping[str, Any], what: str) -> None:
@@ -234,8 +264,8 @@ def check(schema: Mapping[str, Any], arguments: Mapping[str, Any], what: str) ->
         validator_cls = jsonschema.validators.validator_for(schema)
         validator = validator_cls(schema)
         error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
-    except jsonschema.exceptions.SchemaError:
-        return  # the server's schema is broken; let the server judge the arguments
+    except Exception:  # a schema broken any way (a bad pattern, a bound of the wrong type, a $ref
+        return  # that resolves nowhere…) is the server's: let it judge the arguments
     if error is None:
         return
     where = ".".join(str(p) for p in error.absolute_path)

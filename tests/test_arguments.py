@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import stdio_server
+from conftest import PY, stdio_server
 
-from mcpcli.arguments import build_arguments, typed_value
+from mcpcli.arguments import build_arguments, typed_value, usable_schema
 from mcpcli.errors import ExitCode, UsageError
 
 SCHEMA: dict[str, Any] = {
@@ -332,3 +333,46 @@ def test_an_unknown_key_the_schema_allows_is_sent_and_named() -> None:
     with pytest.raises(UsageError, match="does not take that argument: 'zzz'") as refused:
         build("name=n", "zzz=1", schema=forbidden)
     assert "Its arguments: name" in (refused.value.hint or "")
+
+
+ODD = shlex.join([PY, str(Path(__file__).parent / "data" / "odd_schemas_server.py")])
+
+
+@pytest.mark.parametrize(
+    ("args", "sent"),
+    [
+        (("tools",), None),
+        (("call", "listed", "-a", "x=1"), '{"x": 1}'),
+        (("call", "loose", "-a", "p=1", "-a", "q=hi", "-a", "r=2"), '{"p": "1", "q": "hi", "r": "2"}'),
+        (("call", "loose", "--args", '{"p": [1]}'), '{"p": [1]}'),
+        (("call", "broken", "-a", "s=x", "-a", "n=3"), '{"n": 3, "s": "x"}'),
+    ],
+)
+def test_input_schemas_json_schema_does_not_mean_are_read_as_far_as_they_can_be(
+    process: Any, args: tuple[str, ...], sent: str | None
+) -> None:
+    """Before, each of these was "Internal error" (a list where an object was expected, a name that is not
+    hashable): a server's odd schema leaves its arguments untyped or unchecked — the server judges them."""
+    r = process("-s", ODD, *args)
+    assert r.code == 0, r.err
+    assert "Internal error" not in r.err
+    if sent is None:
+        assert "listed" in r.out and "loose" in r.out and "q?: ['string', 'null']" in r.out
+    else:
+        assert r.out == sent + "\n"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        "not a schema",
+        {"type": "object", "properties": ["x"]},
+        {"type": "object", "properties": {"x": 5}, "required": [["x"], "y", 3]},
+        {"type": "object", "required": "x"},
+    ],
+)
+def test_usable_schema_keeps_only_what_json_schema_means(schema: Any) -> None:
+    usable = usable_schema(schema)
+    assert isinstance(usable, dict) and usable.get("type") == "object"
+    assert all(isinstance(p, dict) for p in (usable.get("properties") or {}).values())
+    assert all(isinstance(n, str) for n in usable.get("required") or [])

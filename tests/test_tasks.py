@@ -250,8 +250,10 @@ def test_killed_at_random_moments_every_task_finishes_and_no_answer_is_sent_twic
     else:  # 2025-11-25: the questions come over the back-channel while tasks/result waits
         server = stdio(state, *slow, *(("--gen", "2025") if transport == "stdio-2025" else ()))
     answers = ("--answer", "name=orders", "--answer", "region=eu")
-    runs, resumed = 10, 0
-    for n in range(runs):
+    resumed = 0
+    for n in range(30):  # ten runs at least; more until three were killed inside their task (a loaded machine's
+        if n >= 10 and resumed >= 3:  # timing moves where a kill lands, and a run killed outside proves little)
+            break
         before = len(answers_received(state))
         proc = spawn("call", "ask_twice", "-s", server, *answers)
         deadline = time.monotonic() + 30

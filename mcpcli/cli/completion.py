@@ -233,10 +233,10 @@ def complete_args(ctx: typer.Context, incomplete: str) -> list[Item]:
 
 
 def _tool_properties(item: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    schema = item.get("inputSchema") or {}
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(properties, dict):
-        return {}
+    from mcpcli.arguments import usable_schema
+
+    schema = usable_schema(item.get("inputSchema"))
+    properties = schema.get("properties") or {}
     required = set(schema.get("required") or [])
     return {
         k: {**v, "x-required": k in required} if isinstance(v, dict) else {"x-required": k in required}

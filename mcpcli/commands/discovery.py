@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from mcpcli.arguments import usable_schema
 from mcpcli.auth import Credentials
 from mcpcli.connection import connect
 from mcpcli.errors import McpcliError, ServerError
@@ -108,8 +109,8 @@ def _emit(rt: Runtime, doc: dict[str, Any], title: str, cols: tuple[str, ...], r
 
 
 def _args_summary(schema: Any) -> str:
-    props = (schema or {}).get("properties") or {}
-    required = set((schema or {}).get("required") or [])
+    usable = usable_schema(schema)
+    props, required = usable.get("properties") or {}, set(usable.get("required") or [])
     parts = [f"{name}{'' if name in required else '?'}: {prop.get('type', 'any')}" for name, prop in props.items()]
     return ", ".join(parts)
 

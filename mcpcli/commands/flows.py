@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from mcpcli import trust
 from mcpcli.answers import Presets, Roots, answers_template
-from mcpcli.arguments import build_arguments
+from mcpcli.arguments import build_arguments, usable_schema
 from mcpcli.commands.discovery import (
     Keep,
     all_pages,
@@ -502,7 +502,7 @@ async def input_schema(
             if item.name == tool:
                 if seen is not None:
                     seen["execution"] = item.execution
-                return dict(item.input_schema)
+                return usable_schema(item.input_schema)
             names.append(item.name)
         if not cursor:
             break

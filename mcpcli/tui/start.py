@@ -23,6 +23,7 @@ from textual.widgets import Button, Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from mcpcli import forms
+from mcpcli.arguments import usable_schema
 from mcpcli.tui.fields import NOT_GIVEN, FieldWidget, field_widget
 from mcpcli.tui.text import plain
 
@@ -50,7 +51,7 @@ def entries(found: Mapping[str, list[dict[str, Any]]]) -> list[Entry]:
     """The catalog as entries, in the order shown: tools, prompts, resources, resource templates."""
     listed: list[Entry] = []
     for tool in found.get("tools", []):
-        schema = tool.get("inputSchema") or {"type": "object"}
+        schema = usable_schema(tool.get("inputSchema"))
         listed.append(Entry("tools/call", tool["name"], tool["name"], tool.get("description") or "", schema))
     for prompt in found.get("prompts", []):
         args = prompt.get("arguments") or []
