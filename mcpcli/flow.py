@@ -43,6 +43,9 @@ STATE_ONLY_BACKOFF = (0.05, 0.25)
 MAX_RESTARTS = 2
 """How often one run may start the flow over after a stale ``request_state`` before giving up."""
 
+ROOTS_SETTLE = 0.1
+"""Seconds between answering a server's ``roots/list`` on connecting and sending the call (see ``Flow.start``)."""
+
 
 @dataclass(frozen=True)
 class Call:
@@ -230,6 +233,7 @@ class Flow:
     _back_channel_count: dict[str, int] = field(default_factory=dict)
     _back_channel_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
     _in_flight: bool = False
+    _roots_given_at: float | None = None
 
     @property
     def session(self) -> SessionRecord | None:
@@ -252,6 +256,10 @@ class Flow:
         self.call = call
         self._arm_deadline()
         self._event("start", method=call.method, name=call.name)
+        if self._roots_given_at is not None:
+            # A server that asked for the roots on connecting may still be taking them in (the filesystem server
+            # resolves each path before it serves any): a call sent at once could find no directory allowed yet.
+            await anyio.sleep(max(0.0, self._roots_given_at + ROOTS_SETTLE - time.monotonic()))
         return await self._loop()
 
     async def adopt(self, session: SessionRecord, *, steal: bool = False) -> SessionRecord:
@@ -556,6 +564,8 @@ class Flow:
         """An SDK callback body for pre-2026 servers: the same sources, asked mid-call, recorded as a round."""
 
         async def handle(request: t.InputRequest) -> t.InputResponse | t.ErrorData:
+            if self.call is None:
+                return await self._before_the_call(kind, request)
             self._back_channel_count[kind] = n = self._back_channel_count.get(kind, 0) + 1
             key = f"{kind}-{n}"
             requests = {key: dump(request)}
@@ -568,6 +578,21 @@ class Flow:
             return typed
 
         return handle
+
+    async def _before_the_call(self, kind: str, request: t.InputRequest) -> t.InputResponse | t.ErrorData:
+        """A back-channel request that arrives before the flow's call was made: no flow is running yet to hold it.
+
+        The reference filesystem server asks for the client's roots as soon as the handshake is done, and serves
+        nothing until it has them: the sources that need nobody (``--root``, the working directory) answer it,
+        unrecorded. Anything else — a question out of nowhere — is refused.
+        """
+        if isinstance(request, t.ListRootsRequest):
+            question = Question(f"{kind}-0", request, dump(request), "", self.server, back_channel=True)
+            for source in self.sources:
+                if not source.interactive and (answer := await source.answer(question)) is not None:
+                    self._roots_given_at = time.monotonic()
+                    return answer
+        return t.ErrorData(code=t.INVALID_REQUEST, message="The client has no call running to ask for.")
 
     # --- sessions ----------------------------------------------------------------------------------------------------
 

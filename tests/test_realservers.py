@@ -1,10 +1,12 @@
-"""Third-party servers installed from their registries: the reference TypeScript "everything" server (npm, run
-with the system node) and a fastmcp 4.x server (PyPI, the ``test`` extra). Skipped only where node/npm or fastmcp
-are missing (never in CI, which installs both)."""
+"""Third-party servers installed from their registries: the reference TypeScript servers (npm, run with the system
+node: "everything", filesystem, memory, sequential-thinking), the official Python reference servers (PyPI, each in its
+own venv: time, git) and a fastmcp 4.x server (the ``test`` extra). Each is installed once into a cache outside the
+work tree; skipped only where node/npm or the registry are missing (never in CI, which has both)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -15,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, ROOT, free_port
+from conftest import PY, ROOT, Result, free_port
 
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
+FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
 FASTMCP_SERVER = Path(__file__).resolve().parent / "data" / "fastmcp_server.py"
 
 
@@ -27,24 +30,64 @@ def _unavailable(why: str) -> None:
     pytest.skip(why)
 
 
-@pytest.fixture(scope="session")
-def everything() -> str:
-    """A ``-s`` command line for the everything server, installed once into a cache outside the work tree."""
+def _cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mcpcli-tests"
+
+
+def _npm_server(spec: str, folder: str) -> str:
+    """A ``-s`` command line for an npm server package (``spec``: name@version), installed once under the cache."""
     if not (shutil.which("node") and shutil.which("npm")):
         _unavailable("needs node and npm")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mcpcli-tests" / "everything"
-    main = cache / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    cache = _cache() / folder
+    name = spec.rsplit("@", 1)[0]
+    main = cache / "node_modules" / name / "dist" / "index.js"
     if not main.is_file():
         cache.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
-            ["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(cache), EVERYTHING],
+            ["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(cache), spec],
             capture_output=True,
             text=True,
             timeout=300,
         )
         if done.returncode != 0 or not main.is_file():
-            _unavailable(f"npm install {EVERYTHING} failed: {done.stderr[-500:]}")
-    return shlex.join(["node", str(main), "stdio"])
+            _unavailable(f"npm install {spec} failed: {done.stderr[-500:]}")
+    return shlex.join(["node", str(main)])
+
+
+@pytest.fixture(scope="session")
+def everything() -> str:
+    """A ``-s`` command line for the everything server (stdio)."""
+    return _npm_server(EVERYTHING, "everything") + " stdio"
+
+
+@pytest.fixture(scope="session")
+def filesystem() -> str:
+    """The reference filesystem server, started with no directory: it asks the client for its roots."""
+    return _npm_server(FILESYSTEM, "filesystem")
+
+
+def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
+    """``python -m mcpcli`` as a user runs it, from ``cwd`` (the default root), with a timeout."""
+    proc = subprocess.run(
+        [PY, "-m", "mcpcli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def left_running(cwd: Path) -> list[str]:
+    """The command lines of processes still running in ``cwd``: a server that outlived the command that started it
+    (each test starts its servers from its own directory, so others running meanwhile do not count)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if proc.name.isdigit() and (proc / "cwd").resolve() == cwd.resolve():
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return found
 
 
 @pytest.fixture
@@ -155,3 +198,43 @@ def test_a_bad_protocol_setting_is_a_usage_error(process: Any) -> None:
     r = process("servers", "add", "x", "--protocol", "2024", "--", "true")
     assert r.code == 2
     assert "Unknown protocol" in r.err
+
+
+def test_the_filesystem_server_works_in_the_working_directory_it_was_given_as_root(
+    filesystem: str, tmp_path: Path
+) -> None:
+    """It asks for the roots as soon as the handshake is done, before any call: that request used to be refused
+    (an internal assertion), leaving the server no directory at all ("Access denied" for every path)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("first line\nsecond line\n")
+    allowed = run_in(work, "call", "list_allowed_directories", "-s", filesystem)
+    assert allowed.code == 0 and str(work.resolve()) in allowed.out, allowed.err
+    read = run_in(work, "call", "read_text_file", "-a", "path=notes.txt", "-a", "head=1", "-s", filesystem)
+    assert (read.code, read.out) == (0, "first line\n"), read.err
+    wrote = run_in(work, "call", "write_file", "-a", "path=new.txt", "-a", "content=012", "-s", filesystem)
+    assert wrote.code == 0 and (work / "new.txt").read_text() == "012", wrote.err
+    tree = run_in(work, "call", "directory_tree", "--args", '{"path": "."}', "--json", "-s", filesystem)
+    assert tree.code == 0, tree.err
+    names = {entry["name"] for entry in json.loads(tree.json()["content"][0]["text"])}
+    assert names == {"notes.txt", "new.txt"}
+    both = run_in(
+        work, "call", "read_multiple_files", "--args", '{"paths": ["notes.txt", "new.txt"]}', "-s", filesystem
+    )
+    assert both.code == 0 and "second line" in both.out and "012" in both.out, both.err
+    outside = run_in(work, "call", "read_text_file", "-a", f"path={tmp_path}", "-s", filesystem)
+    assert outside.code == 1 and "Access denied" in outside.err + outside.out, outside.err
+    assert "Traceback" not in outside.err and "Internal error" not in outside.err
+    assert run_in(work, "sessions", "list", "--json").json() == []  # answering the roots is no flow to keep
+    assert left_running(work) == []
+
+
+def test_the_filesystem_server_refuses_bad_calls_before_anything_is_sent(filesystem: str, tmp_path: Path) -> None:
+    missing = run_in(tmp_path, "call", "read_text_file", "-s", filesystem)
+    assert missing.code == 2 and "path" in missing.err
+    typed = run_in(tmp_path, "call", "read_text_file", "-a", "path=x", "-a", "head=many", "-s", filesystem)
+    assert typed.code == 2 and "head" in typed.err
+    unknown = run_in(tmp_path, "call", "read_everything", "-s", filesystem)
+    assert unknown.code == 2 and "read_text_file" in unknown.err
+    for r in (missing, typed, unknown):
+        assert "Traceback" not in r.err and r.out == ""
