@@ -238,3 +238,13 @@ def test_the_filesystem_server_refuses_bad_calls_before_anything_is_sent(filesys
     assert unknown.code == 2 and "read_text_file" in unknown.err
     for r in (missing, typed, unknown):
         assert "Traceback" not in r.err and r.out == ""
+
+
+def test_a_server_that_offers_only_tools_lists_no_prompts_and_no_resources(filesystem: str, tmp_path: Path) -> None:
+    """It used to be asked anyway: "The server refused to list prompts: Method not found", exit 4."""
+    prompts = run_in(tmp_path, "prompts", "-s", filesystem)
+    assert prompts.code == 0 and "no prompts" in prompts.err + prompts.out, prompts.err
+    resources = run_in(tmp_path, "resources", "--json", "-s", filesystem)
+    assert resources.code == 0 and resources.json() == {"resources": [], "resourceTemplates": []}, resources.err
+    info = run_in(tmp_path, "info", "-s", filesystem)
+    assert info.code == 0 and "secure-filesystem-server" in info.out, info.err

@@ -67,19 +67,22 @@ async def discover(rt: Runtime, what: str) -> int:
     logs = _server_logs(rt, rt.out.note)
     tracer = rt.tracer()
     async with connect(target, rt.paths, credentials=creds, tracer=tracer, **logs, **declared(rt)) as client:
+        # A server lists only what it declares: asking the rest is refused ("Method not found"), yet means "none".
+        offers = client.server_capabilities
         try:
             if what == "info":
                 return _info(rt, client)
             if what == "tools":
-                tools = await _all(client.list_tools, "tools", _keep(rt, target, client, "tools"))
+                tools = await _all(client.list_tools, "tools", _keep(rt, target, client, "tools"), offers.tools)
                 rows = [(x["name"], _args_summary(x.get("inputSchema")), x.get("description", "")) for x in tools]
                 return _emit(rt, {"tools": tools}, "Tools", ("name", "arguments", "description"), rows)
             if what == "prompts":
-                prompts = await _all(client.list_prompts, "prompts", _keep(rt, target, client, "prompts"))
+                keep = _keep(rt, target, client, "prompts")
+                prompts = await _all(client.list_prompts, "prompts", keep, offers.prompts)
                 rows = [(p["name"], _prompt_args(p), p.get("description", "")) for p in prompts]
                 return _emit(rt, {"prompts": prompts}, "Prompts", ("name", "arguments", "description"), rows)
-            resources = await _all(client.list_resources, "resources")
-            templates = await _all(client.list_resource_templates, "resourceTemplates")
+            resources = await _all(client.list_resources, "resources", None, offers.resources)
+            templates = await _all(client.list_resource_templates, "resourceTemplates", None, offers.resources)
             if rt.json:
                 rt.out.json({"resources": resources, "resourceTemplates": templates})
                 return 0
@@ -97,12 +100,16 @@ Keep = Callable[[list[Any]], None]
 """Takes the pages of a complete listing (see ``_keep``)."""
 
 
-async def _all(fetch: Any, key: str, keep: Keep | None = None) -> list[dict[str, Any]]:
+async def _all(fetch: Any, key: str, keep: Keep | None = None, offered: object = True) -> list[dict[str, Any]]:
     """Every page of a listing (bounded: a paginator that never ends cannot hang us); ``keep`` gets the pages of a
-    complete one."""
+    complete one. Nothing is asked when the server does not offer the kind (``offered``: its capability, or None)."""
     items: list[dict[str, Any]] = []
     pages: list[Any] = []
     cursor = None
+    if offered is None:
+        if keep is not None:
+            keep(pages)
+        return items
     for _ in range(100):
         pages.append(await fetch(cursor=cursor))
         page = dump(pages[-1])
