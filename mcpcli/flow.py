@@ -26,6 +26,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
+from mcpcli.connection import roots_asked_again
 from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError
 from mcpcli.keeper import Keeper
 from mcpcli.tasks import CreateTaskResult, TaskControl
@@ -45,6 +46,9 @@ MAX_RESTARTS = 2
 
 ROOTS_SETTLE = 0.1
 """Seconds between answering a server's ``roots/list`` on connecting and sending the call (see ``Flow.start``)."""
+
+ROOTS_WAIT = 2.0
+"""How long a call waits for a kept-alive server told that the roots changed to ask for them."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +257,10 @@ class Flow:
         lease back however the run ends — after the connection is closed, so that a connection that died can
         still be recorded under the lease.
         """
+        if self.client is not None and roots_asked_again(self.client):
+            with anyio.move_on_after(ROOTS_WAIT):  # a server that never asks again is not waited for long
+                while self._roots_given_at is None:
+                    await anyio.sleep(0.01)
         self.call = call
         self._arm_deadline()
         self._event("start", method=call.method, name=call.name)

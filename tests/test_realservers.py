@@ -21,6 +21,7 @@ from conftest import PY, ROOT, Result, free_port
 
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
 FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
+MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
 FASTMCP_SERVER = Path(__file__).resolve().parent / "data" / "fastmcp_server.py"
 
 
@@ -64,6 +65,39 @@ def everything() -> str:
 def filesystem() -> str:
     """The reference filesystem server, started with no directory: it asks the client for its roots."""
     return _npm_server(FILESYSTEM, "filesystem")
+
+
+@pytest.fixture(scope="session")
+def memory() -> str:
+    """The reference knowledge-graph server: stateful, kept in the file ``MEMORY_FILE_PATH`` names."""
+    return _npm_server(MEMORY, "memory")
+
+
+@pytest.fixture
+def worker_on(home: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The warm worker started for this home (the other tests run cold); stopped afterwards."""
+    monkeypatch.setenv("MCPCLI_WORKER", "1")
+    monkeypatch.delenv("CI", raising=False)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    started = run_in(ROOT, "worker", "start")
+    assert started.code == 0, started.err
+    yield
+    run_in(ROOT, "worker", "stop")
+
+
+def _config(home: Path, servers: dict[str, dict[str, Any]]) -> None:
+    """``config.toml`` with these ``[mcpServers.NAME]`` entries (strings, lists of strings, tables, booleans)."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lines = []
+    for name, entry in servers.items():
+        lines.append(f"[mcpServers.{name}]")
+        for key, value in entry.items():
+            if isinstance(value, dict):
+                value = "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in value.items()) + " }"
+            else:
+                value = json.dumps(value)
+            lines.append(f"{key} = {value}")
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
 
 
 def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
@@ -248,3 +282,42 @@ def test_a_server_that_offers_only_tools_lists_no_prompts_and_no_resources(files
     assert resources.code == 0 and resources.json() == {"resources": [], "resourceTemplates": []}, resources.err
     info = run_in(tmp_path, "info", "-s", filesystem)
     assert info.code == 0 and "secure-filesystem-server" in info.out, info.err
+
+
+def test_the_memory_server_keeps_its_graph_between_commands_cold_and_kept_alive_in_the_worker(
+    memory: str, filesystem: str, home: Path, tmp_path: Path, worker_on: None
+) -> None:
+    """Kept alive, a server is one process for every command, whatever their directories: the filesystem server
+    used to keep the roots of the first command that reached it (from another directory, "read f.txt" read the
+    first directory's f.txt); the next command now tells it the roots changed, and waits for it to ask again."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    for folder in (one, two):
+        folder.mkdir()
+        (folder / "f.txt").write_text(f"in {folder.name}\n")
+    node, main = shlex.split(memory)
+    graph = {"MEMORY_FILE_PATH": str(tmp_path / "graph.jsonl")}
+    fs_node, fs_main = shlex.split(filesystem)
+    _config(
+        home,
+        {
+            "mem": {"command": node, "args": [main], "env": graph},
+            "kept": {"command": node, "args": [main], "env": graph, "keep_alive": True},
+            "files": {"command": fs_node, "args": [fs_main], "keep_alive": True},
+        },
+    )
+    ada = {"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}]}
+    created = run_in(one, "call", "create_entities", "--args", json.dumps(ada), "-s", "mem", "--no-worker")
+    assert created.code == 0 and '"Ada"' in created.out, created.err
+    for how in ("--no-worker", "-v"):
+        found = run_in(two, "call", "search_nodes", "-a", "query=program", "--json", "-s", "kept", how)
+        assert found.code == 0, found.err
+        assert [e["name"] for e in found.json()["structuredContent"]["entities"]] == ["Ada"]
+    nested = run_in(one, "call", "create_entities", "--args", '{"entities": [{"name": "Bob"}]}', "-s", "kept")
+    assert nested.code == 2 and "entities.0" in nested.err and "--arg entityType" not in nested.err, nested.err
+    for folder in (one, two, one):
+        read = run_in(folder, "call", "read_text_file", "-a", "path=f.txt", "-s", "files")
+        assert (read.code, read.out.rstrip("\n")) == (0, f"in {folder.name}"), read.err
+    ps = run_in(ROOT, "worker", "ps")
+    assert "kept" in ps.out and "files" in ps.out, ps.err
+    assert run_in(ROOT, "worker", "stop").code == 0
+    assert left_running(one) == [] and left_running(two) == []

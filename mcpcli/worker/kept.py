@@ -76,6 +76,9 @@ class KeptServer:
     restarts: int = 0
     init_reply: dict[str, Any] | None = None
     init_pending: str | None = None
+    asks_roots: bool = False
+    """The server has asked a command for its roots (``roots/list``): it holds the roots of whoever it asked, which
+    the next command must replace with its own (``attach.attached``)."""
     current: Attachment | None = None
     waiting: deque[Attachment] = field(default_factory=deque)
     out: bytearray = field(default_factory=bytearray)
@@ -103,6 +106,7 @@ class KeptServer:
         self.started = time.time()
         self.init_reply = None
         self.init_pending = None
+        self.asks_roots = False
         self.out.clear()
 
     def stop(self) -> None:
@@ -197,7 +201,8 @@ class Kept:
         server.current = attachment
         server.calls += 1
         try:
-            send(attachment.conn, {"ok": True, "pid": server.proc.pid if server.proc else None, "restarted": restarted})
+            reply = {"ok": True, "pid": server.proc.pid if server.proc else None, "restarted": restarted}
+            send(attachment.conn, reply | {"asks_roots": server.asks_roots})
         except OSError:
             self._detach(server)
             return
@@ -283,7 +288,9 @@ class Kept:
             if current is None or number != str(current.number):
                 return  # the answer to a command that has gone
             message = {**message, "id": json.loads(original)}
-        elif current is None:
+        elif message.get("method") == "roots/list":
+            server.asks_roots = True
+        if current is None:
             if message.get("method") == "ping" and "id" in message:
                 self._write_server(
                     server, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}).encode() + b"\n"
