@@ -22,6 +22,10 @@ from conftest import PY, ROOT, Result, free_port
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
 FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
 MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
+# The official Python reference servers, each in its own venv (never ours: they pin their own SDK). The time server
+# at a release built on the 1.x SDK (it speaks 2025-11-25), the git server at one built on 2.3 (2026-07-28).
+TIME = ("time-2025.9.25", ["mcp-server-time==2025.9.25", "mcp==1.30.0"], "mcp-server-time")
+GIT = ("git-2026.10.19", ["mcp-server-git==2026.10.19"], "mcp-server-git")
 FASTMCP_SERVER = Path(__file__).resolve().parent / "data" / "fastmcp_server.py"
 
 
@@ -53,6 +57,37 @@ def _npm_server(spec: str, folder: str) -> str:
         if done.returncode != 0 or not main.is_file():
             _unavailable(f"npm install {spec} failed: {done.stderr[-500:]}")
     return shlex.join(["node", str(main)])
+
+
+def _pypi_server(folder: str, requirements: list[str], script: str) -> str:
+    """The path of a PyPI server's console script, installed once into its own venv under the cache."""
+    venv = _cache() / folder
+    main = venv / "bin" / script
+    if not main.is_file():
+        shutil.rmtree(venv, ignore_errors=True)  # a half-made venv from an interrupted run
+        made = subprocess.run([PY, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=120)
+        if made.returncode != 0:
+            _unavailable(f"python -m venv failed: {made.stderr[-500:]}")
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *requirements],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if done.returncode != 0 or not main.is_file():
+            shutil.rmtree(venv, ignore_errors=True)
+            _unavailable(f"pip install {' '.join(requirements)} failed: {done.stderr[-500:]}")
+    return str(main)
+
+
+@pytest.fixture(scope="session")
+def time_server() -> str:
+    return shlex.join([_pypi_server(*TIME), "--local-timezone", "UTC"])
+
+
+@pytest.fixture(scope="session")
+def git_server() -> str:
+    return shlex.join([_pypi_server(*GIT)])
 
 
 @pytest.fixture(scope="session")
@@ -321,3 +356,53 @@ def test_the_memory_server_keeps_its_graph_between_commands_cold_and_kept_alive_
     assert "kept" in ps.out and "files" in ps.out, ps.err
     assert run_in(ROOT, "worker", "stop").code == 0
     assert left_running(one) == [] and left_running(two) == []
+
+
+def test_the_time_server_on_the_1x_python_sdk_tells_and_converts_times(time_server: str, tmp_path: Path) -> None:
+    info = run_in(tmp_path, "info", "--json", "-s", time_server)
+    assert info.code == 0 and info.json()["protocolVersion"] == "2025-11-25", info.err
+    now = run_in(tmp_path, "call", "get_current_time", "-a", "timezone=Europe/Paris", "-s", time_server)
+    assert now.code == 0 and json.loads(now.out)["timezone"] == "Europe/Paris", now.err
+    converted = run_in(
+        tmp_path, "call", "convert_time", "-a", "source_timezone=UTC", "-a", "time=14:30",
+        "-a", "target_timezone=Asia/Tokyo", "--json", "-s", time_server,
+    )  # fmt: skip
+    assert converted.code == 0, converted.err
+    assert json.loads(converted.json()["content"][0]["text"])["target"]["datetime"].endswith("T23:30:00+09:00")
+    wrong = run_in(tmp_path, "call", "get_current_time", "-a", "timezone=Mars/Olympus", "-s", time_server)
+    assert wrong.code == 1 and "Error processing" in wrong.out + wrong.err, wrong.err
+    missing = run_in(tmp_path, "call", "get_current_time", "-s", time_server)
+    assert missing.code == 2 and "timezone" in missing.err
+    for r in (info, now, converted, wrong, missing):
+        assert "Traceback" not in r.err and "Internal error" not in r.err
+    assert left_running(tmp_path) == []
+
+
+def test_the_git_server_shows_status_stages_commits_and_logs_in_a_scratch_repository(
+    git_server: str, tmp_path: Path, worker_on: None
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    who = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T"}
+    who |= {"GIT_COMMITTER_EMAIL": "t@example.com"}
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, timeout=30)
+    (repo / "new.txt").write_text("x\n")
+    git = ["-s", git_server, "--no-worker"]
+    status = run_in(repo, "call", "git_status", "-a", "repo_path=.", *git)
+    assert status.code == 0 and "new.txt" in status.out, status.err
+    added = run_in(repo, "call", "git_add", "-a", "repo_path=.", "-a", 'files=["new.txt"]', *git)
+    assert added.code == 0, added.err
+    message = 'first: with "quotes" and ünïcode'
+    committed = run_in(repo, "call", "git_commit", "-a", "repo_path=.", "-a", f"message={message}", *git, env=who)
+    assert committed.code == 0 and "committed" in committed.out, committed.err
+    cold = run_in(repo, "call", "git_log", "-a", "repo_path=.", "-a", "max_count=1", *git)
+    assert cold.code == 0 and message in cold.out, cold.err
+    warm = run_in(repo, "call", "git_log", "-a", "repo_path=.", "-a", "max_count=1", "-s", git_server)
+    assert (warm.code, warm.out) == (0, cold.out), warm.err
+    bad = run_in(repo, "call", "git_show", "-a", "repo_path=.", "-a", "revision=HEAD~5", "-s", git_server)
+    assert bad.code == 1 and "HEAD~5" in bad.out + bad.err, bad.err
+    typed = run_in(repo, "call", "git_log", "-a", "repo_path=.", "-a", "max_count=many", "-s", git_server)
+    assert typed.code == 2 and "max_count" in typed.err and typed.out == ""
+    for r in (status, added, committed, cold, warm, bad, typed):
+        assert "Traceback" not in r.err and "Internal error" not in r.err
+    assert left_running(repo) == []
