@@ -189,7 +189,10 @@ def _simple(schema: Mapping[str, Any]) -> bool:
         return False
     props = schema.get("properties") or {}
     return isinstance(props, Mapping) and all(
-        isinstance(p, Mapping) and set(p) <= _SIMPLE_PROP and p.get("type", "string") in _PY_TYPES
+        isinstance(p, Mapping)
+        and set(p) <= _SIMPLE_PROP
+        and isinstance(kind := p.get("type", "string"), str)  # a list of types ("boolean", "string") is not simple
+        and kind in _PY_TYPES
         for p in props.values()
     )
 

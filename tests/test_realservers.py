@@ -22,6 +22,7 @@ from conftest import PY, ROOT, Result, free_port
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
 FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
 MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
+THINKING = "@modelcontextprotocol/server-sequential-thinking@2026.8.31"
 # The official Python reference servers, each in its own venv (never ours: they pin their own SDK). The time server
 # at a release built on the 1.x SDK (it speaks 2025-11-25), the git server at one built on 2.3 (2026-07-28).
 TIME = ("time-2025.9.25", ["mcp-server-time==2025.9.25", "mcp==1.30.0"], "mcp-server-time")
@@ -106,6 +107,11 @@ def filesystem() -> str:
 def memory() -> str:
     """The reference knowledge-graph server: stateful, kept in the file ``MEMORY_FILE_PATH`` names."""
     return _npm_server(MEMORY, "memory")
+
+
+@pytest.fixture(scope="session")
+def thinking() -> str:
+    return _npm_server(THINKING, "sequential-thinking")
 
 
 @pytest.fixture
@@ -406,3 +412,21 @@ def test_the_git_server_shows_status_stages_commits_and_logs_in_a_scratch_reposi
     for r in (status, added, committed, cold, warm, bad, typed):
         assert "Traceback" not in r.err and "Internal error" not in r.err
     assert left_running(repo) == []
+
+
+def test_the_sequential_thinking_server_takes_typed_arguments_whose_schema_allows_two_types(
+    thinking: str, tmp_path: Path
+) -> None:
+    """``nextThoughtNeeded`` is ``"type": ["boolean", "string"]``: checking the arguments used to fail with
+    "Internal error: Unexpected TypeError: unhashable type: 'list'" (exit 4) before anything was sent."""
+    step = ["-a", "thought=First, the ‮premise", "-a", "thoughtNumber=1", "-a", "totalThoughts=2"]
+    r = run_in(tmp_path, "call", "sequentialthinking", *step, "-a", "nextThoughtNeeded=true", "--json", "-s", thinking)
+    assert r.code == 0, r.err
+    reply = json.loads(r.json()["content"][0]["text"])
+    assert (reply["thoughtNumber"], reply["nextThoughtNeeded"]) == (1, True)
+    low = run_in(tmp_path, "call", "sequentialthinking", *step[:2], "-a", "thoughtNumber=0", "-a", "totalThoughts=2",
+                 "-a", "nextThoughtNeeded=false", "-s", thinking)  # fmt: skip
+    assert low.code == 2 and "thoughtNumber" in low.err and low.out == ""
+    for done in (r, low):
+        assert "Internal error" not in done.err and "running on stdio" not in done.err  # the server's log
+    assert left_running(tmp_path) == []
