@@ -116,7 +116,10 @@ class NeedInput(McpcliError):
             message = f"Session {session.id} is waiting for input: {what}."
         else:
             message = f"The server asked mid-call ({what}) and nobody could answer; such a question cannot be deferred."
-        super().__init__(message, next_step=NextStep("answer" if deferred else "answer_here", session.id))
+        action: Action = "answer" if deferred else "answer_here"
+        if pending and all(wire.get("method") == "sampling/createMessage" for wire in pending.values()):
+            action = "sample"  # no --answer answers a sampling request: an LLM does
+        super().__init__(message, next_step=NextStep(action, session.id))
         self.session = session
         self.pending = pending
         self.deferred = deferred

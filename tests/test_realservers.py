@@ -430,3 +430,51 @@ def test_the_sequential_thinking_server_takes_typed_arguments_whose_schema_allow
     for done in (r, low):
         assert "Internal error" not in done.err and "running on stdio" not in done.err  # the server's log
     assert left_running(tmp_path) == []
+
+
+def test_the_everything_servers_prompts_resources_and_typed_tools(
+    everything: str, tmp_path: Path, worker_on: None
+) -> None:
+    e = ["-s", everything]
+    prompt = run_in(tmp_path, "prompt", "args-prompt", "-a", "city=Paris", "-a", "state=TX", *e)
+    assert prompt.code == 0 and "Paris, TX" in prompt.out, prompt.err
+    unnamed = run_in(tmp_path, "prompt", "args-prompt", "-a", "state=TX", *e)
+    assert unnamed.code == 2 and "city" in unnamed.err
+    read = run_in(tmp_path, "read", "demo://resource/dynamic/text/7", "--json", *e)
+    assert read.code == 0 and read.json()["contents"][0]["text"].startswith("Resource 7:"), read.err
+    missing = run_in(tmp_path, "read", "demo://resource/static/document/nowhere.md", *e)
+    assert missing.code == 4 and "not found" in missing.err and missing.out == ""
+    total = run_in(tmp_path, "call", "get-sum", "-a", "a=2", "-a", "b=3.5", *e, "--no-worker")
+    assert (total.code, total.out) == (0, "The sum of 2 and 3.5 is 5.5.\n"), total.err
+    where = run_in(tmp_path, "call", "get-structured-content", "-a", "location=Paris", *e)
+    assert where.code == 2 and "Chicago" in where.err
+    slow = run_in(tmp_path, "call", "trigger-long-running-operation", "-a", "duration=1", "-a", "steps=2", *e)
+    assert slow.code == 0 and "completed" in slow.out, slow.err
+    for r in (prompt, unnamed, read, missing, total, where, slow):
+        assert "Traceback" not in r.err and "Internal error" not in r.err
+    assert left_running(tmp_path) == []
+
+
+def test_the_everything_servers_mid_call_questions_wait_without_input_and_are_answered_through_the_worker(
+    everything: str, tmp_path: Path, worker_on: None
+) -> None:
+    e = ["-s", everything, "--protocol", "legacy"]
+    waiting = run_in(tmp_path, "call", "trigger-elicitation-request", "--no-input", "--json", *e)
+    assert waiting.code == 3, waiting.err
+    doc = waiting.json()
+    assert doc["status"] == "input_required" and "elicitation-1.name" in doc["answers_template"]
+    answers = ["--answer", "name=Ada", "--answer", "integer=7", "--answer", "untitledMultipleSelectEnum=Piano,Drums"]
+    done = run_in(tmp_path, "resume", doc["session_id"][:6], *answers, *e)
+    assert done.code == 0 and "- Name: Ada" in done.out and '"Drums"' in done.out, done.err
+    out_of_range = run_in(tmp_path, "call", "trigger-elicitation-request", "--answer", "integer=500", "--answer",
+                          "name=x", *e)  # fmt: skip
+    assert out_of_range.code == 2 and "between 1 and 100" in out_of_range.err
+    sampled = run_in(tmp_path, "call", "trigger-sampling-request", "-a", "prompt=hi", "--no-input", *e)
+    assert sampled.code == 3 and "--approve-sampling" in sampled.err, sampled.err
+    assert "--answer FIELD=VALUE" not in sampled.err  # no --answer answers an LLM completion
+    shown = run_in(tmp_path, "sessions", "list", "--json")
+    assert {(s["name"], s["status"]) for s in shown.json()} == {
+        ("trigger-elicitation-request", "done"),
+        ("trigger-sampling-request", "waiting"),
+    }
+    assert left_running(tmp_path) == []
