@@ -276,35 +276,42 @@ def test_a_bad_protocol_setting_is_a_usage_error(process: Any) -> None:
 
 
 def test_the_filesystem_server_works_in_the_working_directory_it_was_given_as_root(
-    filesystem: str, tmp_path: Path
+    filesystem: str, tmp_path: Path, worker_on: None
 ) -> None:
     """It asks for the roots as soon as the handshake is done, before any call: that request used to be refused
     (an internal assertion), leaving the server no directory at all ("Access denied" for every path)."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "notes.txt").write_text("first line\nsecond line\n")
-    allowed = run_in(work, "call", "list_allowed_directories", "-s", filesystem)
+    fs = ["-s", filesystem]
+    allowed = run_in(work, "call", "list_allowed_directories", *fs, "--no-worker")
     assert allowed.code == 0 and str(work.resolve()) in allowed.out, allowed.err
-    read = run_in(work, "call", "read_text_file", "-a", "path=notes.txt", "-a", "head=1", "-s", filesystem)
+    assert "running on stdio" not in allowed.err  # the server's stderr goes to its log
+    read = run_in(work, "call", "read_text_file", "-a", "path=notes.txt", "-a", "head=1", *fs)
     assert (read.code, read.out) == (0, "first line\n"), read.err
-    wrote = run_in(work, "call", "write_file", "-a", "path=new.txt", "-a", "content=012", "-s", filesystem)
+    wrote = run_in(work, "call", "write_file", "-a", "path=new.txt", "-a", "content=012", *fs)
     assert wrote.code == 0 and (work / "new.txt").read_text() == "012", wrote.err
-    tree = run_in(work, "call", "directory_tree", "--args", '{"path": "."}', "--json", "-s", filesystem)
+    tree = run_in(work, "call", "directory_tree", "--args", '{"path": "."}', "--json", *fs)
     assert tree.code == 0, tree.err
     names = {entry["name"] for entry in json.loads(tree.json()["content"][0]["text"])}
     assert names == {"notes.txt", "new.txt"}
-    both = run_in(
-        work, "call", "read_multiple_files", "--args", '{"paths": ["notes.txt", "new.txt"]}', "-s", filesystem
-    )
+    both = run_in(work, "call", "read_multiple_files", "--args", '{"paths": ["notes.txt", "new.txt"]}', *fs)
     assert both.code == 0 and "second line" in both.out and "012" in both.out, both.err
-    outside = run_in(work, "call", "read_text_file", "-a", f"path={tmp_path}", "-s", filesystem)
+    outside = run_in(work, "call", "read_text_file", "-a", f"path={tmp_path}", *fs)
     assert outside.code == 1 and "Access denied" in outside.err + outside.out, outside.err
     assert "Traceback" not in outside.err and "Internal error" not in outside.err
     assert run_in(work, "sessions", "list", "--json").json() == []  # answering the roots is no flow to keep
     assert left_running(work) == []
 
 
-def test_the_filesystem_server_refuses_bad_calls_before_anything_is_sent(filesystem: str, tmp_path: Path) -> None:
+def test_a_tools_only_server_lists_no_prompts_and_refuses_bad_calls_before_sending(
+    filesystem: str, tmp_path: Path, worker_on: None
+) -> None:
+    """Listing prompts used to ask anyway: "The server refused to list prompts: Method not found", exit 4."""
+    prompts = run_in(tmp_path, "prompts", "-s", filesystem)
+    assert prompts.code == 0 and "no prompts" in prompts.err + prompts.out, prompts.err
+    resources = run_in(tmp_path, "resources", "--json", "-s", filesystem, "--no-worker")
+    assert resources.code == 0 and resources.json() == {"resources": [], "resourceTemplates": []}, resources.err
     missing = run_in(tmp_path, "call", "read_text_file", "-s", filesystem)
     assert missing.code == 2 and "path" in missing.err
     typed = run_in(tmp_path, "call", "read_text_file", "-a", "path=x", "-a", "head=many", "-s", filesystem)
@@ -313,16 +320,6 @@ def test_the_filesystem_server_refuses_bad_calls_before_anything_is_sent(filesys
     assert unknown.code == 2 and "read_text_file" in unknown.err
     for r in (missing, typed, unknown):
         assert "Traceback" not in r.err and r.out == ""
-
-
-def test_a_server_that_offers_only_tools_lists_no_prompts_and_no_resources(filesystem: str, tmp_path: Path) -> None:
-    """It used to be asked anyway: "The server refused to list prompts: Method not found", exit 4."""
-    prompts = run_in(tmp_path, "prompts", "-s", filesystem)
-    assert prompts.code == 0 and "no prompts" in prompts.err + prompts.out, prompts.err
-    resources = run_in(tmp_path, "resources", "--json", "-s", filesystem)
-    assert resources.code == 0 and resources.json() == {"resources": [], "resourceTemplates": []}, resources.err
-    info = run_in(tmp_path, "info", "-s", filesystem)
-    assert info.code == 0 and "secure-filesystem-server" in info.out, info.err
 
 
 def test_the_memory_server_keeps_its_graph_between_commands_cold_and_kept_alive_in_the_worker(
@@ -364,8 +361,10 @@ def test_the_memory_server_keeps_its_graph_between_commands_cold_and_kept_alive_
     assert left_running(one) == [] and left_running(two) == []
 
 
-def test_the_time_server_on_the_1x_python_sdk_tells_and_converts_times(time_server: str, tmp_path: Path) -> None:
-    info = run_in(tmp_path, "info", "--json", "-s", time_server)
+def test_the_time_server_on_the_1x_python_sdk_tells_and_converts_times(
+    time_server: str, tmp_path: Path, worker_on: None
+) -> None:
+    info = run_in(tmp_path, "info", "--json", "-s", time_server, "--no-worker")
     assert info.code == 0 and info.json()["protocolVersion"] == "2025-11-25", info.err
     now = run_in(tmp_path, "call", "get_current_time", "-a", "timezone=Europe/Paris", "-s", time_server)
     assert now.code == 0 and json.loads(now.out)["timezone"] == "Europe/Paris", now.err
