@@ -6,13 +6,17 @@ work tree; skipped only where node/npm or the registry are missing (never in CI,
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.server
 import json
 import os
 import shlex
 import shutil
 import socket
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,7 @@ THINKING = "@modelcontextprotocol/server-sequential-thinking@2026.8.31"
 # at a release built on the 1.x SDK (it speaks 2025-11-25), the git server at one built on 2.3 (2026-07-28).
 TIME = ("time-2025.9.25", ["mcp-server-time==2025.9.25", "mcp==1.30.0"], "mcp-server-time")
 GIT = ("git-2026.10.19", ["mcp-server-git==2026.10.19"], "mcp-server-git")
+FETCH = ("fetch-2026.10.24", ["mcp-server-fetch==2026.10.24"], "mcp-server-fetch")
 FASTMCP_SERVER = Path(__file__).resolve().parent / "data" / "fastmcp_server.py"
 
 
@@ -89,6 +94,29 @@ def time_server() -> str:
 @pytest.fixture(scope="session")
 def git_server() -> str:
     return shlex.join([_pypi_server(*GIT)])
+
+
+@pytest.fixture(scope="session")
+def fetch_server() -> str:
+    return shlex.join([_pypi_server(*FETCH), "--allow-private-ips"])  # it is pointed at 127.0.0.1 here
+
+
+@pytest.fixture
+def web_page(tmp_path: Path) -> Iterator[str]:
+    """A URL on 127.0.0.1 serving a page whose title and text carry terminal escapes and a bidi override."""
+    site = tmp_path / "site"
+    site.mkdir()
+    page = "<html><head><title>T\x1b]0;pwned\x07</title></head><body><h1>Hello \x1b[31mred\x1b[0m world</h1>"
+    (site / "index.html").write_text(page + "<p>bidi \u202e evil</p><p>Enough text to read.</p></body></html>")
+    (site / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture(scope="session")
@@ -476,4 +504,18 @@ def test_the_everything_servers_mid_call_questions_wait_without_input_and_are_an
         ("trigger-elicitation-request", "done"),
         ("trigger-sampling-request", "waiting"),
     }
+    assert left_running(tmp_path) == []
+
+
+def test_the_fetch_servers_page_text_reaches_the_terminal_with_its_escapes_made_visible(
+    fetch_server: str, web_page: str, tmp_path: Path, worker_on: None
+) -> None:
+    page = run_in(tmp_path, "call", "fetch", "-a", f"url={web_page}", "-s", fetch_server)
+    assert page.code == 0 and "Hello" in page.out and "world" in page.out, page.err
+    assert "\x1b" not in page.out and "\u202e" not in page.out  # made visible, not obeyed
+    assert "\\x1b[31m" in page.out and "\\u202e" in page.out
+    whole = run_in(tmp_path, "call", "fetch", "-a", f"url={web_page}", "-a", "raw=true", "--json", "-s", fetch_server)
+    assert whole.code == 0 and "\x1b]0;pwned\x07" in whole.json()["content"][0]["text"]  # --json: as sent
+    refused = run_in(tmp_path, "call", "fetch", "-a", f"url={web_page}", "-s", _pypi_server(*FETCH), "--no-worker")
+    assert refused.code == 1 and "not a public address" in refused.out + refused.err, refused.err
     assert left_running(tmp_path) == []
