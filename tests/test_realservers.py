@@ -477,7 +477,10 @@ def test_the_everything_servers_prompts_resources_and_typed_tools(
     assert where.code == 2 and "Chicago" in where.err
     slow = run_in(tmp_path, "call", "trigger-long-running-operation", "-a", "duration=1", "-a", "steps=2", *e)
     assert slow.code == 0 and "completed" in slow.out, slow.err
-    for r in (prompt, unnamed, read, missing, total, where, slow):
+    listed = run_in(tmp_path, "tools", *e)  # a table 80 columns wide: the name to copy stays whole, on one line
+    assert listed.code == 0 and "trigger-long-running-operation" in listed.out, listed.err
+    assert max(len(line) for line in listed.out.splitlines()) <= 80
+    for r in (prompt, unnamed, read, missing, total, where, slow, listed):
         assert "Traceback" not in r.err and "Internal error" not in r.err
     assert left_running(tmp_path) == []
 

@@ -88,10 +88,17 @@ class Output:
             self.err.print(Text(empty, style="dim"))
             return
         table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, header_style="bold")
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*(cell if isinstance(cell, Text) else safe("" if cell is None else cell) for cell in row))
+        cells = [
+            [cell if isinstance(cell, Text) else safe("" if cell is None else cell) for cell in row] for row in rows
+        ]
+        # The first column is what a user copies into the next command (a session id, a tool name, a URI): kept on
+        # one line when it fits in half the width, the other columns wrapping around it.
+        first = max((row[0].cell_len for row in cells if row), default=0)
+        for index, column in enumerate(columns):
+            keep = min(first, max(self.out.width // 2, 12)) if index == 0 else None
+            table.add_column(column, overflow="fold", width=keep)
+        for row in cells:
+            table.add_row(*row)
         self.out.print(table)
 
     # -- diagnostics (stderr) --
