@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
 from mcpcli.connection import roots_asked_again
-from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError
+from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, UsageError
 from mcpcli.keeper import Keeper
 from mcpcli.tasks import CreateTaskResult, TaskControl
 
@@ -117,8 +117,11 @@ class NeedInput(McpcliError):
         else:
             message = f"The server asked mid-call ({what}) and nobody could answer; such a question cannot be deferred."
         action: Action = "answer" if deferred else "answer_here"
+        # No --answer answers a sampling request (an LLM does) nor a URL request (the user visits the page).
         if pending and all(wire.get("method") == "sampling/createMessage" for wire in pending.values()):
-            action = "sample"  # no --answer answers a sampling request: an LLM does
+            action = "sample"
+        elif pending and all((wire.get("params") or {}).get("mode") == "url" for wire in pending.values()):
+            action = "visit"
         super().__init__(message, next_step=NextStep(action, session.id))
         self.session = session
         self.pending = pending
@@ -239,6 +242,9 @@ class Flow:
     _attempt: int = 1
     _back_channel_count: dict[str, int] = field(default_factory=dict)
     _back_channel_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _back_channel_refused: McpcliError | None = None
+    """Why mcpcli refused a back-channel question (an invalid --answer): the server's result after that is not the
+    flow's, which stays waiting, as on 2026-07-28."""
     _in_flight: bool = False
     _roots_given_at: float | None = None
 
@@ -458,6 +464,13 @@ class Flow:
                 await self._keep("waiting")
                 assert self.session is not None
                 raise NeedInput(self.session, pending, deferred=False)
+            if (refused := self.take_refusal()) is not None:
+                raise refused
+
+    def take_refusal(self) -> McpcliError | None:
+        """The error a back-channel answer failed with during the last leg, once (see ``_back_channel_refused``)."""
+        refused, self._back_channel_refused = self._back_channel_refused, None
+        return refused
 
     async def _on_progress(self, progress: float, total: float | None, message: str | None) -> None:
         self.reporter.progress(progress, total, message)
@@ -585,6 +598,9 @@ class Flow:
             except NeedInput:
                 self._back_channel_failed[key] = requests[key]
                 return t.ErrorData(code=t.INVALID_REQUEST, message="The user is not available to answer.")
+            except UsageError as exc:  # a bad answer, kept waiting by _take_round; the server hears a refusal
+                self._back_channel_refused = self._back_channel_refused or exc
+                raise
             typed: t.InputResponse = _typed_responses(for_server(answers))[key]
             return typed
 

@@ -502,11 +502,22 @@ def test_the_everything_servers_mid_call_questions_wait_without_input_and_are_an
     sampled = run_in(tmp_path, "call", "trigger-sampling-request", "-a", "prompt=hi", "--no-input", *e)
     assert sampled.code == 3 and "--approve-sampling" in sampled.err, sampled.err
     assert "--answer FIELD=VALUE" not in sampled.err  # no --answer answers an LLM completion
+    # A link mcpcli would refuse to open at a terminal is not one to say you visited; a lookalike host is flagged.
+    link = run_in(tmp_path, "call", "trigger-url-elicitation", "-a", "url=javascript:alert(1)", "--no-input", *e)
+    assert link.code == 3 and "Refused: javascript scheme" in link.err, link.err
+    assert "--decline elicitation-1" in link.err and "--accept elicitation-1" not in link.err
+    assert "--answer FIELD=VALUE" not in link.err
+    lookalike = run_in(tmp_path, "call", "trigger-url-elicitation", "-a", "url=https://xn--80ak6aa92e.com/pay",
+                       "--no-input", *e)  # fmt: skip
+    assert lookalike.code == 3 and "punycode xn--80ak6aa92e.com" in lookalike.err, lookalike.err
     shown = run_in(tmp_path, "sessions", "list", "--json")
-    assert {(s["name"], s["status"]) for s in shown.json()} == {
+    assert sorted((s["name"], s["status"]) for s in shown.json()) == [
         ("trigger-elicitation-request", "done"),
+        ("trigger-elicitation-request", "waiting"),  # the one with an answer out of range, to be resumed
         ("trigger-sampling-request", "waiting"),
-    }
+        ("trigger-url-elicitation", "waiting"),
+        ("trigger-url-elicitation", "waiting"),
+    ]
     assert left_running(tmp_path) == []
 
 

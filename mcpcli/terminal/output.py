@@ -205,12 +205,15 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
                 err.print(Text(f"    {sanitize(str(name))}  {sanitize(str(kind))}, {flag}", style="dim"))
                 example = example or f"--answer {shell_word(sanitize(str(name)))}=VALUE"
         elif method == "elicitation/create":
-            err.print(
-                Text.assemble(
-                    f"  {key}: ", safe(params.get("message", "")), " — visit ", reveal_invisible(str(params.get("url")))
-                )
-            )
-            example = example or f"--accept {shell_word(key)}"
+            from mcpcli.terminal.asking import check_url  # deferred: URL requests are rare
+
+            url = str(params.get("url"))
+            checked = check_url(url)
+            err.print(Text.assemble(f"  {key}: ", safe(params.get("message", "")), " — visit ", reveal_invisible(url)))
+            for warning in checked.warnings:  # the same warnings as at a terminal: nobody is there to see them
+                err.print(Text(f"    {warning}", style="yellow"))
+            # A link refused at a terminal is not one to say you have visited: decline it.
+            example = example or f"--{'decline' if checked.refused else 'accept'} {shell_word(key)}"
         elif method == "sampling/createMessage":
             err.print(Text(f"  {key}: an LLM completion (sampling)"))
         else:
