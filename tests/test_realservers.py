@@ -471,12 +471,17 @@ def test_the_everything_servers_prompts_resources_and_typed_tools(
     assert read.code == 0 and read.json()["contents"][0]["text"].startswith("Resource 7:"), read.err
     missing = run_in(tmp_path, "read", "demo://resource/static/document/nowhere.md", *e)
     assert missing.code == 4 and "not found" in missing.err and missing.out == ""
-    total = run_in(tmp_path, "call", "get-sum", "-a", "a=2", "-a", "b=3.5", *e, "--no-worker")
+    total = run_in(tmp_path, "call", "get-sum", "-a", "a=2", "-a", "b=3.5", *e)
     assert (total.code, total.out) == (0, "The sum of 2 and 3.5 is 5.5.\n"), total.err
     where = run_in(tmp_path, "call", "get-structured-content", "-a", "location=Paris", *e)
     assert where.code == 2 and "Chicago" in where.err
     slow = run_in(tmp_path, "call", "trigger-long-running-operation", "-a", "duration=1", "-a", "steps=2", *e)
     assert slow.code == 0 and "completed" in slow.out, slow.err
+    secret = {"MCPCLI_TEST_SECRET": "not for the server"}  # a stdio server gets the SDK's short list, warm or cold
+    warm_env = run_in(tmp_path, "call", "get-env", *e, env=secret)
+    cold_env = run_in(tmp_path, "call", "get-env", *e, "--no-worker", env=secret)
+    assert warm_env.code == cold_env.code == 0 and json.loads(warm_env.out) == json.loads(cold_env.out), warm_env.err
+    assert "MCPCLI_TEST_SECRET" not in warm_env.out and "PATH" in json.loads(warm_env.out)
     listed = run_in(tmp_path, "tools", *e)  # a table 80 columns wide: the name to copy stays whole, on one line
     assert listed.code == 0 and "trigger-long-running-operation" in listed.out, listed.err
     assert max(len(line) for line in listed.out.splitlines()) <= 80
