@@ -42,6 +42,9 @@ def _unavailable(why: str) -> None:
 
 
 def _cache() -> Path:
+    """Where the servers are installed once: ``$MCPCLI_TEST_CACHE``, as for the conformance suite."""
+    if given := os.environ.get("MCPCLI_TEST_CACHE"):
+        return Path(given)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mcpcli-tests"
 
 
