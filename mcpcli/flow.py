@@ -247,6 +247,7 @@ class Flow:
     flow's, which stays waiting, as on 2026-07-28."""
     _in_flight: bool = False
     _roots_given_at: float | None = None
+    """When a ``roots/list`` that came before the call was answered (``_before_the_call``), on the monotonic clock."""
 
     @property
     def session(self) -> SessionRecord | None:

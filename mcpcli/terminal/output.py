@@ -95,7 +95,7 @@ class Output:
         # one line when it fits in half the width, the other columns wrapping around it.
         first = max((row[0].cell_len for row in cells if row), default=0)
         for index, column in enumerate(columns):
-            keep = min(first, max(self.out.width // 2, 12)) if index == 0 else None
+            keep = min(first, max(self.out.width // 2, 12)) if index == 0 and first else None
             table.add_column(column, overflow="fold", width=keep)
         for row in cells:
             table.add_row(*row)
