@@ -236,6 +236,8 @@ class Flow:
     as_task: bool = False
     """2025-11-25: call the tool as a task (``task`` param): its ``execution.taskSupport`` asks for it."""
     task_control: TaskControl = field(default_factory=lambda: TaskControl())
+    roots_expected: bool = False
+    """The server is known to ask for the roots on connecting (``batch``): the call waits for that question first."""
     """A front end's detach or cancel request for the task the call became (the app's keys)."""
     _t0: float = 0.0
     _deadline: float = math.inf
@@ -267,7 +269,7 @@ class Flow:
         lease back however the run ends — after the connection is closed, so that a connection that died can
         still be recorded under the lease.
         """
-        if self.client is not None and roots_asked_again(self.client):
+        if self.roots_expected or (self.client is not None and roots_asked_again(self.client)):
             with anyio.move_on_after(ROOTS_WAIT):  # a server that never asks again is not waited for long
                 while self._roots_given_at is None:
                     await anyio.sleep(0.01)

@@ -172,10 +172,11 @@ def _config(home: Path, servers: dict[str, dict[str, Any]]) -> None:
     (home / "config.toml").write_text("\n".join(lines) + "\n")
 
 
-def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
+def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 60) -> Result:
     """``python -m mcpcli`` as a user runs it, from ``cwd`` (the default root), with a timeout."""
     proc = subprocess.run(
         [PY, "-m", "mcpcli", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -331,6 +332,12 @@ def test_the_filesystem_server_works_in_the_working_directory_it_was_given_as_ro
     outside = run_in(work, "call", "read_text_file", "-a", f"path={tmp_path}", *fs)
     assert outside.code == 1 and "Access denied" in outside.err + outside.out, outside.err
     assert "Traceback" not in outside.err and "Internal error" not in outside.err
+    # A batch lists the tools once, then gives each flow its own connection (a pre-2026 server): the calls went
+    # out at once, before the server had taken the roots in ("Access denied" for every line).
+    lines = [{"tool": "read_text_file", "arguments": {"path": "notes.txt", "head": 1}}] * 2
+    batch = run_in(work, "batch", *fs, stdin="".join(json.dumps(line) + "\n" for line in lines))
+    assert batch.code == 0, batch.out + batch.err
+    assert [json.loads(line)["result"]["content"][0]["text"] for line in batch.out.splitlines()] == ["first line"] * 2
     assert run_in(work, "sessions", "list", "--json").json() == []  # answering the roots is no flow to keep
     assert left_running(work) == []
 
