@@ -269,18 +269,22 @@ class Flow:
         lease back however the run ends — after the connection is closed, so that a connection that died can
         still be recorded under the lease.
         """
-        if self.roots_expected or (self.client is not None and roots_asked_again(self.client)):
-            with anyio.move_on_after(ROOTS_WAIT):  # a server that never asks again is not waited for long
-                while self._roots_given_at is None:
-                    await anyio.sleep(0.01)
+        await self._roots_first()
         self.call = call
         self._arm_deadline()
         self._event("start", method=call.method, name=call.name)
-        if self._roots_given_at is not None:
-            # A server that asked for the roots on connecting may still be taking them in (the filesystem server
-            # resolves each path before it serves any): a call sent at once could find no directory allowed yet.
-            await anyio.sleep(max(0.0, self._roots_given_at + ROOTS_SETTLE - time.monotonic()))
         return await self._loop()
+
+    async def _roots_first(self) -> None:
+        """Before the call (while ``self.call`` is unset, so that the question is not taken for the flow's own):
+        wait for a server known to ask for the roots on connecting to ask, then give it a moment to take them in
+        — the filesystem server resolves each path before it serves any, and a call sent at once finds none."""
+        if self.roots_expected or (self.client is not None and roots_asked_again(self.client)):
+            with anyio.move_on_after(ROOTS_WAIT):  # a server that never asks after all is not waited for long
+                while self._roots_given_at is None:
+                    await anyio.sleep(0.01)
+        if self._roots_given_at is not None:
+            await anyio.sleep(max(0.0, self._roots_given_at + ROOTS_SETTLE - time.monotonic()))
 
     async def adopt(self, session: SessionRecord, *, steal: bool = False) -> SessionRecord:
         """Claim a stored session before anything is sent (before connecting, even), inside the keeper's
@@ -292,6 +296,7 @@ class Flow:
         """Continue the adopted session: answer what is pending and retry with the stored state, byte for byte."""
         session = self.keeper.session
         assert session is not None and self.keeper.lease is not None, "adopt() the session first"
+        await self._roots_first()
         await self._check_identity(session)
         if self.connection is not None and self.connection != session.connection:
             await self.keeper.update(connection=self.connection)  # resumed another way (-s, --protocol): keep how
