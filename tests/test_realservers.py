@@ -416,7 +416,12 @@ def test_the_time_server_on_the_1x_python_sdk_tells_and_converts_times(
     assert wrong.code == 1 and "Error processing" in wrong.out + wrong.err, wrong.err
     missing = run_in(tmp_path, "call", "get_current_time", "-s", time_server)
     assert missing.code == 2 and "timezone" in missing.err
-    for r in (info, now, converted, wrong, missing):
+    # Made to speak 2026-07-28, which it cannot: its refusal is said, not read as "The server has no tools".
+    forced = run_in(tmp_path, "tools", "--protocol", "2026-07-28", "-s", time_server)
+    assert forced.code == 4 and "refused to list tools" in forced.err, forced.err
+    prompts = run_in(tmp_path, "prompts", "-s", time_server)
+    assert prompts.code == 0 and "no prompts" in prompts.err, prompts.err
+    for r in (info, now, converted, wrong, missing, forced, prompts):
         assert "Traceback" not in r.err and "Internal error" not in r.err
     assert left_running(tmp_path) == []
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+import mcp_types as t
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
@@ -67,7 +68,7 @@ async def discover(rt: Runtime, what: str) -> int:
     logs = _server_logs(rt, rt.out.note)
     tracer = rt.tracer()
     async with connect(target, rt.paths, credentials=creds, tracer=tracer, **logs, **declared(rt)) as client:
-        # A server lists only what it declares: asking the rest is refused ("Method not found"), yet means "none".
+        # A server that does not declare a kind refuses to list it ("Method not found"): it has none of it.
         offers = client.server_capabilities
         try:
             if what == "info":
@@ -102,16 +103,20 @@ Keep = Callable[[list[Any]], None]
 
 async def _all(fetch: Any, key: str, keep: Keep | None = None, offered: object = True) -> list[dict[str, Any]]:
     """Every page of a listing (bounded: a paginator that never ends cannot hang us); ``keep`` gets the pages of a
-    complete one. Nothing is asked when the server does not offer the kind (``offered``: its capability, or None)."""
+    complete one. ``offered``: the server's capability for the kind; when it has none (None), "Method not found"
+    means an empty listing — asked all the same, since a connection that skipped discovery knows no capability."""
     items: list[dict[str, Any]] = []
     pages: list[Any] = []
     cursor = None
-    if offered is None:
-        if keep is not None:
-            keep(pages)
-        return items
     for _ in range(100):
-        pages.append(await fetch(cursor=cursor))
+        try:
+            pages.append(await fetch(cursor=cursor))
+        except MCPError as exc:
+            if offered is not None or exc.code != t.METHOD_NOT_FOUND or pages:
+                raise
+            if keep is not None:
+                keep(pages)  # a complete listing, of nothing
+            break
         page = dump(pages[-1])
         items.extend(page.get(key) or [])
         cursor = page.get("nextCursor")
