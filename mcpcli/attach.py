@@ -13,6 +13,7 @@ import os
 import struct
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -67,7 +68,15 @@ async def attached(
     from mcpcli.transports import _parse, write_lines
 
     stream = await anyio.connect_unix(path)
-    request = {"op": "attach", "name": target.label, "server": server_key(target), "env": dict(os.environ)}
+    # The directory the command runs in, as the kernel has it: $PWD is the shell's, stale under a program that
+    # started mcpcli elsewhere (subprocess's cwd=), and a kept server starts where its first command runs.
+    request = {
+        "op": "attach",
+        "name": target.label,
+        "server": server_key(target),
+        "env": dict(os.environ),
+        "cwd": str(Path.cwd()),
+    }
     body = json.dumps(request).encode()
     await stream.send(struct.pack(">I", len(body)) + body)
     buffer = bytearray()

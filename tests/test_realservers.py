@@ -395,6 +395,9 @@ def test_the_memory_server_keeps_its_graph_between_commands_cold_and_kept_alive_
         assert (read.code, read.out.rstrip("\n")) == (0, f"in {folder.name}"), read.err
     ps = run_in(ROOT, "worker", "ps")
     assert "kept" in ps.out and "files" in ps.out, ps.err
+    # Each runs where the command that started it ran (not in $PWD, which a program's cwd= leaves as it was).
+    assert any("server-memory" in line for line in left_running(two)), left_running(tmp_path)
+    assert any("server-filesystem" in line for line in left_running(one))
     assert run_in(ROOT, "worker", "stop").code == 0
     assert left_running(one) == [] and left_running(two) == []
 

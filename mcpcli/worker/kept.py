@@ -61,6 +61,8 @@ class Attachment:
     conn: socket.socket
     number: int
     env: dict[str, str]
+    cwd: str | None = None
+    """The command's working directory (a server it starts runs there, unless its entry names a ``cwd``)."""
     buffer: bytearray = field(default_factory=bytearray)
     answered_from_cache: bool = False
 
@@ -87,7 +89,7 @@ class KeptServer:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self, env: dict[str, str]) -> None:
+    def start(self, env: dict[str, str], cwd: str | None = None) -> None:
         from mcp.client.stdio import get_default_environment
 
         log = self.log_path.open("ab")
@@ -97,7 +99,7 @@ class KeptServer:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
-                cwd=self.spec.get("cwd") or env.get("PWD") or None,
+                cwd=self.spec.get("cwd") or cwd or env.get("PWD") or None,
                 env={**get_default_environment(), **{k: v for k, v in env.items() if k == "PATH"}, **self.spec["env"]},
                 start_new_session=True,
             )
@@ -174,7 +176,8 @@ class Kept:
         )
         self._numbers += 1
         env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
-        attachment = Attachment(conn, self._numbers, env)
+        cwd = request.get("cwd")
+        attachment = Attachment(conn, self._numbers, env, cwd if isinstance(cwd, str) else None)
         if server.current is None:
             self._lend(server, attachment)
         else:
@@ -188,7 +191,7 @@ class Kept:
                 self._unregister(server.proc.stdout)
                 server.stop()
             try:
-                server.start(attachment.env)
+                server.start(attachment.env, attachment.cwd)
             except OSError as exc:
                 with contextlib.suppress(OSError):
                     send(attachment.conn, {"ok": False, "why": exc.strerror or str(exc)})
