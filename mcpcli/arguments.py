@@ -271,7 +271,15 @@ def check(schema: Mapping[str, Any], arguments: Mapping[str, Any], what: str) ->
     where = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
+        if where:  # inside a value (an object in an array...): no --arg names it
+            top = str(error.absolute_path[0])
+            raise UsageError(
+                f"Argument {where}: the required property {missing!r} is missing.",
+                hint=f"Add it inside the JSON value of --arg {top}=… (or of --args).",
+            )
         raise UsageError(f"Missing required argument {missing!r}.", hint=f"Add --arg {missing}=VALUE")
+    if error.validator == "additionalProperties" and where:
+        raise UsageError(f"Argument {where}: {error.message}.")
     if error.validator == "additionalProperties":
         raise UsageError(f"The {what} does not take that argument: {error.message}.")
     raise UsageError(f"Argument {where or '(all)'}: {error.message}.")

@@ -13,6 +13,7 @@ import os
 import struct
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -53,13 +54,29 @@ def server_key(target: Target) -> dict[str, Any]:
 
 @asynccontextmanager
 async def attached(
-    path: str, target: Target, *, max_message_bytes: int, note: Callable[[str], None]
+    path: str,
+    target: Target,
+    *,
+    max_message_bytes: int,
+    note: Callable[[str], None],
+    asks_roots: Callable[[], None] | None = None,
 ) -> AsyncIterator[Any]:
-    """The kept-alive server for ``target``, through the worker at ``path``, as an SDK transport."""
+    """The kept-alive server for ``target``, through the worker at ``path``, as an SDK transport.
+
+    ``asks_roots`` is told when the server already asked an earlier command for its roots: it holds that
+    command's, not this one's (the caller says they changed)."""
     from mcpcli.transports import _parse, write_lines
 
     stream = await anyio.connect_unix(path)
-    request = {"op": "attach", "name": target.label, "server": server_key(target), "env": dict(os.environ)}
+    # The directory the command runs in, as the kernel has it: $PWD is the shell's, stale under a program that
+    # started mcpcli elsewhere (subprocess's cwd=), and a kept server starts where its first command runs.
+    request = {
+        "op": "attach",
+        "name": target.label,
+        "server": server_key(target),
+        "env": dict(os.environ),
+        "cwd": str(Path.cwd()),
+    }
     body = json.dumps(request).encode()
     await stream.send(struct.pack(">I", len(body)) + body)
     buffer = bytearray()
@@ -74,6 +91,8 @@ async def attached(
     if not reply.get("ok"):
         await stream.aclose()
         raise ServerError(f"Cannot start the kept-alive server {target.label!r}: {reply.get('why', 'unknown')}.")
+    if reply.get("asks_roots") and asks_roots is not None:
+        asks_roots()
     if reply.get("restarted"):
         note(f"The kept-alive server {target.label} had stopped; started it again (pid {reply.get('pid')}).")
 

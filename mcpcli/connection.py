@@ -12,6 +12,7 @@ listing without cache hints, and so that a server that still calls back on
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import warnings
@@ -193,7 +194,10 @@ async def connect(
         while True:
             trip = Tripwire(bounds)
             attempt = AsyncExitStack()
-            server, log, guard = _server_for(target, paths, attempt, creds, trip)
+            held_roots: list[bool] = []
+            server, log, guard = _server_for(
+                target, paths, attempt, creds, trip, functools.partial(held_roots.append, True)
+            )
             if tracer is not None:
                 tracer.register_headers(target.headers)
                 server = traced(server, tracer)
@@ -238,6 +242,12 @@ async def connect(
         stack.callback(_URLS.pop, id(client), None)
         _FAILED[id(client)] = failed
         stack.callback(_FAILED.pop, id(client), None)
+        if held_roots and roots is not None and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            # A kept-alive server holds the roots of the command it asked before: this command's differ (another
+            # directory, other --root). Told so, it asks again; the flow waits for that before its call.
+            await client.session.send_notification(t.RootsListChangedNotification())
+            _ROOTS_ASKED_AGAIN.add(id(client))
+            stack.callback(_ROOTS_ASKED_AGAIN.discard, id(client))
         try:
             if log_level is not None:
                 await opt_in_to_logs(client, log_level)
@@ -248,6 +258,15 @@ async def connect(
             if trip.error is not None and not isinstance(_inner(exc), UsageError):
                 raise trip.error from None
             raise
+
+
+_ROOTS_ASKED_AGAIN: set[int] = set()
+"""Connected clients that told their (kept-alive) server the roots changed: it is about to ask for them."""
+
+
+def roots_asked_again(client: Client) -> bool:
+    """Whether the server will ask this connection for its roots before it can serve a call (see ``connect``)."""
+    return id(client) in _ROOTS_ASKED_AGAIN
 
 
 _FAILED: dict[int, list[McpcliError]] = {}
@@ -320,7 +339,12 @@ async def _refuse(request: t.InputRequest) -> t.InputResponse | t.ErrorData:
 
 
 def _server_for(
-    target: Target, paths: Paths, stack: AsyncExitStack, credentials: Credentials, trip: Tripwire
+    target: Target,
+    paths: Paths,
+    stack: AsyncExitStack,
+    credentials: Credentials,
+    trip: Tripwire,
+    asks_roots: Callable[[], None],
 ) -> tuple[Any, _ServerLog | None, Guard | None]:
     from mcpcli.transports import Guard
 
@@ -363,7 +387,7 @@ def _server_for(
         from mcpcli.attach import attached, worker_socket
 
         if (where := worker_socket()) is not None:
-            kept = attached(where, target, max_message_bytes=bounds.max_message_bytes, note=_say)
+            kept = attached(where, target, max_message_bytes=bounds.max_message_bytes, note=_say, asks_roots=asks_roots)
             guard = Guard(kept, trip)
             return guard, None, guard
         _say(f"Not keeping {target.label} alive: that needs the background worker (it is off here); starting it.")

@@ -26,7 +26,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
-from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError
+from mcpcli.connection import roots_asked_again
+from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, UsageError
 from mcpcli.keeper import Keeper
 from mcpcli.tasks import CreateTaskResult, TaskControl
 
@@ -42,6 +43,12 @@ STATE_ONLY_BACKOFF = (0.05, 0.25)
 
 MAX_RESTARTS = 2
 """How often one run may start the flow over after a stale ``request_state`` before giving up."""
+
+ROOTS_SETTLE = 0.1
+"""Seconds between answering a server's ``roots/list`` on connecting and sending the call (see ``Flow.start``)."""
+
+ROOTS_WAIT = 2.0
+"""How long a call waits for a kept-alive server told that the roots changed to ask for them."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,13 @@ class NeedInput(McpcliError):
             message = f"Session {session.id} is waiting for input: {what}."
         else:
             message = f"The server asked mid-call ({what}) and nobody could answer; such a question cannot be deferred."
-        super().__init__(message, next_step=NextStep("answer" if deferred else "answer_here", session.id))
+        action: Action = "answer" if deferred else "answer_here"
+        # No --answer answers a sampling request (an LLM does) nor a URL request (the user visits the page).
+        if pending and all(wire.get("method") == "sampling/createMessage" for wire in pending.values()):
+            action = "sample"
+        elif pending and all((wire.get("params") or {}).get("mode") == "url" for wire in pending.values()):
+            action = "visit"
+        super().__init__(message, next_step=NextStep(action, session.id))
         self.session = session
         self.pending = pending
         self.deferred = deferred
@@ -223,13 +236,20 @@ class Flow:
     as_task: bool = False
     """2025-11-25: call the tool as a task (``task`` param): its ``execution.taskSupport`` asks for it."""
     task_control: TaskControl = field(default_factory=lambda: TaskControl())
+    roots_expected: bool = False
+    """The server is known to ask for the roots on connecting (``batch``): the call waits for that question first."""
     """A front end's detach or cancel request for the task the call became (the app's keys)."""
     _t0: float = 0.0
     _deadline: float = math.inf
     _attempt: int = 1
     _back_channel_count: dict[str, int] = field(default_factory=dict)
     _back_channel_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _back_channel_refused: McpcliError | None = None
+    """Why mcpcli refused a back-channel question (an invalid --answer): the server's result after that is not the
+    flow's, which stays waiting, as on 2026-07-28."""
     _in_flight: bool = False
+    _roots_given_at: float | None = None
+    """When a ``roots/list`` that came before the call was answered (``_before_the_call``), on the monotonic clock."""
 
     @property
     def session(self) -> SessionRecord | None:
@@ -249,10 +269,22 @@ class Flow:
         lease back however the run ends — after the connection is closed, so that a connection that died can
         still be recorded under the lease.
         """
+        await self._roots_first()
         self.call = call
         self._arm_deadline()
         self._event("start", method=call.method, name=call.name)
         return await self._loop()
+
+    async def _roots_first(self) -> None:
+        """Before the call (while ``self.call`` is unset, so that the question is not taken for the flow's own):
+        wait for a server known to ask for the roots on connecting to ask, then give it a moment to take them in
+        — the filesystem server resolves each path before it serves any, and a call sent at once finds none."""
+        if self.roots_expected or (self.client is not None and roots_asked_again(self.client)):
+            with anyio.move_on_after(ROOTS_WAIT):  # a server that never asks after all is not waited for long
+                while self._roots_given_at is None:
+                    await anyio.sleep(0.01)
+        if self._roots_given_at is not None:
+            await anyio.sleep(max(0.0, self._roots_given_at + ROOTS_SETTLE - time.monotonic()))
 
     async def adopt(self, session: SessionRecord, *, steal: bool = False) -> SessionRecord:
         """Claim a stored session before anything is sent (before connecting, even), inside the keeper's
@@ -264,6 +296,7 @@ class Flow:
         """Continue the adopted session: answer what is pending and retry with the stored state, byte for byte."""
         session = self.keeper.session
         assert session is not None and self.keeper.lease is not None, "adopt() the session first"
+        await self._roots_first()
         await self._check_identity(session)
         if self.connection is not None and self.connection != session.connection:
             await self.keeper.update(connection=self.connection)  # resumed another way (-s, --protocol): keep how
@@ -439,6 +472,13 @@ class Flow:
                 await self._keep("waiting")
                 assert self.session is not None
                 raise NeedInput(self.session, pending, deferred=False)
+            if (refused := self.take_refusal()) is not None:
+                raise refused
+
+    def take_refusal(self) -> McpcliError | None:
+        """The error a back-channel answer failed with during the last leg, once (see ``_back_channel_refused``)."""
+        refused, self._back_channel_refused = self._back_channel_refused, None
+        return refused
 
     async def _on_progress(self, progress: float, total: float | None, message: str | None) -> None:
         self.reporter.progress(progress, total, message)
@@ -556,6 +596,8 @@ class Flow:
         """An SDK callback body for pre-2026 servers: the same sources, asked mid-call, recorded as a round."""
 
         async def handle(request: t.InputRequest) -> t.InputResponse | t.ErrorData:
+            if self.call is None:
+                return await self._before_the_call(kind, request)
             self._back_channel_count[kind] = n = self._back_channel_count.get(kind, 0) + 1
             key = f"{kind}-{n}"
             requests = {key: dump(request)}
@@ -564,10 +606,28 @@ class Flow:
             except NeedInput:
                 self._back_channel_failed[key] = requests[key]
                 return t.ErrorData(code=t.INVALID_REQUEST, message="The user is not available to answer.")
+            except UsageError as exc:  # a bad answer, kept waiting by _take_round; the server hears a refusal
+                self._back_channel_refused = self._back_channel_refused or exc
+                raise
             typed: t.InputResponse = _typed_responses(for_server(answers))[key]
             return typed
 
         return handle
+
+    async def _before_the_call(self, kind: str, request: t.InputRequest) -> t.InputResponse | t.ErrorData:
+        """A back-channel request that arrives before the flow's call was made: no flow is running yet to hold it.
+
+        The reference filesystem server asks for the client's roots as soon as the handshake is done, and serves
+        nothing until it has them: the sources that need nobody (``--root``, the working directory) answer it,
+        unrecorded. Anything else — a question out of nowhere — is refused.
+        """
+        if isinstance(request, t.ListRootsRequest):
+            question = Question(f"{kind}-0", request, dump(request), "", self.server, back_channel=True)
+            for source in self.sources:
+                if not source.interactive and (answer := await source.answer(question)) is not None:
+                    self._roots_given_at = time.monotonic()
+                    return answer
+        return t.ErrorData(code=t.INVALID_REQUEST, message="The client has no call running to ask for.")
 
     # --- sessions ----------------------------------------------------------------------------------------------------
 

@@ -226,6 +226,9 @@ async def _result_2025(flow: Flow, state: TaskState) -> Outcome:
             await flow.keeper.update(status="waiting", task=state.dump())
             assert flow.session is not None
             raise NeedInput(flow.session, pending, deferred=False)
+        if (refused := flow.take_refusal()) is not None:
+            await flow.keeper.update(status="waiting", task=state.dump())
+            raise refused
     if failure is not None:
         if failure.code == -32602 and "cancel" not in failure.message.lower():
             raise await _expired(flow, state, failure.message)

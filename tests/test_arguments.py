@@ -376,3 +376,22 @@ def test_usable_schema_keeps_only_what_json_schema_means(schema: Any) -> None:
     assert isinstance(usable, dict) and usable.get("type") == "object"
     assert all(isinstance(p, dict) for p in (usable.get("properties") or {}).values())
     assert all(isinstance(n, str) for n in usable.get("required") or [])
+
+
+def test_a_property_of_several_types_is_typed_and_checked_without_an_internal_error() -> None:
+    """The sequential-thinking server's ``nextThoughtNeeded`` is ``["boolean", "string"]``."""
+    schema = {"type": "object", "properties": {"next": {"type": ["boolean", "string"]}}, "required": ["next"]}
+    assert build("next=true", schema=schema) == {"next": True}
+    assert build("next=maybe", schema=schema) == {"next": "maybe"}
+    with pytest.raises(UsageError, match="Missing required argument 'next'"):
+        build(schema=schema)
+
+
+def test_a_required_property_missing_inside_a_value_is_named_by_its_path() -> None:
+    """The memory server's ``entities``: objects in an array, each with required fields; no --arg names them."""
+    item = {"type": "object", "properties": {"name": {"type": "string"}, "kind": {"type": "string"}}}
+    schema = {"type": "object", "properties": {"entities": {"type": "array", "items": item | {"required": ["kind"]}}}}
+    with pytest.raises(UsageError) as caught:
+        build('entities=[{"name": "Ada"}]', schema=schema)
+    assert caught.value.message == "Argument entities.0: the required property 'kind' is missing."
+    assert caught.value.hint is not None and "--arg entities=" in caught.value.hint

@@ -1,23 +1,37 @@
-"""Third-party servers installed from their registries: the reference TypeScript "everything" server (npm, run
-with the system node) and a fastmcp 4.x server (PyPI, the ``test`` extra). Skipped only where node/npm or fastmcp
-are missing (never in CI, which installs both)."""
+"""Third-party servers installed from their registries: the reference TypeScript servers (npm, run with the system
+node: "everything", filesystem, memory, sequential-thinking), the official Python reference servers (PyPI, each in its
+own venv: time, git) and a fastmcp 4.x server (the ``test`` extra). Each is installed once into a cache outside the
+work tree; skipped only where node/npm or the registry are missing (never in CI, which has both)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.server
+import json
 import os
 import shlex
 import shutil
 import socket
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, ROOT, free_port
+from conftest import PY, ROOT, Result, free_port
 
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
+FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
+MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
+THINKING = "@modelcontextprotocol/server-sequential-thinking@2026.8.31"
+# The official Python reference servers, each in its own venv (never ours: they pin their own SDK). The time server
+# at a release built on the 1.x SDK (it speaks 2025-11-25), the git server at one built on 2.3 (2026-07-28).
+TIME = ("time-2025.9.25", ["mcp-server-time==2025.9.25", "mcp==1.30.0"], "mcp-server-time")
+GIT = ("git-2026.10.19", ["mcp-server-git==2026.10.19"], "mcp-server-git")
+FETCH = ("fetch-2026.10.24", ["mcp-server-fetch==2026.10.24"], "mcp-server-fetch")
 FASTMCP_SERVER = Path(__file__).resolve().parent / "data" / "fastmcp_server.py"
 
 
@@ -27,24 +41,160 @@ def _unavailable(why: str) -> None:
     pytest.skip(why)
 
 
-@pytest.fixture(scope="session")
-def everything() -> str:
-    """A ``-s`` command line for the everything server, installed once into a cache outside the work tree."""
+def _cache() -> Path:
+    """Where the servers are installed once: ``$MCPCLI_TEST_CACHE``, as for the conformance suite."""
+    if given := os.environ.get("MCPCLI_TEST_CACHE"):
+        return Path(given)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mcpcli-tests"
+
+
+def _npm_server(spec: str, folder: str) -> str:
+    """A ``-s`` command line for an npm server package (``spec``: name@version), installed once under the cache."""
     if not (shutil.which("node") and shutil.which("npm")):
         _unavailable("needs node and npm")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mcpcli-tests" / "everything"
-    main = cache / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    cache = _cache() / folder
+    name = spec.rsplit("@", 1)[0]
+    main = cache / "node_modules" / name / "dist" / "index.js"
     if not main.is_file():
         cache.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
-            ["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(cache), EVERYTHING],
+            ["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(cache), spec],
             capture_output=True,
             text=True,
             timeout=300,
         )
         if done.returncode != 0 or not main.is_file():
-            _unavailable(f"npm install {EVERYTHING} failed: {done.stderr[-500:]}")
-    return shlex.join(["node", str(main), "stdio"])
+            _unavailable(f"npm install {spec} failed: {done.stderr[-500:]}")
+    return shlex.join(["node", str(main)])
+
+
+def _pypi_server(folder: str, requirements: list[str], script: str) -> str:
+    """The path of a PyPI server's console script, installed once into its own venv under the cache."""
+    venv = _cache() / folder
+    main = venv / "bin" / script
+    if not main.is_file():
+        shutil.rmtree(venv, ignore_errors=True)  # a half-made venv from an interrupted run
+        made = subprocess.run([PY, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=120)
+        if made.returncode != 0:
+            _unavailable(f"python -m venv failed: {made.stderr[-500:]}")
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *requirements],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if done.returncode != 0 or not main.is_file():
+            shutil.rmtree(venv, ignore_errors=True)
+            _unavailable(f"pip install {' '.join(requirements)} failed: {done.stderr[-500:]}")
+    return str(main)
+
+
+@pytest.fixture(scope="session")
+def time_server() -> str:
+    return shlex.join([_pypi_server(*TIME), "--local-timezone", "UTC"])
+
+
+@pytest.fixture(scope="session")
+def git_server() -> str:
+    return shlex.join([_pypi_server(*GIT)])
+
+
+@pytest.fixture(scope="session")
+def fetch_server() -> str:
+    return shlex.join([_pypi_server(*FETCH), "--allow-private-ips"])  # it is pointed at 127.0.0.1 here
+
+
+@pytest.fixture
+def web_page(tmp_path: Path) -> Iterator[str]:
+    """A URL on 127.0.0.1 serving a page whose title and text carry terminal escapes and a bidi override."""
+    site = tmp_path / "site"
+    site.mkdir()
+    page = "<html><head><title>T\x1b]0;pwned\x07</title></head><body><h1>Hello \x1b[31mred\x1b[0m world</h1>"
+    (site / "index.html").write_text(page + "<p>bidi \u202e evil</p><p>Enough text to read.</p></body></html>")
+    (site / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def everything() -> str:
+    """A ``-s`` command line for the everything server (stdio)."""
+    return _npm_server(EVERYTHING, "everything") + " stdio"
+
+
+@pytest.fixture(scope="session")
+def filesystem() -> str:
+    """The reference filesystem server, started with no directory: it asks the client for its roots."""
+    return _npm_server(FILESYSTEM, "filesystem")
+
+
+@pytest.fixture(scope="session")
+def memory() -> str:
+    """The reference knowledge-graph server: stateful, kept in the file ``MEMORY_FILE_PATH`` names."""
+    return _npm_server(MEMORY, "memory")
+
+
+@pytest.fixture(scope="session")
+def thinking() -> str:
+    return _npm_server(THINKING, "sequential-thinking")
+
+
+@pytest.fixture
+def worker_on(home: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The warm worker started for this home (the other tests run cold); stopped afterwards."""
+    monkeypatch.setenv("MCPCLI_WORKER", "1")
+    monkeypatch.delenv("CI", raising=False)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    started = run_in(ROOT, "worker", "start")
+    assert started.code == 0, started.err
+    yield
+    run_in(ROOT, "worker", "stop")
+
+
+def _config(home: Path, servers: dict[str, dict[str, Any]]) -> None:
+    """``config.toml`` with these ``[mcpServers.NAME]`` entries (strings, lists of strings, tables, booleans)."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lines = []
+    for name, entry in servers.items():
+        lines.append(f"[mcpServers.{name}]")
+        for key, value in entry.items():
+            if isinstance(value, dict):
+                value = "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in value.items()) + " }"
+            else:
+                value = json.dumps(value)
+            lines.append(f"{key} = {value}")
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 60) -> Result:
+    """``python -m mcpcli`` as a user runs it, from ``cwd`` (the default root), with a timeout."""
+    proc = subprocess.run(
+        [PY, "-m", "mcpcli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def left_running(cwd: Path) -> list[str]:
+    """The command lines of processes still running in ``cwd``: a server that outlived the command that started it
+    (each test starts its servers from its own directory, so others running meanwhile do not count)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if proc.name.isdigit() and (proc / "cwd").resolve() == cwd.resolve():
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return found
 
 
 @pytest.fixture
@@ -155,3 +305,254 @@ def test_a_bad_protocol_setting_is_a_usage_error(process: Any) -> None:
     r = process("servers", "add", "x", "--protocol", "2024", "--", "true")
     assert r.code == 2
     assert "Unknown protocol" in r.err
+
+
+def test_the_filesystem_server_works_in_the_working_directory_it_was_given_as_root(
+    filesystem: str, tmp_path: Path, worker_on: None
+) -> None:
+    """It asks for the roots as soon as the handshake is done, before any call: that request used to be refused
+    (an internal assertion), leaving the server no directory at all ("Access denied" for every path)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("first line\nsecond line\n")
+    fs = ["-s", filesystem]
+    allowed = run_in(work, "call", "list_allowed_directories", *fs, "--no-worker")
+    assert allowed.code == 0 and str(work.resolve()) in allowed.out, allowed.err
+    assert "running on stdio" not in allowed.err  # the server's stderr goes to its log
+    read = run_in(work, "call", "read_text_file", "-a", "path=notes.txt", "-a", "head=1", *fs)
+    assert (read.code, read.out) == (0, "first line\n"), read.err
+    wrote = run_in(work, "call", "write_file", "-a", "path=new.txt", "-a", "content=012", *fs)
+    assert wrote.code == 0 and (work / "new.txt").read_text() == "012", wrote.err
+    tree = run_in(work, "call", "directory_tree", "--args", '{"path": "."}', "--json", *fs)
+    assert tree.code == 0, tree.err
+    names = {entry["name"] for entry in json.loads(tree.json()["content"][0]["text"])}
+    assert names == {"notes.txt", "new.txt"}
+    both = run_in(work, "call", "read_multiple_files", "--args", '{"paths": ["notes.txt", "new.txt"]}', *fs)
+    assert both.code == 0 and "second line" in both.out and "012" in both.out, both.err
+    outside = run_in(work, "call", "read_text_file", "-a", f"path={tmp_path}", *fs)
+    assert outside.code == 1 and "Access denied" in outside.err + outside.out, outside.err
+    assert "Traceback" not in outside.err and "Internal error" not in outside.err
+    # A batch lists the tools once, then gives each flow its own connection (a pre-2026 server): the calls went
+    # out at once, before the server had taken the roots in ("Access denied" for every line).
+    lines = [{"tool": "read_text_file", "arguments": {"path": "notes.txt", "head": 1}}] * 2
+    batch = run_in(work, "batch", *fs, stdin="".join(json.dumps(line) + "\n" for line in lines))
+    assert batch.code == 0, batch.out + batch.err
+    assert [json.loads(line)["result"]["content"][0]["text"] for line in batch.out.splitlines()] == ["first line"] * 2
+    assert run_in(work, "sessions", "list", "--json").json() == []  # answering the roots is no flow to keep
+    assert left_running(work) == []
+
+
+def test_a_tools_only_server_lists_no_prompts_and_refuses_bad_calls_before_sending(
+    filesystem: str, tmp_path: Path, worker_on: None
+) -> None:
+    """Listing prompts used to ask anyway: "The server refused to list prompts: Method not found", exit 4."""
+    prompts = run_in(tmp_path, "prompts", "-s", filesystem)
+    assert prompts.code == 0 and "no prompts" in prompts.err + prompts.out, prompts.err
+    resources = run_in(tmp_path, "resources", "--json", "-s", filesystem, "--no-worker")
+    assert resources.code == 0 and resources.json() == {"resources": [], "resourceTemplates": []}, resources.err
+    missing = run_in(tmp_path, "call", "read_text_file", "-s", filesystem)
+    assert missing.code == 2 and "path" in missing.err
+    typed = run_in(tmp_path, "call", "read_text_file", "-a", "path=x", "-a", "head=many", "-s", filesystem)
+    assert typed.code == 2 and "head" in typed.err
+    unknown = run_in(tmp_path, "call", "read_everything", "-s", filesystem)
+    assert unknown.code == 2 and "read_text_file" in unknown.err
+    for r in (missing, typed, unknown):
+        assert "Traceback" not in r.err and r.out == ""
+
+
+def test_the_memory_server_keeps_its_graph_between_commands_cold_and_kept_alive_in_the_worker(
+    memory: str, filesystem: str, home: Path, tmp_path: Path, worker_on: None
+) -> None:
+    """Kept alive, a server is one process for every command, whatever their directories: the filesystem server
+    used to keep the roots of the first command that reached it (from another directory, "read f.txt" read the
+    first directory's f.txt); the next command now tells it the roots changed, and waits for it to ask again."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    for folder in (one, two):
+        folder.mkdir()
+        (folder / "f.txt").write_text(f"in {folder.name}\n")
+    node, main = shlex.split(memory)
+    graph = {"MEMORY_FILE_PATH": str(tmp_path / "graph.jsonl")}
+    fs_node, fs_main = shlex.split(filesystem)
+    _config(
+        home,
+        {
+            "mem": {"command": node, "args": [main], "env": graph},
+            "kept": {"command": node, "args": [main], "env": graph, "keep_alive": True},
+            "files": {"command": fs_node, "args": [fs_main], "keep_alive": True},
+        },
+    )
+    ada = {"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}]}
+    created = run_in(one, "call", "create_entities", "--args", json.dumps(ada), "-s", "mem", "--no-worker")
+    assert created.code == 0 and '"Ada"' in created.out, created.err
+    for how in ("--no-worker", "-v"):
+        found = run_in(two, "call", "search_nodes", "-a", "query=program", "--json", "-s", "kept", how)
+        assert found.code == 0, found.err
+        assert [e["name"] for e in found.json()["structuredContent"]["entities"]] == ["Ada"]
+    nested = run_in(one, "call", "create_entities", "--args", '{"entities": [{"name": "Bob"}]}', "-s", "kept")
+    assert nested.code == 2 and "entities.0" in nested.err and "--arg entityType" not in nested.err, nested.err
+    for folder in (one, two, one):
+        read = run_in(folder, "call", "read_text_file", "-a", "path=f.txt", "-s", "files")
+        assert (read.code, read.out.rstrip("\n")) == (0, f"in {folder.name}"), read.err
+    ps = run_in(ROOT, "worker", "ps")
+    assert "kept" in ps.out and "files" in ps.out, ps.err
+    # Each runs where the command that started it ran (not in $PWD, which a program's cwd= leaves as it was).
+    assert any("server-memory" in line for line in left_running(two)), left_running(tmp_path)
+    assert any("server-filesystem" in line for line in left_running(one))
+    assert run_in(ROOT, "worker", "stop").code == 0
+    assert left_running(one) == [] and left_running(two) == []
+
+
+def test_the_time_server_on_the_1x_python_sdk_tells_and_converts_times(
+    time_server: str, tmp_path: Path, worker_on: None
+) -> None:
+    info = run_in(tmp_path, "info", "--json", "-s", time_server, "--no-worker")
+    assert info.code == 0 and info.json()["protocolVersion"] == "2025-11-25", info.err
+    now = run_in(tmp_path, "call", "get_current_time", "-a", "timezone=Europe/Paris", "-s", time_server)
+    assert now.code == 0 and json.loads(now.out)["timezone"] == "Europe/Paris", now.err
+    converted = run_in(
+        tmp_path, "call", "convert_time", "-a", "source_timezone=UTC", "-a", "time=14:30",
+        "-a", "target_timezone=Asia/Tokyo", "--json", "-s", time_server,
+    )  # fmt: skip
+    assert converted.code == 0, converted.err
+    assert json.loads(converted.json()["content"][0]["text"])["target"]["datetime"].endswith("T23:30:00+09:00")
+    wrong = run_in(tmp_path, "call", "get_current_time", "-a", "timezone=Mars/Olympus", "-s", time_server)
+    assert wrong.code == 1 and "Error processing" in wrong.out + wrong.err, wrong.err
+    missing = run_in(tmp_path, "call", "get_current_time", "-s", time_server)
+    assert missing.code == 2 and "timezone" in missing.err
+    # Made to speak 2026-07-28, which it cannot: its refusal is said, not read as "The server has no tools".
+    forced = run_in(tmp_path, "tools", "--protocol", "2026-07-28", "-s", time_server)
+    assert forced.code == 4 and "refused to list tools" in forced.err, forced.err
+    prompts = run_in(tmp_path, "prompts", "-s", time_server)
+    assert prompts.code == 0 and "no prompts" in prompts.err, prompts.err
+    for r in (info, now, converted, wrong, missing, forced, prompts):
+        assert "Traceback" not in r.err and "Internal error" not in r.err
+    assert left_running(tmp_path) == []
+
+
+def test_the_git_server_shows_status_stages_commits_and_logs_in_a_scratch_repository(
+    git_server: str, tmp_path: Path, worker_on: None
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, timeout=30)
+    for key, value in (("user.name", "T"), ("user.email", "t@example.com")):  # the server's env is not ours
+        subprocess.run(["git", "-C", str(repo), "config", key, value], check=True, timeout=30)
+    (repo / "new.txt").write_text("x\n")
+    git = ["-s", git_server]
+    status = run_in(repo, "call", "git_status", "-a", "repo_path=.", *git)
+    assert status.code == 0 and "new.txt" in status.out, status.err
+    added = run_in(repo, "call", "git_add", "-a", "repo_path=.", "-a", 'files=["new.txt"]', *git)
+    assert added.code == 0, added.err
+    message = 'first: with "quotes" and ünïcode'
+    committed = run_in(repo, "call", "git_commit", "-a", "repo_path=.", "-a", f"message={message}", *git)
+    assert committed.code == 0 and "committed" in committed.out, committed.err
+    cold = run_in(repo, "call", "git_log", "-a", "repo_path=.", "-a", "max_count=1", *git, "--no-worker")
+    assert cold.code == 0 and message in cold.out, cold.err
+    warm = run_in(repo, "call", "git_log", "-a", "repo_path=.", "-a", "max_count=1", "-s", git_server)
+    assert (warm.code, warm.out) == (0, cold.out), warm.err
+    bad = run_in(repo, "call", "git_show", "-a", "repo_path=.", "-a", "revision=HEAD~5", "-s", git_server)
+    assert bad.code == 1 and "HEAD~5" in bad.out + bad.err, bad.err
+    typed = run_in(repo, "call", "git_log", "-a", "repo_path=.", "-a", "max_count=many", "-s", git_server)
+    assert typed.code == 2 and "max_count" in typed.err and typed.out == ""
+    for r in (status, added, committed, cold, warm, bad, typed):
+        assert "Traceback" not in r.err and "Internal error" not in r.err
+    assert left_running(repo) == []
+
+
+def test_the_sequential_thinking_server_takes_typed_arguments_whose_schema_allows_two_types(
+    thinking: str, tmp_path: Path
+) -> None:
+    """``nextThoughtNeeded`` is ``"type": ["boolean", "string"]``: checking the arguments used to fail with
+    "Internal error: Unexpected TypeError: unhashable type: 'list'" (exit 4) before anything was sent."""
+    step = ["-a", "thought=First, the ‮premise", "-a", "thoughtNumber=1", "-a", "totalThoughts=2"]
+    r = run_in(tmp_path, "call", "sequentialthinking", *step, "-a", "nextThoughtNeeded=true", "--json", "-s", thinking)
+    assert r.code == 0, r.err
+    reply = json.loads(r.json()["content"][0]["text"])
+    assert (reply["thoughtNumber"], reply["nextThoughtNeeded"]) == (1, True)
+    low = run_in(tmp_path, "call", "sequentialthinking", *step[:2], "-a", "thoughtNumber=0", "-a", "totalThoughts=2",
+                 "-a", "nextThoughtNeeded=false", "-s", thinking)  # fmt: skip
+    assert low.code == 2 and "thoughtNumber" in low.err and low.out == ""
+    for done in (r, low):
+        assert "Internal error" not in done.err and "running on stdio" not in done.err  # the server's log
+    assert left_running(tmp_path) == []
+
+
+def test_the_everything_servers_prompts_resources_and_typed_tools(
+    everything: str, tmp_path: Path, worker_on: None
+) -> None:
+    e = ["-s", everything]
+    prompt = run_in(tmp_path, "prompt", "args-prompt", "-a", "city=Paris", "-a", "state=TX", *e)
+    assert prompt.code == 0 and "Paris, TX" in prompt.out, prompt.err
+    unnamed = run_in(tmp_path, "prompt", "args-prompt", "-a", "state=TX", *e)
+    assert unnamed.code == 2 and "city" in unnamed.err
+    read = run_in(tmp_path, "read", "demo://resource/dynamic/text/7", "--json", *e)
+    assert read.code == 0 and read.json()["contents"][0]["text"].startswith("Resource 7:"), read.err
+    missing = run_in(tmp_path, "read", "demo://resource/static/document/nowhere.md", *e)
+    assert missing.code == 4 and "not found" in missing.err and missing.out == ""
+    total = run_in(tmp_path, "call", "get-sum", "-a", "a=2", "-a", "b=3.5", *e)
+    assert (total.code, total.out) == (0, "The sum of 2 and 3.5 is 5.5.\n"), total.err
+    where = run_in(tmp_path, "call", "get-structured-content", "-a", "location=Paris", *e)
+    assert where.code == 2 and "Chicago" in where.err
+    slow = run_in(tmp_path, "call", "trigger-long-running-operation", "-a", "duration=1", "-a", "steps=2", *e)
+    assert slow.code == 0 and "completed" in slow.out, slow.err
+    secret = {"MCPCLI_TEST_SECRET": "not for the server"}  # a stdio server gets the SDK's short list, warm or cold
+    warm_env = run_in(tmp_path, "call", "get-env", *e, env=secret)
+    cold_env = run_in(tmp_path, "call", "get-env", *e, "--no-worker", env=secret)
+    assert warm_env.code == cold_env.code == 0 and json.loads(warm_env.out) == json.loads(cold_env.out), warm_env.err
+    assert "MCPCLI_TEST_SECRET" not in warm_env.out and "PATH" in json.loads(warm_env.out)
+    listed = run_in(tmp_path, "tools", *e)  # a table 80 columns wide: the name to copy stays whole, on one line
+    assert listed.code == 0 and "trigger-long-running-operation" in listed.out, listed.err
+    assert max(len(line) for line in listed.out.splitlines()) <= 80
+    for r in (prompt, unnamed, read, missing, total, where, slow, listed):
+        assert "Traceback" not in r.err and "Internal error" not in r.err
+    assert left_running(tmp_path) == []
+
+
+def test_the_everything_servers_mid_call_questions_wait_without_input_and_are_answered_through_the_worker(
+    everything: str, tmp_path: Path, worker_on: None
+) -> None:
+    e = ["-s", everything, "--protocol", "legacy"]
+    waiting = run_in(tmp_path, "call", "trigger-elicitation-request", "--no-input", "--json", *e)
+    assert waiting.code == 3, waiting.err
+    doc = waiting.json()
+    assert doc["status"] == "input_required" and "elicitation-1.name" in doc["answers_template"]
+    answers = ["--answer", "name=Ada", "--answer", "integer=7", "--answer", "untitledMultipleSelectEnum=Piano,Drums"]
+    done = run_in(tmp_path, "resume", doc["session_id"][:6], *answers, *e)
+    assert done.code == 0 and "- Name: Ada" in done.out and '"Drums"' in done.out, done.err
+    out_of_range = run_in(tmp_path, "call", "trigger-elicitation-request", "--answer", "integer=500", "--answer",
+                          "name=x", *e)  # fmt: skip
+    assert out_of_range.code == 2 and "between 1 and 100" in out_of_range.err
+    sampled = run_in(tmp_path, "call", "trigger-sampling-request", "-a", "prompt=hi", "--no-input", *e)
+    assert sampled.code == 3 and "--approve-sampling" in sampled.err, sampled.err
+    assert "--answer FIELD=VALUE" not in sampled.err  # no --answer answers an LLM completion
+    # A link mcpcli would refuse to open at a terminal is not one to say you visited; a lookalike host is flagged.
+    link = run_in(tmp_path, "call", "trigger-url-elicitation", "-a", "url=javascript:alert(1)", "--no-input", *e)
+    assert link.code == 3 and "Refused: javascript scheme" in link.err, link.err
+    assert "--decline elicitation-1" in link.err and "--accept elicitation-1" not in link.err
+    assert "--answer FIELD=VALUE" not in link.err
+    lookalike = run_in(tmp_path, "call", "trigger-url-elicitation", "-a", "url=https://xn--80ak6aa92e.com/pay",
+                       "--no-input", *e)  # fmt: skip
+    assert lookalike.code == 3 and "punycode xn--80ak6aa92e.com" in lookalike.err, lookalike.err
+    shown = run_in(tmp_path, "sessions", "list", "--json")
+    assert sorted((s["name"], s["status"]) for s in shown.json()) == [
+        ("trigger-elicitation-request", "done"),
+        ("trigger-elicitation-request", "waiting"),  # the one with an answer out of range, to be resumed
+        ("trigger-sampling-request", "waiting"),
+        ("trigger-url-elicitation", "waiting"),
+        ("trigger-url-elicitation", "waiting"),
+    ]
+    assert left_running(tmp_path) == []
+
+
+def test_the_fetch_servers_page_text_reaches_the_terminal_with_its_escapes_made_visible(
+    fetch_server: str, web_page: str, tmp_path: Path, worker_on: None
+) -> None:
+    page = run_in(tmp_path, "call", "fetch", "-a", f"url={web_page}", "-s", fetch_server)
+    assert page.code == 0 and "Hello" in page.out and "world" in page.out, page.err
+    assert "\x1b" not in page.out and "\u202e" not in page.out  # made visible, not obeyed
+    assert "\\x1b[31m" in page.out and "\\u202e" in page.out
+    whole = run_in(tmp_path, "call", "fetch", "-a", f"url={web_page}", "-a", "raw=true", "--json", "-s", fetch_server)
+    assert whole.code == 0 and "\x1b]0;pwned\x07" in whole.json()["content"][0]["text"]  # --json: as sent
+    refused = run_in(tmp_path, "call", "fetch", "-a", f"url={web_page}", "-s", _pypi_server(*FETCH), "--no-worker")
+    assert refused.code == 1 and "not a public address" in refused.out + refused.err, refused.err
+    assert left_running(tmp_path) == []

@@ -235,6 +235,9 @@ class Batch:
     """The server's tools by name (their ``execution``); None when the listing could not be read (unchecked)."""
     client: Client | None = None
     """The shared connection (2026-07-28); None: each flow connects on its own."""
+    roots_on_connect: bool = False
+    """The server asked the listing's connection for its roots (the filesystem server does, on connecting): each
+    flow's own connection waits for that question before its call, or the call finds no root yet."""
 
     async def run(self, lines: list[Line], jobs: int) -> None:
         import anyio
@@ -340,6 +343,7 @@ class Batch:
 
         async with connect_flow(self.rt, self.opts, flow, self.target, self.protocol) as client:
             flow.client = client
+            flow.roots_expected = self.roots_on_connect
             try:
                 outcome = await self._start(flow, line, client)
             except ServerError:
@@ -402,10 +406,18 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     creds = credentials(rt, interactive=False)  # nobody signs in mid-batch: mcpcli auth login first
     batch = Batch(rt, opts, flows, target, protocol, presets, creds, tally)
     settings = declared(rt, opts.llm) | ({} if protocol is None else {"protocol": protocol})
+
+    async def roots_asked(request: Any) -> Any:  # the listing's connection answers nothing, but notes the question
+        import mcp_types as t
+
+        batch.roots_on_connect = True
+        return t.ErrorData(code=t.INVALID_REQUEST, message="The roots are given to each flow's own connection.")
+
     try:
         async with connect(
-            target, rt.paths, credentials=creds, tracer=rt.tracer(), **settings, **server_logs(rt, rt.out.note)
-        ) as client:
+            target, rt.paths, credentials=creds, tracer=rt.tracer(), roots=roots_asked, **settings,
+            **server_logs(rt, rt.out.note),
+        ) as client:  # fmt: skip
             batch.tools = await _tools(rt, client)
             version = client.protocol_version
             if version in MODERN_PROTOCOL_VERSIONS:

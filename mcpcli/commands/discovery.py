@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+import mcp_types as t
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
@@ -45,19 +46,23 @@ async def discover(rt: Runtime, what: str) -> int:
     logs = server_logs(rt, rt.out.note)
     tracer = rt.tracer()
     async with connect(target, rt.paths, credentials=creds, tracer=tracer, **logs, **declared(rt)) as client:
+        # A server that does not declare a kind refuses to list it ("Method not found"): it has none of it.
+        offers = client.server_capabilities
         try:
             if what == "info":
                 return _info(rt, client)
             if what == "tools":
-                tools = await all_pages(client.list_tools, "tools", keep_listing(rt, target, client, "tools"))
+                keep = keep_listing(rt, target, client, "tools")
+                tools = await all_pages(client.list_tools, "tools", keep, offers.tools)
                 rows = [(x["name"], _args_summary(x.get("inputSchema")), x.get("description", "")) for x in tools]
                 return _emit(rt, {"tools": tools}, "Tools", ("name", "arguments", "description"), rows)
             if what == "prompts":
-                prompts = await all_pages(client.list_prompts, "prompts", keep_listing(rt, target, client, "prompts"))
+                keep = keep_listing(rt, target, client, "prompts")
+                prompts = await all_pages(client.list_prompts, "prompts", keep, offers.prompts)
                 rows = [(p["name"], _prompt_args(p), p.get("description", "")) for p in prompts]
                 return _emit(rt, {"prompts": prompts}, "Prompts", ("name", "arguments", "description"), rows)
-            resources = await all_pages(client.list_resources, "resources")
-            templates = await all_pages(client.list_resource_templates, "resourceTemplates")
+            resources = await all_pages(client.list_resources, "resources", None, offers.resources)
+            templates = await all_pages(client.list_resource_templates, "resourceTemplates", None, offers.resources)
             if rt.json:
                 rt.out.json({"resources": resources, "resourceTemplates": templates})
                 return 0
@@ -75,14 +80,22 @@ Keep = Callable[[list[Any]], None]
 """Takes the pages of a complete listing (see ``keep_listing``)."""
 
 
-async def all_pages(fetch: Any, key: str, keep: Keep | None = None) -> list[dict[str, Any]]:
+async def all_pages(fetch: Any, key: str, keep: Keep | None = None, offered: object = True) -> list[dict[str, Any]]:
     """Every page of a listing (bounded: a paginator that never ends cannot hang us); ``keep`` gets the pages of a
-    complete one."""
+    complete one. ``offered``: the server's capability for the kind; when it has none (None), "Method not found"
+    means an empty listing — asked all the same, since a connection that skipped discovery knows no capability."""
     items: list[dict[str, Any]] = []
     pages: list[Any] = []
     cursor = None
     for _ in range(100):
-        pages.append(await fetch(cursor=cursor))
+        try:
+            pages.append(await fetch(cursor=cursor))
+        except MCPError as exc:
+            if offered is not None or exc.code != t.METHOD_NOT_FOUND or pages:
+                raise
+            if keep is not None:
+                keep(pages)  # a complete listing, of nothing
+            break
         page = dump(pages[-1])
         items.extend(page.get(key) or [])
         cursor = page.get("nextCursor")

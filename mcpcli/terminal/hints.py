@@ -21,6 +21,10 @@ def hint_for(step: NextStep) -> str:
             return f"Answer it with: {resume} --answer FIELD=VALUE (or at a terminal)"
         case "answer_here":
             return f"Run again at a terminal, or with --answer: {resume} --answer FIELD=VALUE"
+        case "sample":
+            return f"Let an LLM answer it: {resume} --approve-sampling always (providers: mcpcli llm list)"
+        case "visit":
+            return f"Once you have visited the page yourself: {resume} --accept KEY (or --decline KEY)"
         case "continue":
             return f"Continue with: {resume}"
         case "continue_more_rounds":

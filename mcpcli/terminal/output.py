@@ -88,10 +88,17 @@ class Output:
             self.err.print(Text(empty, style="dim"))
             return
         table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, header_style="bold")
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*(cell if isinstance(cell, Text) else safe("" if cell is None else cell) for cell in row))
+        cells = [
+            [cell if isinstance(cell, Text) else safe("" if cell is None else cell) for cell in row] for row in rows
+        ]
+        # The first column is what a user copies into the next command (a session id, a tool name, a URI): kept on
+        # one line when it fits in half the width, the other columns wrapping around it.
+        first = max((row[0].cell_len for row in cells if row), default=0)
+        for index, column in enumerate(columns):
+            keep = min(first, max(self.out.width // 2, 12)) if index == 0 and first else None
+            table.add_column(column, overflow="fold", width=keep)
+        for row in cells:
+            table.add_row(*row)
         self.out.print(table)
 
     # -- diagnostics (stderr) --
@@ -198,12 +205,15 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
                 err.print(Text(f"    {sanitize(str(name))}  {sanitize(str(kind))}, {flag}", style="dim"))
                 example = example or f"--answer {shell_word(sanitize(str(name)))}=VALUE"
         elif method == "elicitation/create":
-            err.print(
-                Text.assemble(
-                    f"  {key}: ", safe(params.get("message", "")), " — visit ", reveal_invisible(str(params.get("url")))
-                )
-            )
-            example = example or f"--accept {shell_word(key)}"
+            from mcpcli.terminal.asking import check_url  # deferred: URL requests are rare
+
+            url = str(params.get("url"))
+            checked = check_url(url)
+            err.print(Text.assemble(f"  {key}: ", safe(params.get("message", "")), " — visit ", reveal_invisible(url)))
+            for warning in checked.warnings:  # the same warnings as at a terminal: nobody is there to see them
+                err.print(Text(f"    {warning}", style="yellow"))
+            # A link refused at a terminal is not one to say you have visited: decline it.
+            example = example or f"--{'decline' if checked.refused else 'accept'} {shell_word(key)}"
         elif method == "sampling/createMessage":
             err.print(Text(f"  {key}: an LLM completion (sampling)"))
         else:

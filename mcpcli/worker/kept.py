@@ -61,6 +61,8 @@ class Attachment:
     conn: socket.socket
     number: int
     env: dict[str, str]
+    cwd: str | None = None
+    """The command's working directory (a server it starts runs there, unless its entry names a ``cwd``)."""
     buffer: bytearray = field(default_factory=bytearray)
     answered_from_cache: bool = False
 
@@ -76,6 +78,9 @@ class KeptServer:
     restarts: int = 0
     init_reply: dict[str, Any] | None = None
     init_pending: str | None = None
+    asks_roots: bool = False
+    """The server has asked a command for its roots (``roots/list``): it holds the roots of whoever it asked, which
+    the next command must replace with its own (``attach.attached``)."""
     current: Attachment | None = None
     waiting: deque[Attachment] = field(default_factory=deque)
     out: bytearray = field(default_factory=bytearray)
@@ -84,7 +89,7 @@ class KeptServer:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self, env: dict[str, str]) -> None:
+    def start(self, env: dict[str, str], cwd: str | None = None) -> None:
         from mcp.client.stdio import get_default_environment
 
         log = self.log_path.open("ab")
@@ -94,7 +99,7 @@ class KeptServer:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
-                cwd=self.spec.get("cwd") or env.get("PWD") or None,
+                cwd=self.spec.get("cwd") or cwd or env.get("PWD") or None,
                 env={**get_default_environment(), **{k: v for k, v in env.items() if k == "PATH"}, **self.spec["env"]},
                 start_new_session=True,
             )
@@ -103,6 +108,7 @@ class KeptServer:
         self.started = time.time()
         self.init_reply = None
         self.init_pending = None
+        self.asks_roots = False
         self.out.clear()
 
     def stop(self) -> None:
@@ -170,7 +176,8 @@ class Kept:
         )
         self._numbers += 1
         env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
-        attachment = Attachment(conn, self._numbers, env)
+        cwd = request.get("cwd")
+        attachment = Attachment(conn, self._numbers, env, cwd if isinstance(cwd, str) else None)
         if server.current is None:
             self._lend(server, attachment)
         else:
@@ -184,7 +191,7 @@ class Kept:
                 self._unregister(server.proc.stdout)
                 server.stop()
             try:
-                server.start(attachment.env)
+                server.start(attachment.env, attachment.cwd)
             except OSError as exc:
                 with contextlib.suppress(OSError):
                     send(attachment.conn, {"ok": False, "why": exc.strerror or str(exc)})
@@ -197,7 +204,8 @@ class Kept:
         server.current = attachment
         server.calls += 1
         try:
-            send(attachment.conn, {"ok": True, "pid": server.proc.pid if server.proc else None, "restarted": restarted})
+            reply = {"ok": True, "pid": server.proc.pid if server.proc else None, "restarted": restarted}
+            send(attachment.conn, reply | {"asks_roots": server.asks_roots})
         except OSError:
             self._detach(server)
             return
@@ -283,7 +291,9 @@ class Kept:
             if current is None or number != str(current.number):
                 return  # the answer to a command that has gone
             message = {**message, "id": json.loads(original)}
-        elif current is None:
+        elif message.get("method") == "roots/list":
+            server.asks_roots = True
+        if current is None:
             if message.get("method") == "ping" and "id" in message:
                 self._write_server(
                     server, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}).encode() + b"\n"
