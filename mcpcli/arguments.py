@@ -106,7 +106,21 @@ def typed_value(key: str, raw: str, prop: Any) -> Any:
     if "string" in kinds:
         return raw
     expected = " or ".join(sorted(kinds))
-    raise UsageError(f"--arg {key}: {raw!r} is not {'an' if expected[0] in 'aeiou' else 'a'} {expected}.")
+    raise UsageError(
+        f"--arg {key}: {raw!r} is not {'an' if expected[0] in 'aeiou' else 'a'} {expected}.",
+        hint=_json_hint(key, raw, kinds),
+    )
+
+
+def _json_hint(key: str, raw: str, kinds: set[str]) -> str | None:
+    """How to write an array or an object on the command line: as JSON (``Ada`` → ``["Ada"]``)."""
+    if "array" in kinds:
+        items = [part.strip() for part in raw.split(",")] if raw.strip() else []
+        example = json.dumps(items) if "'" not in raw else '["one", "two"]'  # inside the shell's single quotes
+        return f"Write an array as JSON: --arg {key}='{example}'"
+    if "object" in kinds:
+        return f'Write an object as JSON: --arg {key}=\'{{"name": "value"}}\''
+    return None
 
 
 _FAIL = object()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import secrets
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -46,6 +47,11 @@ BackChannel = Callable[[t.InputRequest], Awaitable[t.InputResponse | t.ErrorData
 
 FLOW_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 STDERR_TAIL_LINES = 8
+STDERR_TAIL_BYTES = 64 * 1024
+"""How much of the end of a failed server's output is read to find what it said."""
+_FRAME = re.compile(r"\s+at\s")
+"""A JavaScript stack frame."""
+_ERROR_LINE = re.compile(r"\s*(\w+(Error|Exception)\b|error\b|fatal\b)", re.IGNORECASE)
 
 
 class _FlowLegs:
@@ -133,10 +139,20 @@ class _ServerLog:
             self.file.flush()
         if str(self.path) == os.devnull:
             return ""
-        with self.path.open(encoding="utf-8", errors="replace") as f:
-            f.seek(self.start)
-            lines = [line.rstrip() for line in f.read().splitlines() if line.strip()]
-        return "\n".join(lines[-STDERR_TAIL_LINES:])
+        with self.path.open("rb") as f:
+            end = f.seek(0, os.SEEK_END)
+            f.seek(max(self.start, end - STDERR_TAIL_BYTES))  # a server may have written megabytes: only the end
+            text = f.read().decode("utf-8", errors="replace")
+        return failure_lines(text)
+
+
+def failure_lines(text: str) -> str:
+    """What a server that failed to start said, in a few lines: its last ones — stack frames left out (Node's
+    ``at …`` lines push the error itself out of view) — and the error line itself when it comes before them."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip() and not _FRAME.match(line)]
+    tail = lines[-STDERR_TAIL_LINES:]
+    errors = [line for line in lines[: len(lines) - len(tail)] if _ERROR_LINE.match(line)]
+    return "\n".join([*errors[-1:], *tail])
 
 
 def _private_opener(path: str, flags: int) -> int:

@@ -81,6 +81,8 @@ class ServerError(McpcliError):
 
     exit_code = ExitCode.SERVER
     default_title = "Server error"
+    rpc_code: int | None = None
+    """The JSON-RPC error code, when the server answered the request with an error."""
 
 
 class SessionError(McpcliError):

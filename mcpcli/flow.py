@@ -397,7 +397,9 @@ class Flow:
                     # The SDK's own verdict on a transport that ended under the request (a server may send -32000
                     # for anything: only the SDK's exact outcome means the connection is gone).
                     raise await self._fail("The server closed the connection before answering.") from None
-                raise await self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).") from None
+                failure = await self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).")
+                failure.rpc_code = exc.code
+                raise failure from None
             self._in_flight = False
             self.keeper.fault("after_send")
             if isinstance(result, CreateTaskResult):

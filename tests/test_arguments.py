@@ -395,3 +395,13 @@ def test_a_required_property_missing_inside_a_value_is_named_by_its_path() -> No
         build('entities=[{"name": "Ada"}]', schema=schema)
     assert caught.value.message == "Argument entities.0: the required property 'kind' is missing."
     assert caught.value.hint is not None and "--arg entities=" in caught.value.hint
+
+
+def test_an_array_or_object_given_as_a_word_is_shown_written_as_json() -> None:
+    schema = {"type": "object", "properties": {"names": {"type": "array"}, "meta": {"type": "object"}}}
+    with pytest.raises(UsageError) as caught:
+        build("names=Ada, Bob", schema=schema)
+    assert caught.value.hint == """Write an array as JSON: --arg names='["Ada", "Bob"]'"""
+    with pytest.raises(UsageError) as caught:
+        build("meta=x", schema=schema)
+    assert caught.value.hint == """Write an object as JSON: --arg meta='{"name": "value"}'"""

@@ -17,6 +17,8 @@ import pexpect
 import pytest
 from conftest import PY, ROOT, stdio_server
 
+from mcpcli.connection import failure_lines
+
 HOSTILE = Path(__file__).resolve().parent / "hostile.py"
 
 
@@ -243,3 +245,45 @@ def test_an_explicit_protocol_is_never_overridden_by_what_was_remembered(process
     process("call", "work", "-s", target, "--protocol", "2026-07-28")
     assert "initialize" not in record.read_text().splitlines()
     assert "legacy" in (home / "cache" / "handshakes.json").read_text()  # an explicit choice teaches nothing
+
+
+def test_a_listing_refused_at_a_protocol_asked_for_by_name_suggests_an_older_one(process: Any) -> None:
+    r = process("tools", "-s", hostile("legacy"), "--protocol", "2026-07-28")
+    assert r.code == 4
+    assert "try --protocol auto (or legacy)" in r.err
+    assert "try --protocol" not in process("tools", "-s", hostile("drift")).err  # not asked for: no such hint
+
+
+NODE_MISSING_MODULE = """node:internal/modules/cjs/loader:1210
+  throw err;
+  ^
+
+Error: Cannot find module '/srv/server.js'
+    at Module._resolveFilename (node:internal/modules/cjs/loader:1207:15)
+    at Module._load (node:internal/modules/cjs/loader:1038:27)
+    at Function.executeUserEntryPoint [as runMain] (node:internal/modules/run_main:164:12)
+    at node:internal/main/run_main_module:28:49 {
+  code: 'MODULE_NOT_FOUND',
+  requireStack: []
+}
+
+Node.js v20.20.2
+"""
+
+
+def test_a_server_that_fails_to_start_is_quoted_by_its_error_not_its_stack() -> None:
+    shown = failure_lines(NODE_MISSING_MODULE).splitlines()
+    assert "Error: Cannot find module '/srv/server.js'" in shown
+    assert not any(line.lstrip().startswith("at ") for line in shown)
+    chatty = "Error: the first thing that went wrong\n" + "".join(f"line {n}\n" for n in range(20))
+    assert failure_lines(chatty).splitlines() == ["Error: the first thing that went wrong"] + [
+        f"line {n}" for n in range(12, 20)
+    ]
+
+
+def test_a_server_that_wrote_megabytes_before_failing_is_read_only_at_its_end(process: Any, tmp_path: Path) -> None:
+    script = tmp_path / "loud.py"
+    script.write_text("import sys\nsys.stderr.write('noise\\n' * 3_000_000)\nsys.stderr.write('fatal: no config\\n')\n")
+    r = process("tools", "-s", f"{PY} {script}")
+    assert r.code == 4 and "fatal: no config" in r.err
+    assert r.err.count("noise") <= 8

@@ -217,6 +217,14 @@ def test_a_resource_template_that_asks(cli: Any) -> None:
     assert r.out == "Report for apollo (with private details): all systems nominal.\n"
 
 
+def test_a_uri_the_server_does_not_have_says_where_to_look(cli: Any) -> None:
+    r = cli("read", "demo://nope", "--json")
+    assert r.code == 4
+    error = r.json()["error"]
+    assert "Unknown resource: demo://nope" in error["message"]
+    assert error["hint"] == "Check the URI against what the server lists: mcpcli resources"
+
+
 def test_json_output_is_the_mcp_result(cli: Any) -> None:
     r = cli("call", "provision", "-a", "name=orders", "--answer", "region=eu-west-1", "--json")
     doc = r.json()

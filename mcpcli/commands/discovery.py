@@ -71,9 +71,19 @@ async def discover(rt: Runtime, what: str) -> int:
             rt.out.table("Resources", ("uri", "name", "description"), rows, "The server has no resources.")
             return 0
         except MCPError as exc:
-            raise ServerError(f"The server refused to list {what}: {exc.message}.") from None
+            hint = _older_protocol_hint(rt, target)
+            raise ServerError(f"The server refused to list {what}: {exc.message}.", hint=hint) from None
         except ValidationError as exc:
-            raise ServerError(f"The server's {what} listing is malformed: {first_problem(exc)}.") from None
+            hint = _older_protocol_hint(rt, target)
+            raise ServerError(f"The server's {what} listing is malformed: {first_problem(exc)}.", hint=hint) from None
+
+
+def _older_protocol_hint(rt: Runtime, target: Target) -> str | None:
+    """When 2026-07-28 was asked for by name, a server that refuses or garbles a listing may speak an older one."""
+    chosen = rt.protocol() or target.protocol
+    if chosen is None or not chosen.startswith("2026"):
+        return None
+    return f"It may speak an older protocol than the {chosen} asked for: try --protocol auto (or legacy)."
 
 
 Keep = Callable[[list[Any]], None]

@@ -300,6 +300,8 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                 settled.session_id = flow.session.id
                 if isinstance(settled, UserStopped):
                     settled.hint = f"Resume it with: mcpcli resume {flow.session.id}"
+            if isinstance(settled, ServerError) and settled.hint is None and settled.next_step is None:
+                settled.hint = _refused_hint(flow, settled.rpc_code)
             _say_unmatched(rt, flow)
         if settled is exc:
             raise
@@ -307,6 +309,19 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
     finally:
         await flow.keeper.close()
         rt.out.stop_progress()
+
+
+_LISTED_BY = {"tools/call": "mcpcli tools", "prompts/get": "mcpcli prompts", "resources/read": "mcpcli resources"}
+
+
+def _refused_hint(flow: Flow, rpc_code: int | None) -> str | None:
+    """What to do when the server refused the request itself as naming something it does not have or with bad
+    parameters (-32602; -32002, resource not found): look at what it lists."""
+    if flow.call is None or rpc_code not in (-32602, -32002):
+        return None
+    listing = _LISTED_BY.get(flow.call.method)
+    what = "the URI" if flow.call.method == "resources/read" else "the name and the arguments"
+    return f"Check {what} against what the server lists: {listing}" if listing else None
 
 
 async def drive_connected(
