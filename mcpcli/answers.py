@@ -19,7 +19,7 @@ from typing import Any, Literal
 import mcp_types as t
 
 from mcpcli import forms
-from mcpcli.errors import UsageError
+from mcpcli.errors import InvalidAnswer, UsageError
 from mcpcli.flow import Question
 
 Action = Literal["accept", "decline", "cancel"]
@@ -193,7 +193,7 @@ class Presets:
                 clean[name] = forms.coerce(field_spec, raw)
             except forms.FieldError as exc:
                 origin = self.fields.get((question.key, name)) or self.fields.get((None, name))
-                raise UsageError(f"{origin[1] if origin else name}: {exc}", title="Invalid answer") from None
+                raise InvalidAnswer(f"{origin[1] if origin else name}: {exc}") from None
         return clean
 
     def unmatched(self) -> list[str]:

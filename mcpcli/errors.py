@@ -70,6 +70,12 @@ class UsageError(McpcliError):
     default_title = "Usage error"
 
 
+class InvalidAnswer(UsageError):
+    """An answer given up front (``--answer``…) that its question does not accept; nothing was sent."""
+
+    default_title = "Invalid answer"
+
+
 class ConfigError(UsageError):
     """The config file or an environment variable is invalid."""
 

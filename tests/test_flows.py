@@ -225,6 +225,16 @@ def test_a_uri_the_server_does_not_have_says_where_to_look(cli: Any) -> None:
     assert error["hint"] == "Check the URI against what the server lists: mcpcli resources"
 
 
+def test_an_answer_its_question_refuses_leaves_the_session_waiting_for_a_right_one(cli: Any) -> None:
+    r = cli("call", "onboard", "-a", "team=x", "--answer", "seats=many", "--json")
+    assert r.code == 2, r.err
+    error = r.json()["error"]
+    assert (
+        error["hint"] == f"Answer it with: mcpcli resume {error['session_id']} --answer FIELD=VALUE (or at a terminal)"
+    )
+    assert only_session().status == "waiting"
+
+
 def test_json_output_is_the_mcp_result(cli: Any) -> None:
     r = cli("call", "provision", "-a", "name=orders", "--answer", "region=eu-west-1", "--json")
     doc = r.json()

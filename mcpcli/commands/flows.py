@@ -36,7 +36,7 @@ from mcpcli.commands.discovery import (
 from mcpcli.config import connection_settings
 from mcpcli.connection import Protocol, connect, transport_failure
 from mcpcli.display import sanitize
-from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError, UserStopped
+from mcpcli.errors import ExitCode, InvalidAnswer, McpcliError, NextStep, ServerError, UsageError, UserStopped
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, is_legacy
 from mcpcli.keeper import Finished, Keeper
 from mcpcli.runtime import lone
@@ -302,6 +302,8 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                     settled.hint = f"Resume it with: mcpcli resume {flow.session.id}"
             if isinstance(settled, ServerError) and settled.hint is None and settled.next_step is None:
                 settled.hint = _refused_hint(flow, settled.rpc_code)
+            if isinstance(settled, InvalidAnswer) and settled.session_id is not None and settled.next_step is None:
+                settled.next_step = NextStep("answer", settled.session_id)  # the question waits for a right one
             _say_unmatched(rt, flow)
         if settled is exc:
             raise
