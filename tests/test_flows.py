@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Result, stdio_server
+from conftest import PY, Result, stdio_server
 
 from mcpcli.config import Paths
 from mcpcli.store import open_store
@@ -403,3 +405,21 @@ def test_the_full_screen_app_without_a_terminal_exits_2_at_once(process: Any, ar
     assert "\x1b" not in r.err
     assert "needs a terminal" in r.err
     assert store().list() == []
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_stdout_that_cannot_encode_the_result_gets_escapes_not_an_internal_error(encoding: str) -> None:
+    """An ASCII locale (or PYTHONIOENCODING) and a result in any script: text with Python's escapes, JSON with
+    JSON's, which keeps the document valid and equal."""
+    text = "héllo ✓ 日本 😀"
+
+    def run(*args: str) -> bytes:
+        env = {**os.environ, "PYTHONIOENCODING": encoding}
+        done = subprocess.run(
+            [PY, "-m", "mcpcli", "call", "echo", "-a", f"text={text}", *args], capture_output=True, env=env, timeout=60
+        )
+        assert done.returncode == 0, done.stderr.decode(encoding, "replace")
+        return done.stdout
+
+    assert run().decode(encoding).strip() == text.encode(encoding, "backslashreplace").decode(encoding)
+    assert json.loads(run("--json").decode(encoding))["content"][0]["text"] == text

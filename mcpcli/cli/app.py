@@ -97,8 +97,18 @@ def local_command(ctx: typer.Context, values: dict[str, Any], body: Callable[[Ru
     run_guarded(run, g.debug, json=g.json or bool(values.get("json")))
 
 
+def _lenient_stdout() -> None:
+    """Text stdout cannot encode (an ASCII or Latin-1 locale, a server's emoji) is written as escapes, as Python
+    writes it on stderr, instead of failing the command after its work is done. (``--json`` escapes it itself.)"""
+    import io
+
+    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
+        sys.stdout.reconfigure(errors="backslashreplace")
+
+
 def main() -> None:
     """Console-script entry point."""
+    _lenient_stdout()
     try:
         if os.environ.get("_MCPCLI_COMPLETE"):  # the shell asks what TAB offers (Typer's protocol)
             from mcpcli.cli.completion import answer_shell

@@ -57,11 +57,13 @@ class Output:
 
     def json(self, value: Any) -> None:
         """Machine output: plain JSON on stdout (no colour, no wrapping)."""
-        write(self._stdout(), json_text(value) + "\n")
+        stream = self._stdout()
+        write(stream, _json_for(stream, json_text(value)) + "\n")
 
     def json_line(self, value: Any) -> None:
         """One JSON document on one line of stdout (JSON Lines), flushed at once: a reader sees it as it comes."""
-        write(self._stdout(), json_text(value, indent=None) + "\n")
+        stream = self._stdout()
+        write(stream, _json_for(stream, json_text(value, indent=None)) + "\n")
 
     def line(self, text: str) -> None:
         """One bare line on stdout, sanitized: a value a script reads (``call --detach`` prints the session id)."""
@@ -147,6 +149,37 @@ class Output:
 def write(stream: IO[str], text: str) -> None:
     stream.write(text)
     stream.flush()
+
+
+def _json_for(stream: IO[str], text: str) -> str:
+    """JSON the stream's encoding can carry: a character it cannot (an ASCII or Latin-1 stdout) as a ``\\uXXXX``
+    escape, which keeps the document valid and equal — where the stream's own error handler would not."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return "".join(char if _fits(char, encoding) else _escaped(char) for char in text)
+    except LookupError:
+        pass
+    return text
+
+
+def _fits(char: str, encoding: str) -> bool:
+    try:
+        char.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _escaped(char: str) -> str:
+    """``char`` as JSON string escapes (a pair of surrogates beyond the Basic Multilingual Plane). Outside strings
+    JSON has only ASCII, so every character that needs this is inside one."""
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _result_lines(method: str, result: Mapping[str, Any]) -> Iterable[str]:
