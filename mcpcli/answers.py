@@ -10,7 +10,6 @@ anything is sent: a bad one is a usage error (exit 2).
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Literal
 import mcp_types as t
 
 from mcpcli import forms
+from mcpcli.arguments import read_input
 from mcpcli.errors import InvalidAnswer, UsageError
 from mcpcli.flow import Question
 
@@ -64,7 +64,7 @@ class Presets:
     ) -> Presets:
         presets = cls(accept_defaults=accept_defaults)
         if answers_file is not None:
-            presets._load_file(answers_file, stdin or sys.stdin.read)
+            presets._load_file(answers_file, stdin or (lambda: read_input("-", "--answers -")))
         for item in answers:
             name, sep, value = item.partition("=")
             if not sep or not name:
@@ -84,10 +84,7 @@ class Presets:
 
     def _load_file(self, source: str, read_stdin: Callable[[], str]) -> None:
         where = "stdin" if source == "-" else source
-        try:
-            text = read_stdin() if source == "-" else Path(source).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"Cannot read the answers file {source}: {exc.strerror}.") from None
+        text = read_stdin() if source == "-" else read_input(source, "--answers")
         try:
             data = json.loads(text)
         except ValueError as exc:

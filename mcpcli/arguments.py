@@ -54,7 +54,7 @@ def build_arguments(
     schema does not list but allows)."""
     arguments: dict[str, Any] = {}
     if args_json is not None:
-        arguments = _load_args(args_json, read_stdin or sys.stdin.read)
+        arguments = _load_args(args_json, read_stdin or (lambda: read_input("-", "--args -")))
     properties: Mapping[str, Any] = (schema or {}).get("properties") or {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
@@ -183,13 +183,38 @@ def _json_or_text(raw: str) -> Any:
         return raw
 
 
+MAX_INPUT_BYTES = 64 << 20
+"""The most read from a file or stdin the user hands over (``--args``, ``--arg K=@FILE``, ``--answers``): a path
+to ``/dev/zero`` or a runaway pipe is refused, not read until memory runs out."""
+
+
 def _read(path: str, origin: str) -> str:
+    return read_input(path, origin)
+
+
+def read_input(path: str, origin: str) -> str:
+    """A file's text, or stdin's for ``-``: UTF-8, at most ``MAX_INPUT_BYTES``; a usage error naming ``origin``
+    otherwise."""
+    where = "stdin" if path == "-" else path
     try:
-        return Path(path).expanduser().read_text(encoding="utf-8")
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1) if hasattr(sys.stdin, "buffer") else None
+            if data is None:  # a text stream without bytes beneath it (tests, an embedding program)
+                text = sys.stdin.read(MAX_INPUT_BYTES + 1)
+                if len(text) > MAX_INPUT_BYTES:
+                    raise UsageError(f"{origin}: {where} holds more than {MAX_INPUT_BYTES >> 20} MiB.")
+                return text
+        else:
+            with Path(path).expanduser().open("rb") as file:
+                data = file.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
-        raise UsageError(f"{origin}: cannot read {path}: {exc.strerror}.") from None
+        raise UsageError(f"{origin}: cannot read {where}: {exc.strerror}.") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise UsageError(f"{origin}: {where} holds more than {MAX_INPUT_BYTES >> 20} MiB.")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise UsageError(f"{origin}: {path} is not UTF-8 text.") from None
+        raise UsageError(f"{origin}: {where} is not UTF-8 text.") from None
 
 
 def _load_args(source: str, read_stdin: Callable[[], str]) -> dict[str, Any]:

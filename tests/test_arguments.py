@@ -405,3 +405,25 @@ def test_an_array_or_object_given_as_a_word_is_shown_written_as_json() -> None:
     with pytest.raises(UsageError) as caught:
         build("meta=x", schema=schema)
     assert caught.value.hint == """Write an object as JSON: --arg meta='{"name": "value"}'"""
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--args", "@/dev/zero"), "--args: /dev/zero holds more than 64 MiB."),
+        (("-a", "text=@/dev/zero"), "--arg text: /dev/zero holds more than 64 MiB."),
+        (("--answers", "/dev/zero"), "--answers: /dev/zero holds more than 64 MiB."),
+    ],
+)
+def test_a_file_without_end_is_refused_not_read_until_memory_runs_out(
+    process: Any, args: tuple[str, ...], words: str
+) -> None:
+    r = process("call", "echo", *args, timeout=30)
+    assert r.code == 2 and words in r.err, r.err
+
+
+def test_an_answers_file_that_is_not_utf8_is_one_line(process: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "answers.json"
+    bad.write_bytes(b'\xff\xfe{"region": "eu"}')
+    r = process("call", "provision", "-a", "name=x", "--answers", str(bad))
+    assert r.code == 2 and f"--answers: {bad} is not UTF-8 text." in r.err, r.err
