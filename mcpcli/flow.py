@@ -26,7 +26,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
-from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError
+from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, invalid_shape
 from mcpcli.keeper import Keeper
 from mcpcli.tasks import CreateTaskResult, TaskControl
 
@@ -372,6 +372,10 @@ class Flow:
 
                 return await taskflow.start(self, result)
             if not isinstance(result, t.InputRequiredResult):
+                if (kind := getattr(result, "result_type", "complete")) != "complete":
+                    # The SDK takes any string here; only "complete" is a result, "input_required" needs its
+                    # requests or state (else it is not this class), and anything else is a kind no one agreed on.
+                    raise await self._fail(f"The server sent a result of unknown type {kind!r} (resultType).")
                 return await self._finish(dump(result))
             requests = {key: dump(req) for key, req in (result.input_requests or {}).items()}
             state = result.request_state
@@ -427,7 +431,8 @@ class Flow:
         except TimeoutError:
             raise await self._timeout() from None
         except ValidationError as exc:
-            raise await self._fail(f"The server sent a malformed result: {exc.errors()[0]['msg']}.") from None
+            why = invalid_shape(exc.errors(include_url=False))
+            raise await self._fail(f"The server sent a malformed result: {why}.") from None
         except (MCPError, McpcliError):
             raise
         except Exception as exc:  # boundary: transports fail in many shapes (httpx2 errors, closed streams, groups)

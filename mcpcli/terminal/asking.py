@@ -20,7 +20,7 @@ from mcpcli.answers import Presets
 from mcpcli.display import has_invisible, reveal_invisible, safe, sanitize
 from mcpcli.flow import Question
 from mcpcli.sampling import Decision, SamplingView
-from mcpcli.terminal.inline import Terminal, ask_form
+from mcpcli.terminal.inline import Terminal, ask_form, read_reply
 
 
 @dataclass
@@ -58,13 +58,13 @@ class TerminalUser:
             console.print(Text("  This link is not a web page; declining it.", style="red"))
             return t.ElicitResult(action="decline")
         while True:
-            reply = self.term.read_line(
-                "  Open it in your browser? [y]es / [a]lready done / [n]o (decline) / [c]ancel: "
+            reply = read_reply(
+                self.term, "  Open it in your browser? [y]es / [a]lready done / [n]o (decline) / [c]ancel: "
             )
             reply = reply.strip().lower()
             if reply in ("y", "yes"):
                 self.open_url(params.url)
-                self.term.read_line("  Press Enter when you have finished on that page. ")
+                read_reply(self.term, "  Press Enter when you have finished on that page. ")
                 return t.ElicitResult(action="accept")
             if reply in ("a", "already"):
                 return t.ElicitResult(action="accept")
@@ -167,7 +167,7 @@ class TerminalApprover:
 
     def _decide(self, prompt: str, edit: Callable[[], Any]) -> Decision:
         while True:
-            reply = self.term.read_line(prompt).strip().lower()
+            reply = read_reply(self.term, prompt).strip().lower()
             if reply in ("y", "yes", ""):
                 return Decision("approve")
             if reply in ("n", "no"):

@@ -255,6 +255,15 @@ def _read(term: Terminal, prompt: str, *, secret: bool = False) -> str:
     return text
 
 
+def read_reply(term: Terminal, prompt: str) -> str:
+    """One line for a question that is not a form field (a URL's consent, a sampling approval): Ctrl-D stops the
+    flow there, as it does at a field (exit 5, the session kept), instead of escaping as an ``EOFError``."""
+    try:
+        return term.read_line(prompt)
+    except EOFError:
+        raise _stopped() from None
+
+
 def _stopped() -> UserStopped:
     # No hint here: the caller knows the session id and adds "Resume it with: mcpcli resume <id>".
     return UserStopped("Stopped at the prompt; the session is kept.", hint=None)
