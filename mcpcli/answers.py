@@ -19,6 +19,7 @@ from typing import Any, Literal
 import mcp_types as t
 
 from mcpcli import forms
+from mcpcli.display import is_web_link
 from mcpcli.errors import UsageError
 from mcpcli.flow import Question
 
@@ -142,6 +143,12 @@ class Presets:
         if action in ("decline", "cancel"):
             return t.ElicitResult(action=action)
         if isinstance(request.params, t.ElicitRequestURLParams):
+            if action == "accept" and not is_web_link(request.params.url):
+                raise UsageError(
+                    f"{self.origins.get(question.key, question.key)}: its link is not a web page"
+                    " (only http(s) links are opened or accepted).",
+                    hint=f"Decline it: --decline {question.key}",
+                )
             # --accept on a URL request: the user has visited the page elsewhere.
             return t.ElicitResult(action="accept") if action == "accept" else None
         try:
@@ -209,7 +216,10 @@ class Presets:
         asked = ", ".join(shown + [key for key, names in self.asked.items() if not names]) or "nothing"
         lines = []
         for (key, fname), (_value, origin) in self.fields.items():
-            if (key, fname) not in self.used:
+            # A preset for a field that was asked met its question, even when the flow stopped before using it
+            # (it was ambiguous, the form could not be answered): the error that stopped it says why.
+            met = fname in (self.asked.get(key, []) if key is not None else every)
+            if (key, fname) not in self.used and not met:
                 given, pool = (fname, bare) if key is None else (f"{key}.{fname}", fields)
                 lines.append(_unmatched(origin, given, pool, asked))
         for key in [*self.actions, *self.contents]:
@@ -227,8 +237,11 @@ class Presets:
     def _check_unambiguous(self, fname: str, question: Question) -> None:
         owners = [key for key, wire in question.round_requests.items() if fname in _properties(wire)]
         if len(owners) > 1:
+            named = ", ".join(f"{k}.{fname}" for k in owners[:5]) + (
+                f" and {len(owners) - 5} more" if owners[5:] else ""
+            )
             raise UsageError(
-                f"--answer {fname} is ambiguous: it matches {', '.join(f'{k}.{fname}' for k in owners)}.",
+                f"--answer {fname} is ambiguous: it matches {named}.",
                 hint=f"Name the request: --answer {owners[0]}.{fname}=VALUE",
             )
 
@@ -239,7 +252,10 @@ class Presets:
         try:
             return forms.parse_schema(request.params.requested_schema)
         except forms.SchemaError as exc:
-            raise UsageError(f"The server's form {question.key!r} cannot be answered: {exc}.") from None
+            raise UsageError(
+                f"The server's form {question.key!r} cannot be answered: {exc}.",
+                hint=f"Decline it (--decline {question.key}) or cancel it (--cancel {question.key}).",
+            ) from None
 
 
 def _unmatched(origin: str, given: str, pool: Sequence[str], asked: str) -> str:

@@ -25,6 +25,7 @@ Inside the multi-round loop (``tools/call`` answers an ``InputRequiredResult``; 
 - ``bad_schemas``: form schemas a flat form cannot hold (nested, ``required`` naming absent fields, ``minimum``
   over ``maximum``, unknown types, ``pattern`` that is catastrophic or invalid, an enum of ``--size`` values,
   escapes in property names, a ``--size`` title), one request each.
+- ``impossible_form``: one form whose one field has ``minimum`` 10 over ``maximum`` 1.
 - ``unknown_method``: an input request whose ``method`` no client knows, beside a good one.
 - ``malformed_request``: input requests with ``params`` not an object, and with no ``method``.
 - ``huge_state``: a ``requestState`` of ``--size`` bytes with one question; accepts its echo.
@@ -179,6 +180,9 @@ def rounds(kind: str, params: dict[str, Any], size: int) -> dict[str, Any] | Non
             "bigtitle": _form("bigtitle", {"t": {"type": "string", "title": "T" * size, "description": "D" * size}}),
         }
         return _done(answered) if responses else _asking(schemas, "s")
+    if kind == "impossible_form":
+        ask = _form(f"Pick {ESC}", {"n": {"type": "integer", "minimum": 10, "maximum": 1}})
+        return _done(answered) if responses else _asking({"pick": ask}, "s")
     if kind == "unknown_method":
         weird = {"method": f"telepathy/read{ESC}", "params": {"mind": "yours"}}
         return _done(answered) if responses else _asking({"ok": _form("fine", REGION), "weird": weird}, "s")

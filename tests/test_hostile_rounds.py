@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -38,6 +39,11 @@ def call(kind: str, *args: str, size: int = 20) -> Result:
     assert_clean(r.out + r.err, f"{kind} {args}")
     assert "Traceback" not in r.err and "Internal error" not in r.err, r.err
     return r
+
+
+def plain(seen: str) -> str:
+    """What a terminal showed, without mcpcli's own style codes."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", seen)
 
 
 def session_ids() -> list[str]:
@@ -108,3 +114,79 @@ def test_ctrl_d_at_a_url_consent_stops_with_exit_5_and_keeps_the_session() -> No
     assert_clean(seen, "the URL consent", terminal=True)
     (sid,) = session_ids()
     assert f"mcpcli resume {sid}" in seen
+
+
+# --- forms that cannot be filled in --------------------------------------------------------------------------------
+
+
+def test_a_form_whose_bounds_no_value_fits_is_refused_in_one_line_with_a_way_out() -> None:
+    r = call("impossible_form", "--answer", "n=5")
+    assert r.code == 2, r.err
+    assert "The server's form 'pick' cannot be answered: n: 'minimum' 10 is over 'maximum' 1" in r.err
+    assert "--decline pick" in r.err
+    assert "must be an integer between 10 and 1" not in r.err  # not a verdict on the user's value
+    assert "matched no question" not in r.err  # the preset met its question; the form is what failed
+
+
+def test_a_form_that_cannot_be_filled_in_offers_decline_and_cancel_at_a_terminal() -> None:
+    child = on_a_terminal("impossible_form")
+    try:
+        child.expect_exact("[d]ecline / [c]ancel: ")
+        child.sendline("d")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    seen = child.logfile_read.getvalue()
+    assert child.exitstatus == 0, seen
+    assert "This form cannot be filled in here: n: 'minimum' 10 is over 'maximum' 1" in plain(seen)
+    assert '"action": "decline"' in seen  # what the server got, in its result
+    assert_clean(seen, "the refused form", terminal=True)
+
+
+def test_the_exit_3_text_says_what_cannot_be_answered_and_suggests_only_what_can(tmp_path: Path) -> None:
+    forms = call("bad_schemas", "--no-input")
+    assert forms.code == 3, forms.err
+    for why in (
+        "cannot be filled in: deep: nested objects are not supported in a form",
+        "cannot be filled in: required properties are not defined: ghost",
+        "cannot be filled in: n: 'minimum' 10 is over 'maximum' 1",
+        "cannot be filled in: what: the property has no 'type'",
+    ):
+        assert why in forms.err, why
+    (sid,) = session_ids()
+    # The first field that can be answered, named with its request: 'word' is in two of them.
+    assert f"Answer with: mcpcli resume {sid} --answer redos.word=VALUE" in forms.err
+
+    links = call("bad_urls", "--no-input")
+    assert links.code == 3, links.err
+    assert links.err.count("not a web page: only http(s) links are opened or accepted") == 3
+    assert "--accept esc" in links.err and "--accept js" not in links.err
+
+    refused = call("bad_urls", "--accept", "js", "--accept", "esc")
+    assert refused.code == 2, refused.err
+    assert "--accept js: its link is not a web page" in refused.err and "--decline js" in refused.err
+
+    # Everything that cannot be answered declined, the rest answered: the stored flow finishes.
+    answers = tmp_path / "answers.json"
+    keys = ("nested", "absent", "inverted", "untyped", "escnames", "bigtitle", "bigenum", "wrongdefault")
+    answers.write_text(
+        '{"redos.word": "'
+        + "a" * 40
+        + '!", "badregex.word": "x", '
+        + ", ".join(f'"{key}": {{"action": "decline"}}' for key in keys)
+        + "}"
+    )
+    done = mcpcli("resume", sid, "--answers", str(answers))
+    assert done.code == 0, done.err
+    assert '"redos": {"action": "accept", "content": {"word": "' + "a" * 40 + '!"}}' in done.out
+    shown = mcpcli("sessions", "show", sid)
+    assert shown.code == 0 and "done" in shown.out
+    assert_clean(shown.out + shown.err, "sessions show")
+
+
+def test_a_preset_that_met_an_ambiguous_field_is_not_called_unmatched_and_the_candidates_are_few() -> None:
+    r = call("many_requests", "--answer", "region=x", size=500)
+    assert r.code == 2, r.err
+    assert "--answer region is ambiguous: it matches q0.region, q1.region, q2.region, q3.region, q4.region" in r.err
+    assert "and 495 more." in r.err and "q499" not in r.err
+    assert "matched no question" not in r.err

@@ -16,11 +16,12 @@ from urllib.parse import urlsplit
 import mcp_types as t
 from rich.text import Text
 
+from mcpcli import forms
 from mcpcli.answers import Presets
-from mcpcli.display import has_invisible, reveal_invisible, safe, sanitize
+from mcpcli.display import has_invisible, is_web_link, reveal_invisible, safe, sanitize
 from mcpcli.flow import Question
 from mcpcli.sampling import Decision, SamplingView
-from mcpcli.terminal.inline import Terminal, ask_form, read_reply
+from mcpcli.terminal.inline import Terminal, ask_form, read_reply, refuse_form
 
 
 @dataclass
@@ -38,11 +39,15 @@ class TerminalUser:
             return None
         if isinstance(request.params, t.ElicitRequestURLParams):
             return self._url_consent(question, request.params)
-        preset = self.presets.partial(question)
-        specs = Presets._specs(question)
         # Asked on the event loop's own thread, on purpose: Ctrl-C then lands in input() and unwinds cleanly,
         # and nothing else needs the loop while a person thinks (every leg is a fresh request).
-        outcome = ask_form(self.term, request.params.message, specs, server_label=question.server, preset=preset)
+        try:
+            specs = forms.parse_schema(request.params.requested_schema)
+        except forms.SchemaError as exc:
+            outcome = refuse_form(self.term, request.params.message, str(exc), server_label=question.server)
+        else:
+            preset = self.presets.partial(question, specs)
+            outcome = ask_form(self.term, request.params.message, specs, server_label=question.server, preset=preset)
         if outcome.action == "accept":
             return t.ElicitResult(action="accept", content=outcome.content or {})
         return t.ElicitResult(action=outcome.action)
@@ -90,7 +95,7 @@ def check_url(url: str) -> UrlCheck:
     except ValueError:  # e.g. an unclosed "[" of an IPv6 host
         return UrlCheck("", ["Refused: this is not a valid link."], True)
     warnings: list[str] = []
-    if parts.scheme not in ("http", "https") or not host:
+    if not is_web_link(url):
         scheme = sanitize(parts.scheme) or "no"
         return UrlCheck(host, [f"Refused: {scheme} scheme — only http(s) links are opened."], True)
     if parts.scheme == "http":

@@ -129,6 +129,23 @@ def ask_form(
         return FormOutcome(answered.action, None)
 
 
+def refuse_form(term: Terminal, message: str, why: str, *, server_label: str | None = None) -> FormOutcome:
+    """A form mcpcli cannot fill in (a nested object, an impossible bound...): say why, and offer what is always
+    offered — decline or cancel (DESIGN.md §Answering) — rather than end the run with the server's mistake."""
+    if server_label:
+        term.console.print(Text.assemble(safe(server_label), " asks:", style="bold"))
+    term.console.print(safe(message))
+    term.console.print(Text.assemble(("  This form cannot be filled in here: ", "yellow"), safe(why)))
+    while True:
+        reply = read_reply(term, "  [d]ecline / [c]ancel: ").strip().lower()
+        if reply in ("d", "decline", ":decline"):
+            return FormOutcome("decline", None)
+        if reply in ("c", "cancel", ":cancel"):
+            return FormOutcome("cancel", None)
+        if reply == ":quit":
+            raise _stopped()
+
+
 def _print_header(console: Console, message: str, server_label: str | None) -> None:
     if server_label:
         console.print(Text.assemble(safe(server_label), " asks:", style="bold"))

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
-from mcpcli.display import json_text, reveal_invisible, safe, sanitize
+from mcpcli.display import is_web_link, json_text, reveal_invisible, safe, sanitize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -182,8 +182,10 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
     """The human form of exit 3: what is needed, and the command that answers it (stderr)."""
     from rich.text import Text
 
+    from mcpcli import forms
+
     err.print(Text.assemble(("Input required", "bold yellow"), f" — session {session_id} saved."))
-    example = None
+    example = refusal = None
     for raw_key, wire in pending.items():
         key = sanitize(str(raw_key))  # the server chose the key: it is as untrusted as the message
         params = wire.get("params") or {}
@@ -196,19 +198,41 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
                 kind = prop.get("type", "?") if isinstance(prop, Mapping) else "?"
                 flag = "required" if name in required else "optional"
                 err.print(Text(f"    {sanitize(str(name))}  {sanitize(str(kind))}, {flag}", style="dim"))
-                example = example or f"--answer {shell_word(sanitize(str(name)))}=VALUE"
+            try:
+                fields = forms.parse_schema(schema)
+            except forms.SchemaError as exc:  # nothing can fill it in: it can only be declined or cancelled
+                err.print(Text.assemble(("    cannot be filled in: ", "yellow"), safe(str(exc))))
+                refusal = refusal or f"--decline {shell_word(key)}"
+                continue
+            if fields and example is None:
+                name = sanitize(fields[0].name)
+                shared = sum(fields[0].name in _field_names(other) for other in pending.values())
+                example = f"--answer {shell_word(f'{key}.{name}' if shared > 1 else name)}=VALUE"
         elif method == "elicitation/create":
-            err.print(
-                Text.assemble(
-                    f"  {key}: ", safe(params.get("message", "")), " — visit ", reveal_invisible(str(params.get("url")))
-                )
-            )
+            url = str(params.get("url"))
+            err.print(Text.assemble(f"  {key}: ", safe(params.get("message", "")), " — visit ", reveal_invisible(url)))
+            if not is_web_link(url):
+                err.print(Text("    not a web page: only http(s) links are opened or accepted", style="yellow"))
+                refusal = refusal or f"--decline {shell_word(key)}"
+                continue
             example = example or f"--accept {shell_word(key)}"
         elif method == "sampling/createMessage":
             err.print(Text(f"  {key}: an LLM completion (sampling)"))
         else:
             err.print(Text(f"  {key}: {sanitize(str(method))}"))
-    err.print(Text(f"Answer with: mcpcli resume {session_id} {example or ''}".rstrip(), style="bold"))
+    err.print(Text(f"Answer with: mcpcli resume {session_id} {example or refusal or ''}".rstrip(), style="bold"))
+
+
+def _field_names(wire: Mapping[str, Any]) -> list[str]:
+    """The fields of a form request (none when it is no form, or one that cannot be filled in)."""
+    from mcpcli import forms
+
+    params = wire.get("params")
+    schema = params.get("requestedSchema") if isinstance(params, Mapping) else None
+    try:
+        return [field.name for field in forms.parse_schema(schema if isinstance(schema, Mapping) else {})]
+    except forms.SchemaError:
+        return []
 
 
 def shell_word(text: str) -> str:
