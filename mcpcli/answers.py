@@ -181,15 +181,16 @@ class Presets:
         content: dict[str, Any] = dict(self.contents.get(question.key, {}))
         if question.key in self.contents:
             self.used.add((question.key, ""))
+        wheres: dict[str, tuple[str | None, str]] = {}
         for spec in specs:
-            where: tuple[str | None, str] = (question.key, spec.name)
-            hit = self.fields.get(where)
-            if hit is None and (bare := self.fields.get((None, spec.name))) is not None:
+            where = self._lookup(question.key, spec.name)
+            if where is None:
+                continue
+            if _joined(where) == spec.name:  # the bare FIELD: it must name one request's field
                 self._check_unambiguous(spec.name, question)
-                hit, where = bare, (None, spec.name)
-            if hit is not None:
-                content[spec.name] = hit[0]
-                self.used.add(where)
+            content[spec.name] = self.fields[where][0]
+            wheres[spec.name] = where
+            self.used.add(where)
         clean: dict[str, Any] = {}
         by_name = {s.name: s for s in specs}
         for name, raw in content.items():
@@ -199,7 +200,7 @@ class Presets:
             try:
                 clean[name] = forms.coerce(field_spec, raw)
             except forms.FieldError as exc:
-                origin = self.fields.get((question.key, name)) or self.fields.get((None, name))
+                origin = self.fields.get(wheres[name]) if name in wheres else None
                 raise UsageError(f"{origin[1] if origin else name}: {exc}", title="Invalid answer") from None
         return clean
 
@@ -218,7 +219,7 @@ class Presets:
         for (key, fname), (_value, origin) in self.fields.items():
             # A preset for a field that was asked met its question, even when the flow stopped before using it
             # (it was ambiguous, the form could not be answered): the error that stopped it says why.
-            met = fname in (self.asked.get(key, []) if key is not None else every)
+            met = _joined((key, fname)) in {*fields, *every}
             if (key, fname) not in self.used and not met:
                 given, pool = (fname, bare) if key is None else (f"{key}.{fname}", fields)
                 lines.append(_unmatched(origin, given, pool, asked))
@@ -231,8 +232,28 @@ class Presets:
         """Whether any preset is meant for this request (by key, or a bare field name it has)."""
         names = _properties(question.wire)
         return question.key in self.contents or any(
-            key == question.key or (key is None and fname in names) for key, fname in self.fields
+            key == question.key
+            or _joined((key, fname)).startswith(f"{question.key}.")
+            or _joined((key, fname)) in names
+            for key, fname in self.fields
         )
+
+    def _lookup(self, key: str, name: str) -> tuple[str | None, str] | None:
+        """Which preset answers field ``name`` of request ``key``: ``KEY.FIELD`` first, then the bare ``FIELD``.
+
+        A flag is split on its last dot, which splits wrongly when a key or a field name holds a dot itself
+        (``ask.v2``, a name quoting ``evil.example``): the whole name is compared as well, so that every key of the
+        exit-3 answers template answers its field.
+        """
+        for wanted in (f"{key}.{name}", name):
+            if (key, name) in self.fields and wanted != name:
+                return (key, name)
+            if (None, name) in self.fields and wanted == name:
+                return (None, name)
+            found = next((where for where in self.fields if where[0] is not None and _joined(where) == wanted), None)
+            if found is not None:
+                return found
+        return None
 
     def _check_unambiguous(self, fname: str, question: Question) -> None:
         owners = [key for key, wire in question.round_requests.items() if fname in _properties(wire)]
@@ -256,6 +277,12 @@ class Presets:
                 f"The server's form {question.key!r} cannot be answered: {exc}.",
                 hint=f"Decline it (--decline {question.key}) or cancel it (--cancel {question.key}).",
             ) from None
+
+
+def _joined(where: tuple[str | None, str]) -> str:
+    """A preset's name as it was given: ``FIELD`` or ``KEY.FIELD``."""
+    key, name = where
+    return name if key is None else f"{key}.{name}"
 
 
 def _unmatched(origin: str, given: str, pool: Sequence[str], asked: str) -> str:

@@ -1,6 +1,7 @@
 """Raw servers that misbehave on purpose (no SDK): each breaks one rule a client must survive.
 
-stdio: ``python tests/hostile.py KIND [--size BYTES]``; HTTP on 127.0.0.1: ``... KIND --http PORT``.
+stdio: ``python tests/hostile.py KIND [--size BYTES]``; HTTP on 127.0.0.1: ``... KIND --http PORT``. A round
+KIND asks only the requests named by ``--only KEY`` when that is given.
 
 - ``silent``: reads its stdin and never answers anything (a server stuck before ``initialize``).
 - ``junk``: prints lines that are not JSON-RPC, then sleeps.
@@ -25,6 +26,8 @@ Inside the multi-round loop (``tools/call`` answers an ``InputRequiredResult``; 
 - ``bad_schemas``: form schemas a flat form cannot hold (nested, ``required`` naming absent fields, ``minimum``
   over ``maximum``, unknown types, ``pattern`` that is catastrophic or invalid, an enum of ``--size`` values,
   escapes in property names, a ``--size`` title), one request each.
+- ``shapeless``: form schemas that are not shaped like schemas at all (``properties`` holding numbers, ``required``
+  a number, a string or a list of objects, ``type`` ``array``).
 - ``impossible_form``: one form whose one field has ``minimum`` 10 over ``maximum`` 1.
 - ``unknown_method``: an input request whose ``method`` no client knows, beside a good one.
 - ``malformed_request``: input requests with ``params`` not an object, and with no ``method``.
@@ -100,6 +103,8 @@ def answer(kind: str, message: dict[str, Any], size: int) -> dict[str, Any] | No
         if (special := retry_reply(kind, rid, params)) is not None:
             return special
         if (multi := rounds(kind, params, size)) is not None:
+            if ONLY and isinstance(multi.get("inputRequests"), dict):
+                multi["inputRequests"] = {k: v for k, v in multi["inputRequests"].items() if k in ONLY}
             return {"jsonrpc": "2.0", "id": rid, "result": multi}
         if kind == "big_error":
             return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "E" * size}}
@@ -152,6 +157,8 @@ def _done(text: str) -> dict[str, Any]:
 
 
 REGION = {"region": {"type": "string"}}
+ONLY: list[str] = []
+"""``--only KEY`` (repeatable): a round KIND asks only these of its requests."""
 
 
 def rounds(kind: str, params: dict[str, Any], size: int) -> dict[str, Any] | None:
@@ -180,6 +187,19 @@ def rounds(kind: str, params: dict[str, Any], size: int) -> dict[str, Any] | Non
             "bigtitle": _form("bigtitle", {"t": {"type": "string", "title": "T" * size, "description": "D" * size}}),
         }
         return _done(answered) if responses else _asking(schemas, "s")
+    if kind == "shapeless":
+        schemas = {
+            "numrequired": {"type": "object", "properties": {"a": {"type": "string"}}, "required": 5},
+            "dictrequired": {"type": "object", "properties": {"a": {"type": "string"}}, "required": [{"x": 1}]},
+            "array": {"type": "array", "items": {"type": "string"}},
+            "propnumber": {"properties": {"a": 7, "b": None}},
+            "strrequired": {"type": "object", "properties": {"a": {"type": "string"}}, "required": "a"},
+        }
+        asks = {
+            key: {"method": "elicitation/create", "params": {"mode": "form", "message": key, "requestedSchema": schema}}
+            for key, schema in schemas.items()
+        }
+        return _done(answered) if responses else _asking(asks, "s")
     if kind == "impossible_form":
         ask = _form(f"Pick {ESC}", {"n": {"type": "integer", "minimum": 10, "maximum": 1}})
         return _done(answered) if responses else _asking({"pick": ask}, "s")
@@ -220,7 +240,7 @@ def rounds(kind: str, params: dict[str, Any], size: int) -> dict[str, Any] | Non
         return _done(answered) if responses else _asking(requests, "s")
     if kind == "sampling":
         messages = [{"role": "user", "content": {"type": "text", "text": f"m{i} {ESC}"}} for i in range(size)]
-        tools = [{"name": f"t{ESC}", "inputSchema": {"type": "object"}}]
+        tools = [{"name": "lookup", "description": f"Look {ESC}", "inputSchema": {"type": "object"}}]
         request = {
             "method": "sampling/createMessage",
             "params": {"messages": messages, "maxTokens": 10**15, "tools": tools, "systemPrompt": ESC},
@@ -333,7 +353,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--pid-file")
     parser.add_argument("--record")
+    parser.add_argument("--only", action="append", default=[])
     args = parser.parse_args()
+    ONLY.extend(args.only)
     if args.pid_file:
         Path(args.pid_file).write_text(str(os.getpid()))
     if args.http:

@@ -8,6 +8,7 @@ nothing the server chose reaching the terminal raw, no stored session lost.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shlex
@@ -25,17 +26,18 @@ pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).resolve().parent / "hostile.py"
 
 
-def server(kind: str, size: int = 20) -> str:
-    return shlex.join([PY, str(SCRIPT), kind, "--size", str(size)])
+def server(kind: str, size: int = 20, *extra: str) -> str:
+    return shlex.join([PY, str(SCRIPT), kind, "--size", str(size), *extra])
 
 
 def mcpcli(*args: str) -> Result:
     return run_process(*args, env={"COLUMNS": "4000"})
 
 
-def call(kind: str, *args: str, size: int = 20) -> Result:
-    """``mcpcli call work ARGS`` against the hostile ``kind``; the output must be clean and traceback-free."""
-    r = mcpcli("call", "work", *args, "-s", server(kind, size))
+def call(kind: str, *args: str, size: int = 20, only: tuple[str, ...] = ()) -> Result:
+    """``mcpcli call work ARGS`` against the hostile ``kind`` (asking only the ``only`` requests, when given); the
+    output must be clean and traceback-free."""
+    r = mcpcli("call", "work", *args, "-s", server(kind, size, *(a for key in only for a in ("--only", key))))
     assert_clean(r.out + r.err, f"{kind} {args}")
     assert "Traceback" not in r.err and "Internal error" not in r.err, r.err
     return r
@@ -51,6 +53,7 @@ def session_ids() -> list[str]:
 
 
 def on_a_terminal(kind: str, *args: str, size: int = 20) -> Any:
+    """``mcpcli call work ARGS`` on a pseudo-terminal; what it showed is in ``child.logfile_read``."""
     child = pexpect.spawn(
         sys.executable,
         ["-m", "mcpcli", "call", "work", *args, "-s", server(kind, size)],
@@ -190,3 +193,70 @@ def test_a_preset_that_met_an_ambiguous_field_is_not_called_unmatched_and_the_ca
     assert "--answer region is ambiguous: it matches q0.region, q1.region, q2.region, q3.region, q4.region" in r.err
     assert "and 495 more." in r.err and "q499" not in r.err
     assert "matched no question" not in r.err
+
+
+# --- rounds the SDK cannot read, and keys nobody can type ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [
+        ("numrequired", "requestedSchema.required: Input should be a valid list"),
+        ("dictrequired", "requestedSchema.required.0: Input should be a valid string"),
+        ("propnumber", "requestedSchema.type: Field required"),
+    ],
+)
+def test_a_schema_not_shaped_like_one_is_one_line_naming_it_and_presets_are_not_blamed(key: str, said: str) -> None:
+    r = call("shapeless", "--answer", "a=x", "--decline", key, only=(key,))
+    assert r.code == 4, r.err
+    assert f"inputRequests.{key}.params.{said}" in r.err
+    assert "matched no question" not in r.err  # the round could not be read: nothing was asked of anyone
+    assert len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_keys_and_fields_that_hold_escapes_are_answered_without_pasting_an_escape(tmp_path: Path) -> None:
+    from hostile import ESC
+
+    from mcpcli.display import sanitize
+
+    raw_key = f"key{ESC}"
+    waiting = call("escaped_keys", "--no-input", only=(raw_key,))
+    assert waiting.code == 3, waiting.err
+    assert f"  {sanitize(raw_key)}: Say " in waiting.err  # shown escaped, so not offered to be pasted:
+    assert waiting.err.endswith("--answer region=VALUE\n")  # the field alone names it
+    done = mcpcli(
+        "resume", session_ids()[0], "--answer", "region=eu", "-s", server("escaped_keys", 20, "--only", raw_key)
+    )
+    assert done.code == 0, done.err
+    assert json.dumps(raw_key)[1:-1] in done.out  # the key sent back exact (the result quotes it as JSON)
+
+    field = call("bad_schemas", "--no-input", only=("escnames",))
+    assert field.code == 3, field.err
+    sid = session_ids()[0]
+    assert f"Answer with: mcpcli resume {sid} --answers FILE" in field.err
+    assert f"a template: mcpcli resume {sid} --no-input --json" in field.err
+    again = server("bad_schemas", 20, "--only", "escnames")
+    template = mcpcli("resume", sid, "--no-input", "--json", "-s", again)
+    assert template.code == 3, template.err
+    assert template.json()["answers_template"] == {f"escnames.name{ESC}": None}  # exact, as data
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({f"escnames.name{ESC}": "eu"}))
+    answered = mcpcli("resume", sid, "--answers", str(answers), "-s", again)
+    assert answered.code == 0, answered.err
+    assert_clean(answered.out + answered.err, "the answered escaped field")
+
+
+def test_a_key_of_a_hundred_thousand_characters_is_cut_on_a_terminal_and_whole_in_json() -> None:
+    child = on_a_terminal("escaped_keys", "--no-input", size=100_000)
+    try:
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    seen = child.logfile_read.getvalue()
+    assert child.exitstatus == 3, seen[-2000:]
+    assert len(seen) < 5000, len(seen)
+    assert "k" * 200 + "…" in seen and "k" * 201 not in seen
+    assert "Answer with: mcpcli resume" in seen and "--answers FILE" in seen
+    assert_clean(seen, "the exit-3 text", terminal=True)
+    whole = call("escaped_keys", "--no-input", "--json", size=100_000)
+    assert "k" * 100_000 + ".region" in whole.json()["answers_template"]

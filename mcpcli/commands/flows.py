@@ -440,7 +440,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                 settled.session_id = flow.session.id
                 if isinstance(settled, UserStopped):
                     settled.hint = f"Resume it with: mcpcli resume {flow.session.id}"
-            _say_unmatched(rt, flow)
+            _say_unmatched(rt, flow, failed=True)
         if settled is exc:
             raise
         raise settled from None
@@ -528,12 +528,15 @@ def _wanted_back_channel(outcome: Outcome) -> bool:
     return "server-initiated request" in text and "2026-07-28" in text
 
 
-def _say_unmatched(rt: Runtime, flow: Flow) -> None:
-    """Once the flow has run: each ``--answer``/``--decline``... that met no question, with what was asked."""
+def _say_unmatched(rt: Runtime, flow: Flow, *, failed: bool = False) -> None:
+    """Once the flow has run: each ``--answer``/``--decline``... that met no question, with what was asked.
+
+    A flow that ``failed`` before any question was read (a malformed round, a dead server) has nothing to match
+    the presets against: "the server asked: nothing" would be wrong, and the error says what happened."""
     if flow.call is None:
         return  # it never started (e.g. an unknown tool): nothing was asked, the error says why
     for source in flow.sources:
-        if isinstance(source, Presets):
+        if isinstance(source, Presets) and not (failed and not source.asked):
             for line in source.unmatched():
                 rt.out.warning(line)
 

@@ -179,48 +179,86 @@ def _block_text(block: Mapping[str, Any]) -> str:
 
 
 def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mapping[str, Any]]) -> None:
-    """The human form of exit 3: what is needed, and the command that answers it (stderr)."""
+    """The human form of exit 3: what is needed, and the command that answers it (stderr).
+
+    The example command names only keys and fields that can be typed as shown: one holding a control or an
+    invisible character is shown escaped, and a pasted escape would not be that key, so then the example is an
+    answers file (``--json``'s template has the keys exact). On a terminal, each server string is cut at
+    ``bounds.TERMINAL_TEXT_MAX`` and each key or field name at ``NAME_MAX`` (``--json`` has them whole).
+    """
     from rich.text import Text
 
     from mcpcli import forms
+    from mcpcli.bounds import TERMINAL_TEXT_MAX, clip
+
+    def text(value: Any, limit: int = TERMINAL_TEXT_MAX) -> str:
+        shown = sanitize(str(value))
+        return clip(shown, "all of it: --json", limit) if err.is_terminal else shown
+
+    def name_of(value: Any) -> str:
+        return text(value, NAME_MAX).replace("\n", " ")
 
     err.print(Text.assemble(("Input required", "bold yellow"), f" — session {session_id} saved."))
     example = refusal = None
+    hidden = False
     for raw_key, wire in pending.items():
-        key = sanitize(str(raw_key))  # the server chose the key: it is as untrusted as the message
+        key = name_of(raw_key)  # the server chose the key: it is as untrusted as the message
+        typable = _typable(str(raw_key))
+        hidden = hidden or not typable
         params = wire.get("params") or {}
         method = wire.get("method")
         if method == "elicitation/create" and params.get("mode", "form") == "form":
-            err.print(Text.assemble(f"  {key}: ", safe(params.get("message", ""))))
+            err.print(Text.assemble(f"  {key}: ", text(params.get("message", ""))))
             schema = params.get("requestedSchema") or {}
             required = set(schema.get("required") or [])
             for name, prop in (schema.get("properties") or {}).items():
                 kind = prop.get("type", "?") if isinstance(prop, Mapping) else "?"
                 flag = "required" if name in required else "optional"
-                err.print(Text(f"    {sanitize(str(name))}  {sanitize(str(kind))}, {flag}", style="dim"))
+                err.print(Text(f"    {name_of(name)}  {name_of(kind)}, {flag}", style="dim"))
             try:
                 fields = forms.parse_schema(schema)
             except forms.SchemaError as exc:  # nothing can fill it in: it can only be declined or cancelled
-                err.print(Text.assemble(("    cannot be filled in: ", "yellow"), safe(str(exc))))
-                refusal = refusal or f"--decline {shell_word(key)}"
+                err.print(Text.assemble(("    cannot be filled in: ", "yellow"), text(exc)))
+                refusal = refusal or (f"--decline {shell_word(str(raw_key))}" if typable else None)
                 continue
-            if fields and example is None:
-                name = sanitize(fields[0].name)
-                shared = sum(fields[0].name in _field_names(other) for other in pending.values())
-                example = f"--answer {shell_word(f'{key}.{name}' if shared > 1 else name)}=VALUE"
+            field = next((f for f in fields if _typable(f.name)), None)
+            hidden = hidden or any(not _typable(f.name) for f in fields)
+            if field is not None and example is None:
+                shared = sum(field.name in _field_names(other) for other in pending.values())
+                if shared <= 1:
+                    example = f"--answer {shell_word(field.name)}=VALUE"
+                elif typable:
+                    example = f"--answer {shell_word(f'{raw_key}.{field.name}')}=VALUE"
         elif method == "elicitation/create":
             url = str(params.get("url"))
-            err.print(Text.assemble(f"  {key}: ", safe(params.get("message", "")), " — visit ", reveal_invisible(url)))
+            err.print(Text.assemble(f"  {key}: ", text(params.get("message", "")), " — visit ", reveal_invisible(url)))
             if not is_web_link(url):
                 err.print(Text("    not a web page: only http(s) links are opened or accepted", style="yellow"))
-                refusal = refusal or f"--decline {shell_word(key)}"
+                refusal = refusal or (f"--decline {shell_word(str(raw_key))}" if typable else None)
                 continue
-            example = example or f"--accept {shell_word(key)}"
+            example = example or (f"--accept {shell_word(str(raw_key))}" if typable else None)
         elif method == "sampling/createMessage":
             err.print(Text(f"  {key}: an LLM completion (sampling)"))
         else:
-            err.print(Text(f"  {key}: {sanitize(str(method))}"))
-    err.print(Text(f"Answer with: mcpcli resume {session_id} {example or refusal or ''}".rstrip(), style="bold"))
+            err.print(Text(f"  {key}: {name_of(method)}"))
+    how = example or refusal
+    if how is None and hidden:
+        how = (
+            "--answers FILE  (its keys or fields hold what a command line cannot show; a template:"
+            f" mcpcli resume {session_id} --no-input --json)"
+        )
+    err.print(Text(f"Answer with: mcpcli resume {session_id} {how or ''}".rstrip(), style="bold"))
+
+
+NAME_MAX = 200
+"""Characters of a request key or a field name shown on a terminal (the exit-3 text) before it is cut."""
+
+
+def _typable(text: str) -> bool:
+    """Whether ``text`` reads on a terminal as what it is, so that pasting what is shown gives it back."""
+    from mcpcli.display import has_invisible
+
+    return bool(text) and not has_invisible(text) and len(text) <= NAME_MAX
 
 
 def _field_names(wire: Mapping[str, Any]) -> list[str]:
