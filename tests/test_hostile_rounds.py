@@ -260,3 +260,28 @@ def test_a_key_of_a_hundred_thousand_characters_is_cut_on_a_terminal_and_whole_i
     assert_clean(seen, "the exit-3 text", terminal=True)
     whole = call("escaped_keys", "--no-input", "--json", size=100_000)
     assert "k" * 100_000 + ".region" in whole.json()["answers_template"]
+
+
+# --- bounds on a terminal -----------------------------------------------------------------------------------------
+
+
+def test_a_round_of_three_thousand_requests_is_listed_in_part_on_a_terminal_and_whole_in_json() -> None:
+    child = on_a_terminal("many_requests", "-v", "--no-input", size=3000)
+    try:
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    seen = child.logfile_read.getvalue()
+    assert child.exitstatus == 3, seen[-2000:]
+    assert len(seen) < 12_000, len(seen)  # was 160 KB: 6,000 lines of requests and a 20 KB -v line
+    assert "  q19: Q19" in seen and "  q20: Q20" not in seen
+    assert "… and 2,980 more requests (all of them: --json)" in seen
+    assert "the server asks q0, q1, q2" in seen and "[cut: 4,000 of" in seen  # -v's round line, cut
+    assert_clean(seen, "the exit-3 text", terminal=True)
+    whole = call("many_requests", "--no-input", "--json", size=3000)
+    assert len(whole.json()["pending"]) == 3000
+    sid = session_ids()[0]
+    trace = mcpcli("sessions", "show", sid, "--trace")
+    assert trace.code == 0
+    assert max(len(line) for line in trace.out.splitlines()) < 1200  # each summary line stays one readable line
+    assert "more characters: --trace FILE has it all]" in trace.out

@@ -101,13 +101,23 @@ class Output:
         from rich.text import Text
 
         # Printed above a running progress bar (Rich keeps the bar at the bottom), never through it.
-        self.err.print(Text(sanitize(text), style="dim"))
+        self.err.print(Text(self._diagnostic(text), style="dim"))
 
     def warning(self, text: str) -> None:
         """Something the user got wrong but that stopped nothing (e.g. a preset that matched no question)."""
         from rich.text import Text
 
-        self.err.print(Text.assemble(("warning: ", "bold yellow"), sanitize(text)))
+        self.err.print(Text.assemble(("warning: ", "bold yellow"), self._diagnostic(text)))
+
+    def _diagnostic(self, text: str) -> str:
+        """A stderr line, sanitized; on a terminal cut like any long server text (``-v``'s round line names every
+        key of a round, and a server may send thousands, or one of a megabyte)."""
+        shown = sanitize(text)
+        if not self.err.is_terminal:
+            return shown
+        from mcpcli.bounds import clip
+
+        return clip(shown, "all of it: send stderr to a file (2> FILE)")
 
     def detail(self, text: str) -> None:
         if self.verbose:
@@ -181,10 +191,11 @@ def _block_text(block: Mapping[str, Any]) -> str:
 def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mapping[str, Any]]) -> None:
     """The human form of exit 3: what is needed, and the command that answers it (stderr).
 
-    The example command names only keys and fields that can be typed as shown: one holding a control or an
-    invisible character is shown escaped, and a pasted escape would not be that key, so then the example is an
-    answers file (``--json``'s template has the keys exact). On a terminal, each server string is cut at
-    ``bounds.TERMINAL_TEXT_MAX`` and each key or field name at ``NAME_MAX`` (``--json`` has them whole).
+        The example command names only keys and fields that can be typed as shown: one holding a control or an
+        invisible character is shown escaped, and a pasted escape would not be that key, so then the example is an
+        answers file (``--json``'s template has the keys exact). On a terminal, each server string is cut at
+        ``bounds.TERMINAL_TEXT_MAX``, each key or field name at ``NAME_MAX``, and the requests and each form's fields
+    after ``LISTED_MAX`` (``--json`` has them all).
     """
     from rich.text import Text
 
@@ -201,7 +212,10 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
     err.print(Text.assemble(("Input required", "bold yellow"), f" — session {session_id} saved."))
     example = refusal = None
     hidden = False
-    for raw_key, wire in pending.items():
+    for index, (raw_key, wire) in enumerate(pending.items()):
+        if err.is_terminal and index == LISTED_MAX:
+            err.print(Text(f"  … and {len(pending) - index:,} more requests (all of them: --json)", style="dim"))
+            break
         key = name_of(raw_key)  # the server chose the key: it is as untrusted as the message
         typable = _typable(str(raw_key))
         hidden = hidden or not typable
@@ -211,7 +225,11 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
             err.print(Text.assemble(f"  {key}: ", text(params.get("message", ""))))
             schema = params.get("requestedSchema") or {}
             required = set(schema.get("required") or [])
-            for name, prop in (schema.get("properties") or {}).items():
+            properties = schema.get("properties") or {}
+            for number, (name, prop) in enumerate(properties.items()):
+                if err.is_terminal and number == LISTED_MAX:
+                    err.print(Text(f"    … and {len(properties) - number:,} more fields", style="dim"))
+                    break
                 kind = prop.get("type", "?") if isinstance(prop, Mapping) else "?"
                 flag = "required" if name in required else "optional"
                 err.print(Text(f"    {name_of(name)}  {name_of(kind)}, {flag}", style="dim"))
@@ -252,6 +270,8 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
 
 NAME_MAX = 200
 """Characters of a request key or a field name shown on a terminal (the exit-3 text) before it is cut."""
+LISTED_MAX = 20
+"""Requests of a round, and fields of a form, listed on a terminal (the exit-3 text) before the rest are counted."""
 
 
 def _typable(text: str) -> bool:
