@@ -105,6 +105,19 @@ class UserStopped(McpcliError):
     default_title = "Stopped"
 
 
+UNREADABLE_RESPONSE = "mcpcli could not read the server's response (nested too deeply, or not a JSON-RPC response)"
+"""The error a stdio transport ends a request with when its response cannot be read (``transports``)."""
+
+
+def rpc_error(code: int, message: str, what: str = "The server answered with an error") -> str:
+    """One line for a JSON-RPC error a request ended with: the server's words, or — for a response nobody could
+    read (mcpcli's stdio transport, or the SDK's HTTP one, which quotes pydantic's whole multi-line report) —
+    that, without the report."""
+    if code == -32700 and (message == UNREADABLE_RESPONSE or message.startswith("Failed to parse JSON response")):
+        return "mcpcli could not read the server's response: it is not a JSON-RPC response, or is nested too deeply."
+    return f"{what}: {message} (code {code})."
+
+
 def error_document(exc: McpcliError) -> dict[str, object]:
     """The error as data for ``--json`` (DESIGN.md §Errors as data): what the stderr line says, and the exit code."""
     error: dict[str, object] = {"message": exc.message, "hint": exc.hint, "exit_code": int(exc.exit_code)}

@@ -26,7 +26,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
-from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, invalid_shape
+from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, invalid_shape, rpc_error
 from mcpcli.keeper import Keeper
 from mcpcli.tasks import CreateTaskResult, TaskControl
 
@@ -364,7 +364,7 @@ class Flow:
                     # The SDK's own verdict on a transport that ended under the request (a server may send -32000
                     # for anything: only the SDK's exact outcome means the connection is gone).
                     raise await self._fail("The server closed the connection before answering.") from None
-                raise await self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).") from None
+                raise await self._fail(rpc_error(exc.code, exc.message)) from None
             self._in_flight = False
             self.keeper.fault("after_send")
             if isinstance(result, CreateTaskResult):

@@ -285,3 +285,33 @@ def test_a_round_of_three_thousand_requests_is_listed_in_part_on_a_terminal_and_
     assert trace.code == 0
     assert max(len(line) for line in trace.out.splitlines()) < 1200  # each summary line stays one readable line
     assert "more characters: --trace FILE has it all]" in trace.out
+
+
+# --- the retry goes wrong ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("over", ["stdio", "http"])
+def test_a_retry_answered_with_garbage_is_one_line_and_the_answered_session_is_kept(
+    over: str, hostile_http: Any
+) -> None:
+    target = hostile_http("garbage_retry").url if over == "http" else server("garbage_retry")
+    r = mcpcli("call", "work", "--answer", "region=x", "-s", target)
+    assert r.code == 4, r.err
+    assert "mcpcli could not read the server's response: it is not a JSON-RPC response" in r.err
+    assert "validation error" not in r.err and "union[" not in r.err  # not pydantic's report (it was, over HTTP)
+    assert len(r.err.strip().splitlines()) == 2, r.err  # the line and its hint
+    sid = session_ids()[0]
+    assert f"mcpcli resume {sid}" in r.err
+    shown = mcpcli("sessions", "show", sid)
+    assert "waiting" in shown.out and 'region = "x"' in shown.out  # the answers that were sent are kept
+
+
+def test_a_retry_answered_with_an_error_keeps_the_session_and_says_it_in_one_escaped_line() -> None:
+    r = call("error_retry", "--answer", "region=x")
+    assert r.code == 4, r.err
+    assert "The server answered with an error: no \\x1b[2J" in r.err and "(code -32000)" in r.err
+    sid = session_ids()[0]
+    again = mcpcli("resume", sid, "-s", server("error_retry"))
+    assert again.code == 4, again.err
+    assert "sending it again with the same answers" in again.err
+    assert_clean(again.out + again.err, "the resumed retry")
