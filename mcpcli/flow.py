@@ -386,8 +386,13 @@ class Flow:
                 # Recorded unanswered: a later resume (with a higher --max-rounds) continues from the newest state.
                 await self._record(requests, state)
                 await self._keep("waiting")
+                still = (
+                    "still asks for input"
+                    if requests
+                    else "is still not finished (it asks nothing, only to call again)"
+                )
                 raise LimitReached(
-                    f"The server still asks for input after {self.limits.max_rounds} rounds; stopped.",
+                    f"The server {still} after {self.limits.max_rounds} rounds; stopped.",
                     next_step=self._next_step("continue_more_rounds"),
                 )
             responses = await self._take_round(requests, state)

@@ -315,3 +315,27 @@ def test_a_retry_answered_with_an_error_keeps_the_session_and_says_it_in_one_esc
     assert again.code == 4, again.err
     assert "sending it again with the same answers" in again.err
     assert_clean(again.out + again.err, "the resumed retry")
+
+
+# --- rounds that never end -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("endless", "The server still asks for input after 3 rounds; stopped."),
+        ("same_again", "The server still asks for input after 3 rounds; stopped."),
+        ("state_only", "The server is still not finished (it asks nothing, only to call again) after 3 rounds"),
+    ],
+)
+def test_a_flow_that_never_ends_stops_at_max_rounds_with_exit_4_and_its_session_resumable(kind: str, said: str) -> None:
+    r = call(kind, "--answer", "region=x", "--max-rounds", "3")
+    assert r.code == 4, r.err
+    assert said in r.err
+    sid = session_ids()[0]
+    assert f"Continue with: mcpcli resume {sid} --max-rounds N" in r.err
+    more = mcpcli("resume", sid, "--answer", "region=x", "--max-rounds", "2", "--json", "-s", server(kind))
+    assert more.code == 4, more.err
+    assert more.json()["error"]["session_id"] == sid
+    listed = {s["id"]: s for s in mcpcli("sessions", "list", "--json").json()}
+    assert listed[sid]["status"] == "waiting" and listed[sid]["round"] == 7  # 4 + 2 more answered, the last kept
