@@ -104,7 +104,8 @@ class NeedInput(McpcliError):
     default_title = "Input required"
 
     def __init__(self, session: SessionRecord, pending: dict[str, dict[str, Any]], *, deferred: bool = True) -> None:
-        what = ", ".join(pending) or "input"
+        keys = list(pending)
+        what = ", ".join(keys[:10]) + (f" and {len(keys) - 10:,} more" if len(keys) > 10 else "") or "input"
         if deferred:
             message = f"Session {session.id} is waiting for input: {what}."
         else:

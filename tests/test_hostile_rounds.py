@@ -339,3 +339,36 @@ def test_a_flow_that_never_ends_stops_at_max_rounds_with_exit_4_and_its_session_
     assert more.json()["error"]["session_id"] == sid
     listed = {s["id"]: s for s in mcpcli("sessions", "list", "--json").json()}
     assert listed[sid]["status"] == "waiting" and listed[sid]["round"] == 7  # 4 + 2 more answered, the last kept
+
+
+# --- the full-screen app -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_the_app_does_not_lay_out_a_round_of_a_thousand_requests_it_sends_it_to_an_answers_file() -> None:
+    import time
+
+    from tuikit import SIZE, options, until
+
+    from mcpcli.commands.flows import CallJob
+    from mcpcli.runtime import Globals, Runtime
+    from mcpcli.tui.app import build_app
+
+    rt = Runtime(Globals(server=server("many_requests", 1000)))
+    app = build_app(rt, options(), job=CallJob("tools/call", "work", arguments={}), open_url=[].append, blink=False)
+    start = time.monotonic()
+    async with app.run_test(size=SIZE) as pilot:
+        # Was: a round screen of 1,000 panels, which Textual took minutes to lay out (300 took 26 s).
+        await until(pilot, lambda: app.return_value is not None, "the app to end", limit=20)
+        notes = " ".join(str(n.message) for n in app._notifications)
+    assert time.monotonic() - start < 20
+    assert "This round asks 1,000 questions, more than the app shows at once (50)" in notes
+    assert "--answers FILE" in notes
+    ended = app.return_value
+    assert ended is not None and ended.code == 3 and ended.need is not None
+    assert ended.need.message.endswith("waiting for input: q0, q1, q2, q3, q4, q5, q6, q7, q8, q9 and 990 more.")
