@@ -372,3 +372,29 @@ async def test_the_app_does_not_lay_out_a_round_of_a_thousand_requests_it_sends_
     ended = app.return_value
     assert ended is not None and ended.code == 3 and ended.need is not None
     assert ended.need.message.endswith("waiting for input: q0, q1, q2, q3, q4, q5, q6, q7, q8, q9 and 990 more.")
+
+
+def test_a_form_title_and_description_of_a_megabyte_are_cut_at_the_prompt() -> None:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "mcpcli", "call", "work", "-s", server("bad_schemas", 1_000_000, "--only", "bigtitle")],
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
+        cwd=str(ROOT),
+        dimensions=(40, 120),
+        encoding="utf-8",
+        timeout=30,
+        maxread=1 << 20,
+    )
+    child.logfile_read = io.StringIO()
+    try:
+        child.expect_exact("› ")
+        child.sendline(":decline")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    seen = child.logfile_read.getvalue()
+    assert child.exitstatus == 0, seen[-2000:]
+    assert len(seen) < 20_000, len(seen)  # was two megabytes before the prompt
+    assert "T" * 200 + "…" in plain(seen) and "T" * 201 not in seen
+    assert "[cut: 4,000 of 1,000,000 characters shown; all of it: --no-input --json]" in plain(seen)
+    assert '"bigtitle": {"action": "decline"}' in seen

@@ -21,7 +21,7 @@ from mcpcli.answers import Presets
 from mcpcli.display import has_invisible, is_web_link, reveal_invisible, safe, sanitize
 from mcpcli.flow import Question
 from mcpcli.sampling import Decision, SamplingView
-from mcpcli.terminal.inline import Terminal, ask_form, read_reply, refuse_form
+from mcpcli.terminal.inline import Terminal, ask_form, read_reply, refuse_form, shown
 
 
 @dataclass
@@ -55,7 +55,7 @@ class TerminalUser:
     def _url_consent(self, question: Question, params: t.ElicitRequestURLParams) -> t.ElicitResult:
         console = self.term.console
         check = check_url(params.url)
-        console.print(Text.assemble(("? ", "bold cyan"), safe(params.message)))
+        console.print(Text.assemble(("? ", "bold cyan"), shown(params.message)))
         console.print(Text.assemble("  ", url_text(params.url)))
         for warning in check.warnings:
             console.print(Text.assemble(("  ! ", "bold yellow"), safe(warning)))
@@ -141,8 +141,12 @@ def url_text(url: str) -> Text:
     text = Text()  # not Text(..., style="dim"): a Text's own style covers every span, and would dim the host too
     text.append(sanitize(url[:at]), style="dim")
     text.append(reveal_invisible(url[at : at + len(host)]), style="bold reverse")
-    text.append(sanitize(url[at + len(host) :]), style="dim")
+    text.append(shown(url[at + len(host) :]), style="dim")  # a URL of a megabyte: its host is what matters
     return text
+
+
+MESSAGES_SHOWN = 20
+"""Messages of a sampling request shown before it is approved (the newest; the editor has them all)."""
 
 
 @dataclass
@@ -159,15 +163,19 @@ class TerminalApprover:
         console.print(Text.assemble(("? ", "bold cyan"), safe(view.server), " asks your LLM for a completion:"))
         console.print(Text(f"  model {view.provider}/{view.model}, at most {view.max_tokens} tokens", style="dim"))
         if system := view.params.get("systemPrompt"):
-            console.print(Text.assemble(("  system: ", "bold"), safe(system)))
-        for message in view.params.get("messages") or []:
-            role = sanitize(str(message.get("role", "?")))
-            console.print(Text.assemble((f"  {role}: ", "bold"), safe(_text_of(message))))
+            console.print(Text.assemble(("  system: ", "bold"), shown(system)))
+        messages = view.params.get("messages") or []
+        for message in messages[-MESSAGES_SHOWN:]:  # the newest: what the completion answers
+            role = shown(message.get("role", "?"), 20)
+            console.print(Text.assemble((f"  {role}: ", "bold"), shown(_text_of(message))))
+        if len(messages) > MESSAGES_SHOWN:
+            earlier = len(messages) - MESSAGES_SHOWN
+            console.print(Text(f"  (and {earlier:,} earlier messages: e to see them all)", style="dim"))
         return self._decide("  Send it? [y]es / [e]dit / [n]o: ", lambda: _edit_json(view.params))
 
     async def review_reply(self, view: SamplingView, reply: dict[str, Any]) -> Decision:
         text = _text_of(reply)
-        self.term.console.print(Text.assemble(("  reply: ", "bold"), safe(text)))
+        self.term.console.print(Text.assemble(("  reply: ", "bold"), shown(text)))
         return self._decide("  Return it to the server? [y]es / [e]dit / [n]o: ", lambda: _edit_text(text))
 
     def _decide(self, prompt: str, edit: Callable[[], Any]) -> Decision:
