@@ -22,6 +22,7 @@ Inside the multi-round loop (``tools/call`` answers an ``InputRequiredResult``; 
 
 - ``many_requests``: ``--size`` form requests in one round.
 - ``empty_round``: an ``inputRequests`` map that is empty and no ``requestState``, every time.
+- ``nul``: a NUL character in a key, a message, a field name and title, and the ``requestState``.
 - ``state_only``: "not finished yet" (a ``requestState`` with escapes, no request), forever.
 - ``escaped_keys``: request keys with ANSI, OSC 8, C1 and bidi controls, and one ``--size`` characters long.
 - ``bad_schemas``: form schemas a flat form cannot hold (nested, ``required`` naming absent fields, ``minimum``
@@ -171,6 +172,9 @@ def rounds(kind: str, params: dict[str, Any], size: int) -> dict[str, Any] | Non
         return _done(answered) if responses else _asking({f"q{i}": _form(f"Q{i}", REGION) for i in range(size)}, "s")
     if kind == "empty_round":
         return _asking({})
+    if kind == "nul":
+        ask = _form(f"Say\x00{ESC}", {"re\x00gion": {"type": "string", "title": "T\x00"}})
+        return _done(answered) if responses else _asking({"k\x00ey": ask}, "st\x00ate")
     if kind == "state_only":
         return _asking(None, f"not yet {ESC}")
     if kind == "escaped_keys":

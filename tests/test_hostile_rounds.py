@@ -398,3 +398,33 @@ def test_a_form_title_and_description_of_a_megabyte_are_cut_at_the_prompt() -> N
     assert "T" * 200 + "…" in plain(seen) and "T" * 201 not in seen
     assert "[cut: 4,000 of 1,000,000 characters shown; all of it: --no-input --json]" in plain(seen)
     assert '"bigtitle": {"action": "decline"}' in seen
+
+
+# --- the store -----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:{tmp_path / 'sessions.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+def test_a_nul_in_keys_names_and_state_is_stored_and_sent_back_exact(store_url: str, tmp_path: Path) -> None:
+    def run(*args: str) -> Result:
+        r = run_process(*args, "--store", store_url, env={"COLUMNS": "4000"})
+        assert "Traceback" not in r.err and "Internal error" not in r.err, r.err
+        assert_clean(r.out + r.err, " ".join(args[:2]))
+        return r
+
+    waiting = run("call", "work", "--no-input", "-s", server("nul"))
+    assert waiting.code == 3, waiting.err
+    assert "k\\x00ey: Say\\x00" in waiting.err
+    sid = run("sessions", "list", "--json").json()[0]["id"]
+    shown = run("sessions", "show", sid)
+    assert shown.code == 0 and "k\\x00ey asks" in shown.out
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"k\x00ey.re\x00gion": "eu"}))
+    done = run("resume", sid, "--answers", str(answers), "-s", server("nul"))
+    assert done.code == 0, done.err
+    assert 'answers: {"k\\u0000ey": {"action": "accept", "content": {"re\\u0000gion": "eu"}}}' in done.out
