@@ -261,6 +261,27 @@ def test_a_key_of_a_hundred_thousand_characters_is_cut_on_a_terminal_and_whole_i
     whole = call("escaped_keys", "--no-input", "--json", size=100_000)
     assert "k" * 100_000 + ".region" in whole.json()["answers_template"]
 
+    show = pexpect.spawn(
+        sys.executable,
+        ["-m", "mcpcli", "sessions", "show", session_ids()[-1]],
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
+        cwd=str(ROOT),
+        dimensions=(40, 120),
+        encoding="utf-8",
+        timeout=30,
+        maxread=1 << 20,
+    )
+    show.logfile_read = io.StringIO()
+    try:
+        show.expect(pexpect.EOF)
+    finally:
+        show.close(force=True)
+    shown = show.logfile_read.getvalue()
+    assert show.exitstatus == 0
+    assert len(shown) < 10_000, len(shown)  # was the whole key, 100 KB
+    assert "more characters; all of it: --json]" in plain(shown)
+    assert_clean(shown, "sessions show", terminal=True)
+
 
 # --- bounds on a terminal -----------------------------------------------------------------------------------------
 
