@@ -209,12 +209,19 @@ class Presets:
 
         A typo (``--answer regoin=...``) is otherwise silently dropped and the flow asks again, or exits 3.
         """
+        if not self.fields and not self.actions and not self.contents:
+            return []  # nothing was preset: nothing to match (a round may ask 50,000 questions)
+        from collections import Counter
+
         fields = [f"{key}.{name}" for key, names in self.asked.items() for name in names]
         every = [name for names in self.asked.values() for name in names]
         bare = list(dict.fromkeys(every))
+        counts = Counter(every)
         # As --answer would name them: a field alone when one request has it, else REQUEST_KEY.FIELD.
-        shown = [f"{k}.{n}" if every.count(n) > 1 else n for k, names in self.asked.items() for n in names]
-        asked = ", ".join(shown + [key for key, names in self.asked.items() if not names]) or "nothing"
+        shown = [f"{k}.{n}" if counts[n] > 1 else n for k, names in self.asked.items() for n in names]
+        named = shown + [key for key, names in self.asked.items() if not names]
+        more = f" and {len(named) - 10:,} more" if len(named) > 10 else ""
+        asked = ", ".join(named[:10]) + more or "nothing"
         lines = []
         for (key, fname), (_value, origin) in self.fields.items():
             # A preset for a field that was asked met its question, even when the flow stopped before using it

@@ -449,3 +449,19 @@ def test_a_nul_in_keys_names_and_state_is_stored_and_sent_back_exact(store_url: 
     done = run("resume", sid, "--answers", str(answers), "-s", server("nul"))
     assert done.code == 0, done.err
     assert 'answers: {"k\\u0000ey": {"action": "accept", "content": {"re\\u0000gion": "eu"}}}' in done.out
+
+
+def test_matching_presets_against_a_round_of_fifty_thousand_questions_takes_no_time() -> None:
+    import time
+
+    from mcpcli.answers import Presets
+
+    asked = {f"q{i}": ["".join(("reg", "ion"))] for i in range(50_000)}  # each its own string, as parsed
+    start = time.monotonic()
+    assert Presets(asked=dict(asked)).unmatched() == []  # nothing preset
+    typo = Presets.parse(["regoin=x"])
+    typo.asked = dict(asked)
+    (line,) = typo.unmatched()
+    assert time.monotonic() - start < 5  # was quadratic: half a minute for this round
+    assert line.startswith("--answer regoin matched no question (the server asked: q0.region, q1.region")
+    assert line.endswith("and 49,990 more). Did you mean region?")

@@ -202,9 +202,11 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
     from mcpcli import forms
     from mcpcli.bounds import TERMINAL_TEXT_MAX, clip
 
+    terminal = err.is_terminal  # asked once: Rich looks at the environment each time
+
     def text(value: Any, limit: int = TERMINAL_TEXT_MAX) -> str:
         shown = sanitize(str(value))
-        return clip(shown, "all of it: --json", limit) if err.is_terminal else shown
+        return clip(shown, "all of it: --json", limit) if terminal else shown
 
     def name_of(value: Any) -> str:
         return text(value, NAME_MAX).replace("\n", " ")
@@ -213,7 +215,7 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
     example = refusal = None
     hidden = False
     for index, (raw_key, wire) in enumerate(pending.items()):
-        if err.is_terminal and index == LISTED_MAX:
+        if terminal and index == LISTED_MAX:
             err.print(Text(f"  … and {len(pending) - index:,} more requests (all of them: --json)", style="dim"))
             break
         key = name_of(raw_key)  # the server chose the key: it is as untrusted as the message
@@ -227,7 +229,7 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
             required = set(schema.get("required") or [])
             properties = schema.get("properties") or {}
             for number, (name, prop) in enumerate(properties.items()):
-                if err.is_terminal and number == LISTED_MAX:
+                if terminal and number == LISTED_MAX:
                     err.print(Text(f"    … and {len(properties) - number:,} more fields", style="dim"))
                     break
                 kind = prop.get("type", "?") if isinstance(prop, Mapping) else "?"
