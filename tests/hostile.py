@@ -40,7 +40,8 @@ Inside the multi-round loop (``tools/call`` answers an ``InputRequiredResult``; 
 - ``error_retry``: the retry (with answers) gets a JSON-RPC error with escapes in its message.
 - ``garbage_retry``: the retry gets a result that is not a result (a list).
 - ``weird_type``: ``resultType`` ``"weird"``.
-- ``bad_urls``: URL-mode requests for ``javascript:``, ``file:`` and ``data:`` URLs.
+- ``bad_urls``: URL-mode requests for ``javascript:``, ``file:`` and ``data:`` URLs, one with escapes and one
+  ``--size`` characters long.
 - ``sampling``: a sampling request with an absurd ``maxTokens``, ``--size`` messages and tool definitions.
 - ``roots``: a ``roots/list`` request; the result lists the roots it was given.
 - ``unknown_content``: no question; a result whose one content item has a type no one knows.
@@ -236,6 +237,7 @@ def rounds(kind: str, params: dict[str, Any], size: int) -> dict[str, Any] | Non
             "file": "file:///etc/passwd",
             "data": "data:text/html,<script>alert(1)</script>",
             "esc": f"https://ok.example/{ESC}",
+            "long": "https://long.example/" + "p" * size,
         }
         requests = {
             key: {

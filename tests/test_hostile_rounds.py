@@ -465,3 +465,29 @@ def test_matching_presets_against_a_round_of_fifty_thousand_questions_takes_no_t
     assert time.monotonic() - start < 5  # was quadratic: half a minute for this round
     assert line.startswith("--answer regoin matched no question (the server asked: q0.region, q1.region")
     assert line.endswith("and 49,990 more). Did you mean region?")
+
+
+def test_a_link_of_a_megabyte_is_cut_in_the_exit_3_text_and_at_the_consent_prompt() -> None:
+    for args in (("--no-input",), ()):
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "mcpcli", "call", "work", *args, "-s", server("bad_urls", 1_000_000, "--only", "long")],
+            env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
+            cwd=str(ROOT),
+            dimensions=(40, 120),
+            encoding="utf-8",
+            timeout=30,
+            maxread=1 << 20,
+        )
+        child.logfile_read = io.StringIO()
+        try:
+            if not args:
+                child.expect_exact("[c]ancel: ")
+                child.sendline("n")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+        seen = plain(child.logfile_read.getvalue())
+        assert child.exitstatus == (3 if args else 0), seen[-2000:]
+        assert len(seen) < 12_000, (args, len(seen))  # was the whole megabyte
+        assert "long.example" in seen and "[cut: 4,000 of 1,000,0" in seen

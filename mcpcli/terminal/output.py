@@ -251,7 +251,9 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
                     example = f"--answer {shell_word(f'{raw_key}.{field.name}')}=VALUE"
         elif method == "elicitation/create":
             url = str(params.get("url"))
-            err.print(Text.assemble(f"  {key}: ", text(params.get("message", "")), " — visit ", reveal_invisible(url)))
+            link = reveal_invisible(url)
+            link = clip(link, "all of it: --json", TERMINAL_TEXT_MAX) if terminal else link
+            err.print(Text.assemble(f"  {key}: ", text(params.get("message", "")), " — visit ", link))
             if not is_web_link(url):
                 err.print(Text("    not a web page: only http(s) links are opened or accepted", style="yellow"))
                 refusal = refusal or (f"--decline {shell_word(str(raw_key))}" if typable else None)
