@@ -188,9 +188,11 @@ class Presets:
                 continue
             if _joined(where) == spec.name:  # the bare FIELD: it must name one request's field
                 self._check_unambiguous(spec.name, question)
+            self.used.add(where)
+            if self.fields[where][0] is None:
+                continue  # null, as the answers template leaves a field with no default: not given
             content[spec.name] = self.fields[where][0]
             wheres[spec.name] = where
-            self.used.add(where)
         clean: dict[str, Any] = {}
         by_name = {s.name: s for s in specs}
         for name, raw in content.items():
@@ -317,11 +319,16 @@ def answers_template(pending: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
             try:
                 specs = forms.parse_schema(params.get("requestedSchema") or {})
             except forms.SchemaError:
-                specs = []
+                template[key] = {"action": "decline"}  # nobody can fill it in: left out, it would wait for ever
+                continue
+            valid = forms.defaults(specs)  # a default of the wrong type is no answer: sent back, it would fail
             for spec in specs:
-                template[f"{key}.{spec.name}"] = spec.default
+                template[f"{key}.{spec.name}"] = valid.get(spec.name)
+            if not specs:
+                template[key] = {"action": "accept"}  # no fields: accepting just says yes
         elif method == "elicitation/create":
-            template[key] = {"action": "accept"}
+            web = is_web_link(str(params.get("url")))
+            template[key] = {"action": "accept" if web else "decline"}
         else:
             template[key] = {"action": "decline"}
     return template

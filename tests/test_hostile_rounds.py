@@ -491,3 +491,28 @@ def test_a_link_of_a_megabyte_is_cut_in_the_exit_3_text_and_at_the_consent_promp
         assert child.exitstatus == (3 if args else 0), seen[-2000:]
         assert len(seen) < 12_000, (args, len(seen))  # was the whole megabyte
         assert "long.example" in seen and "[cut: 4,000 of 1,000,0" in seen
+
+
+def test_the_answers_template_of_unanswerable_forms_and_links_declines_them_and_its_nulls_are_not_answers(
+    tmp_path: Path,
+) -> None:
+    document = call("bad_schemas", "--no-input", "--json")
+    assert document.code == 3
+    sid, template = document.json()["session_id"], document.json()["answers_template"]
+    for key in ("nested", "absent", "inverted", "untyped"):
+        assert template[key] == {"action": "decline"}  # was: left out, so filling the template never ended the flow
+    assert template["wrongdefault.n"] is None  # was "ten", a default of the wrong type: sent back, exit 2
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps(template))
+    unfilled = mcpcli("resume", sid, "--answers", str(answers), "-s", server("bad_schemas"))
+    assert unfilled.code == 3, unfilled.err  # nulls are blanks to fill in, not answers: was exit 2 "must be a string"
+    assert "matched no question" not in unfilled.err
+    filled = {name: ("x" if value is None else value) for name, value in template.items()}
+    filled |= {"wrongdefault.n": 3, "bigenum.pick": "v1"}
+    answers.write_text(json.dumps(filled))
+    done = mcpcli("resume", sid, "--answers", str(answers), "-s", server("bad_schemas"))
+    assert done.code == 0, done.err
+    links = call("bad_urls", "--no-input", "--json").json()["answers_template"]
+    assert links == {k: {"action": "decline"} for k in ("js", "file", "data")} | {
+        k: {"action": "accept"} for k in ("esc", "long")
+    }

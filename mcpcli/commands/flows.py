@@ -440,7 +440,8 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                 settled.session_id = flow.session.id
                 if isinstance(settled, UserStopped):
                     settled.hint = f"Resume it with: mcpcli resume {flow.session.id}"
-            _say_unmatched(rt, flow, failed=True)
+            if not isinstance(settled, UsageError):  # a preset was wrong: that error first, the rest may be right
+                _say_unmatched(rt, flow, failed=True)
         if settled is exc:
             raise
         raise settled from None
