@@ -43,6 +43,7 @@ Inside the multi-round loop (``tools/call`` answers an ``InputRequiredResult``; 
 - ``bad_urls``: URL-mode requests for ``javascript:``, ``file:`` and ``data:`` URLs, one with escapes and one
   ``--size`` characters long.
 - ``sampling``: a sampling request with an absurd ``maxTokens``, ``--size`` messages and tool definitions.
+- ``sampling_bad_tool``: the same, offering a tool whose name holds escapes (no LLM provider takes it).
 - ``roots``: a ``roots/list`` request; the result lists the roots it was given.
 - ``unknown_content``: no question; a result whose one content item has a type no one knows.
 - ``bad_content``: no question; a result with an image of invalid base64, an embedded resource with control
@@ -247,9 +248,10 @@ def rounds(kind: str, params: dict[str, Any], size: int) -> dict[str, Any] | Non
             for key, url in urls.items()
         }
         return _done(answered) if responses else _asking(requests, "s")
-    if kind == "sampling":
+    if kind in ("sampling", "sampling_bad_tool"):
         messages = [{"role": "user", "content": {"type": "text", "text": f"m{i} {ESC}"}} for i in range(size)]
-        tools = [{"name": "lookup", "description": f"Look {ESC}", "inputSchema": {"type": "object"}}]
+        name = f"look{ESC}" if kind == "sampling_bad_tool" else "lookup"
+        tools = [{"name": name, "description": f"Look {ESC}", "inputSchema": {"type": "object"}}]
         request = {
             "method": "sampling/createMessage",
             "params": {"messages": messages, "maxTokens": 10**15, "tools": tools, "systemPrompt": ESC},

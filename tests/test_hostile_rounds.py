@@ -516,3 +516,29 @@ def test_the_answers_template_of_unanswerable_forms_and_links_declines_them_and_
     assert links == {k: {"action": "decline"} for k in ("js", "file", "data")} | {
         k: {"action": "accept"} for k in ("esc", "long")
     }
+
+
+# --- sampling ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic"])
+def test_a_sampling_request_with_absurd_sizes_is_clamped_and_one_no_provider_takes_is_refused_before_sending(
+    api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_llm import serve
+    from test_sampling import KEY, configure
+
+    monkeypatch.setenv("FAKE_LLM_KEY", KEY)
+    with serve(api) as fake:
+        configure(fake.provider(models=[{"name": "big-model", "tags": ["tools"]}], max_tokens_cap=256), policy="always")
+        fine = call("sampling", size=300)
+        assert fine.code == 0, fine.err
+        body = fake.last
+        assert body["max_tokens"] == 256  # the server asked for 10**15
+        assert len(fake.requests) == 1
+        refused = call("sampling_bad_tool", size=3)
+        assert refused.code == 4, refused.err
+        assert "The sampling request offers a tool named 'look\\x1b[2J" in refused.err
+        assert len(fake.requests) == 1  # nothing was sent: was the provider's 400 (openai-chat) after a round trip
+        listed = mcpcli("sessions", "list", "--json").json()
+        assert listed[0]["status"] == "waiting"
