@@ -542,3 +542,37 @@ def test_a_sampling_request_with_absurd_sizes_is_clamped_and_one_no_provider_tak
         assert len(fake.requests) == 1  # nothing was sent: was the provider's 400 (openai-chat) after a round trip
         listed = mcpcli("sessions", "list", "--json").json()
         assert listed[0]["status"] == "waiting"
+
+
+# --- pinned: already handled well ----------------------------------------------------------------------------------
+
+
+def test_a_request_state_of_five_megabytes_is_kept_out_of_sight_and_echoed_byte_for_byte() -> None:
+    waiting = call("huge_state", "--no-input", size=5_000_000)
+    assert waiting.code == 3, waiting.err
+    assert len(waiting.err) < 2000  # the state is never shown
+    sid = session_ids()[0]
+    shown = mcpcli("sessions", "show", sid)
+    assert "state      5000000 bytes, sha256 " in shown.out and "SSSS" not in shown.out
+    done = mcpcli("resume", sid, "--answer", "region=eu", "-s", server("huge_state", 5_000_000))
+    assert done.code == 0, done.err
+    assert done.out.startswith("state echoed whole: True;")
+
+
+def test_a_roots_request_is_answered_with_the_given_roots(tmp_path: Path) -> None:
+    r = call("roots", "--root", str(tmp_path), "--no-input")
+    assert r.code == 0, r.err  # nobody needs to be asked: --no-input does not stop it
+    assert tmp_path.as_uri() in r.out
+
+
+def test_a_result_of_odd_content_is_shown_escaped_and_whole_in_json() -> None:
+    r = call("bad_content", size=50)
+    assert r.code == 0, r.err
+    assert "[image image/png\\x1b[2J" in r.out and "embedded \\x1b[2J" in r.out and "plain \\x1b[2J" in r.out
+    document = call("bad_content", "--json", size=50)
+    doc = document.json()
+    assert doc["content"][0]["data"] == "%%% not base64 %%%"
+    depth, node = 0, doc["structuredContent"]
+    while isinstance(node, dict):
+        depth, node = depth + 1, node["d"]
+    assert depth == 50 and node == "bottom"
