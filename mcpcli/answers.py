@@ -19,6 +19,7 @@ import mcp_types as t
 
 from mcpcli import forms
 from mcpcli.arguments import read_input
+from mcpcli.display import is_web_link
 from mcpcli.errors import InvalidAnswer, UsageError
 from mcpcli.flow import Question
 
@@ -139,6 +140,12 @@ class Presets:
         if action in ("decline", "cancel"):
             return t.ElicitResult(action=action)
         if isinstance(request.params, t.ElicitRequestURLParams):
+            if action == "accept" and not is_web_link(request.params.url):
+                raise UsageError(
+                    f"{self.origins.get(question.key, question.key)}: its link is not a web page"
+                    " (only http(s) links are opened or accepted).",
+                    hint=f"Decline it: --decline {question.key}",
+                )
             # --accept on a URL request: the user has visited the page elsewhere.
             return t.ElicitResult(action="accept") if action == "accept" else None
         try:
@@ -171,15 +178,18 @@ class Presets:
         content: dict[str, Any] = dict(self.contents.get(question.key, {}))
         if question.key in self.contents:
             self.used.add((question.key, ""))
+        wheres: dict[str, tuple[str | None, str]] = {}
         for spec in specs:
-            where: tuple[str | None, str] = (question.key, spec.name)
-            hit = self.fields.get(where)
-            if hit is None and (bare := self.fields.get((None, spec.name))) is not None:
+            where = self._lookup(question.key, spec.name)
+            if where is None:
+                continue
+            if _joined(where) == spec.name:  # the bare FIELD: it must name one request's field
                 self._check_unambiguous(spec.name, question)
-                hit, where = bare, (None, spec.name)
-            if hit is not None:
-                content[spec.name] = hit[0]
-                self.used.add(where)
+            self.used.add(where)
+            if self.fields[where][0] is None:
+                continue  # null, as the answers template leaves a field with no default: not given
+            content[spec.name] = self.fields[where][0]
+            wheres[spec.name] = where
         clean: dict[str, Any] = {}
         by_name = {s.name: s for s in specs}
         for name, raw in content.items():
@@ -189,7 +199,7 @@ class Presets:
             try:
                 clean[name] = forms.coerce(field_spec, raw)
             except forms.FieldError as exc:
-                origin = self.fields.get((question.key, name)) or self.fields.get((None, name))
+                origin = self.fields.get(wheres[name]) if name in wheres else None
                 raise InvalidAnswer(f"{origin[1] if origin else name}: {exc}") from None
         return clean
 
@@ -198,15 +208,25 @@ class Presets:
 
         A typo (``--answer regoin=...``) is otherwise silently dropped and the flow asks again, or exits 3.
         """
+        if not self.fields and not self.actions and not self.contents:
+            return []  # nothing was preset: nothing to match (a round may ask 50,000 questions)
+        from collections import Counter
+
         fields = [f"{key}.{name}" for key, names in self.asked.items() for name in names]
         every = [name for names in self.asked.values() for name in names]
         bare = list(dict.fromkeys(every))
+        counts = Counter(every)
         # As --answer would name them: a field alone when one request has it, else REQUEST_KEY.FIELD.
-        shown = [f"{k}.{n}" if every.count(n) > 1 else n for k, names in self.asked.items() for n in names]
-        asked = ", ".join(shown + [key for key, names in self.asked.items() if not names]) or "nothing"
+        shown = [f"{k}.{n}" if counts[n] > 1 else n for k, names in self.asked.items() for n in names]
+        named = shown + [key for key, names in self.asked.items() if not names]
+        more = f" and {len(named) - 10:,} more" if len(named) > 10 else ""
+        asked = ", ".join(named[:10]) + more or "nothing"
         lines = []
         for (key, fname), (_value, origin) in self.fields.items():
-            if (key, fname) not in self.used:
+            # A preset for a field that was asked met its question, even when the flow stopped before using it
+            # (it was ambiguous, the form could not be answered): the error that stopped it says why.
+            met = _joined((key, fname)) in {*fields, *every}
+            if (key, fname) not in self.used and not met:
                 given, pool = (fname, bare) if key is None else (f"{key}.{fname}", fields)
                 lines.append(_unmatched(origin, given, pool, asked))
         for key in [*self.actions, *self.contents]:
@@ -218,14 +238,37 @@ class Presets:
         """Whether any preset is meant for this request (by key, or a bare field name it has)."""
         names = _properties(question.wire)
         return question.key in self.contents or any(
-            key == question.key or (key is None and fname in names) for key, fname in self.fields
+            key == question.key
+            or _joined((key, fname)).startswith(f"{question.key}.")
+            or _joined((key, fname)) in names
+            for key, fname in self.fields
         )
+
+    def _lookup(self, key: str, name: str) -> tuple[str | None, str] | None:
+        """Which preset answers field ``name`` of request ``key``: ``KEY.FIELD`` first, then the bare ``FIELD``.
+
+        A flag is split on its last dot, which splits wrongly when a key or a field name holds a dot itself
+        (``ask.v2``, a name quoting ``evil.example``): the whole name is compared as well, so that every key of the
+        exit-3 answers template answers its field.
+        """
+        for wanted in (f"{key}.{name}", name):
+            if (key, name) in self.fields and wanted != name:
+                return (key, name)
+            if (None, name) in self.fields and wanted == name:
+                return (None, name)
+            found = next((where for where in self.fields if where[0] is not None and _joined(where) == wanted), None)
+            if found is not None:
+                return found
+        return None
 
     def _check_unambiguous(self, fname: str, question: Question) -> None:
         owners = [key for key, wire in question.round_requests.items() if fname in _properties(wire)]
         if len(owners) > 1:
+            named = ", ".join(f"{k}.{fname}" for k in owners[:5]) + (
+                f" and {len(owners) - 5} more" if owners[5:] else ""
+            )
             raise UsageError(
-                f"--answer {fname} is ambiguous: it matches {', '.join(f'{k}.{fname}' for k in owners)}.",
+                f"--answer {fname} is ambiguous: it matches {named}.",
                 hint=f"Name the request: --answer {owners[0]}.{fname}=VALUE",
             )
 
@@ -236,7 +279,16 @@ class Presets:
         try:
             return forms.parse_schema(request.params.requested_schema)
         except forms.SchemaError as exc:
-            raise UsageError(f"The server's form {question.key!r} cannot be answered: {exc}.") from None
+            raise UsageError(
+                f"The server's form {question.key!r} cannot be answered: {exc}.",
+                hint=f"Decline it (--decline {question.key}) or cancel it (--cancel {question.key}).",
+            ) from None
+
+
+def _joined(where: tuple[str | None, str]) -> str:
+    """A preset's name as it was given: ``FIELD`` or ``KEY.FIELD``."""
+    key, name = where
+    return name if key is None else f"{key}.{name}"
 
 
 def _unmatched(origin: str, given: str, pool: Sequence[str], asked: str) -> str:
@@ -264,11 +316,16 @@ def answers_template(pending: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
             try:
                 specs = forms.parse_schema(params.get("requestedSchema") or {})
             except forms.SchemaError:
-                specs = []
+                template[key] = {"action": "decline"}  # nobody can fill it in: left out, it would wait for ever
+                continue
+            valid = forms.defaults(specs)  # a default of the wrong type is no answer: sent back, it would fail
             for spec in specs:
-                template[f"{key}.{spec.name}"] = spec.default
+                template[f"{key}.{spec.name}"] = valid.get(spec.name)
+            if not specs:
+                template[key] = {"action": "accept"}  # no fields: accepting just says yes
         elif method == "elicitation/create":
-            template[key] = {"action": "accept"}
+            web = is_web_link(str(params.get("url")))
+            template[key] = {"action": "accept" if web else "decline"}
         else:
             template[key] = {"action": "decline"}
     return template

@@ -98,3 +98,18 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     """
     text = json.dumps(value, indent=indent, ensure_ascii=False, separators=None if indent else (",", ":"))
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def is_web_link(url: str) -> bool:
+    """Whether a server's URL is an http(s) link with a host: the only kind mcpcli opens or lets be accepted.
+
+    ``javascript:``, ``file:``, ``data:`` and the like are refused everywhere a URL-mode request is answered (the
+    terminal, the app, ``--accept``), and so is anything ``urlsplit`` cannot read.
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        return False

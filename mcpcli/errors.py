@@ -11,9 +11,11 @@ error carries a ``NextStep`` (what to do, about which session) and the front end
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Literal
+from typing import Any, Literal
 
 Action = Literal["answer", "answer_here", "sample", "visit", "continue", "continue_more_rounds", "steal", "look"]
 """What the user can do next about a session: answer what it waits for (``answer``), answer a question that
@@ -112,6 +114,19 @@ class UserStopped(McpcliError):
     default_title = "Stopped"
 
 
+UNREADABLE_RESPONSE = "mcpcli could not read the server's response (nested too deeply, or not a JSON-RPC response)"
+"""The error a stdio transport ends a request with when its response cannot be read (``transports``)."""
+
+
+def rpc_error(code: int, message: str, what: str = "The server answered with an error") -> str:
+    """One line for a JSON-RPC error a request ended with: the server's words, or — for a response nobody could
+    read (mcpcli's stdio transport, or the SDK's HTTP one, which quotes pydantic's whole multi-line report) —
+    that, without the report."""
+    if code == -32700 and (message == UNREADABLE_RESPONSE or message.startswith("Failed to parse JSON response")):
+        return "mcpcli could not read the server's response: it is not a JSON-RPC response, or is nested too deeply."
+    return f"{what}: {message} (code {code})."
+
+
 def error_document(exc: McpcliError) -> dict[str, object]:
     """The error as data for ``--json`` (DESIGN.md §Errors as data): what the stderr line says, and the exit code."""
     error: dict[str, object] = {"message": exc.message, "hint": exc.hint, "exit_code": int(exc.exit_code)}
@@ -138,3 +153,76 @@ def print_error(exc: McpcliError) -> None:
     console.print(Text.assemble((f"{exc.title}: ", "bold red"), sanitize(message)))
     if exc.hint:
         console.print(Text(f"hint: {sanitize(exc.hint)}", style="dim"))
+
+
+def invalid_shape(errors: Sequence[Mapping[str, Any]]) -> str:
+    """What is wrong with a malformed server message, in one line, from pydantic's ``ValidationError.errors()``.
+
+    The SDK validates a result against a union (a complete result or an input-required one; a request of one of
+    three kinds; a content item of one of five), and pydantic reports every arm's complaints; the first is
+    usually about an arm the server never meant (``content: Field required`` for an input-required result). An
+    arm whose tag field (``resultType``, ``method``, ``type``, ``mode``) has the wrong value is not what the
+    server meant; when every arm's tag is wrong, the tag is the problem: ``inputRequests.x.method:
+    'telepathy/read' is not one of 'sampling/createMessage', 'roots/list', 'elicitation/create'``. The text
+    quotes server-chosen keys and values: sanitize it before display.
+    """
+    found = [dict(e) for e in errors if e.get("loc") is not None]
+    for error in found:  # the SDK routes results with extension claims through a tagged union: its core arm
+        if error["loc"] and re.fullmatch(r"core-*", str(error["loc"][0])):
+            error["loc"] = tuple(error["loc"][1:])
+    return _problem(found, ()) or "its shape is not valid"
+
+
+def _problem(errors: list[dict[str, Any]], at: tuple[Any, ...]) -> str:
+    depth = len(at)
+    here = [e for e in errors if tuple(e["loc"][:depth]) == at]
+    if not here:
+        return ""
+    arms = list(dict.fromkeys(e["loc"][depth] for e in here if len(e["loc"]) > depth and _is_arm(e["loc"][depth])))
+    if not arms:
+        first = here[0]
+        if len(first["loc"]) > depth:
+            return _problem(errors, (*at, first["loc"][depth]))
+        where = ".".join(str(part) for part in first["loc"] if not _is_arm(part))
+        said = re.sub(r" or instance of \w+", "", str(first["msg"]).removeprefix("Value error, "))
+        return f"{where}: {said}" if where else said
+
+    def tag_errors(arm: Any) -> list[dict[str, Any]]:
+        return [e for e in here if e["loc"][depth : depth + 1] == (arm,) and _tag_error(e, depth + 2)]
+
+    meant = [arm for arm in arms if not tag_errors(arm)]
+    if not meant:
+        wrong = [e for arm in arms for e in tag_errors(arm)]
+        expected = ", ".join(dict.fromkeys(str((e.get("ctx") or {}).get("expected", "?")) for e in wrong))
+        first = wrong[0]
+        where = ".".join(str(part) for part in (*first["loc"][:depth], first["loc"][depth + 1]) if not _is_arm(part))
+        said = "missing" if first["type"] == "missing" else f"{first.get('input')!r} is not one of {expected}"
+        return f"{where}: {said}"
+    # An arm missing one of its own fields is a worse guess than one that has them all (a result with no
+    # ``content`` was not meant as a complete result when it can be an input-required one).
+    whole = [arm for arm in meant if not any(_missing_field(e, arm, depth) for e in here)]
+    return _problem(errors, (*at, (whole or meant)[0]))
+
+
+def _is_arm(part: Any) -> bool:
+    """A union arm's name in a pydantic location (``CallToolResult``, ``function-after[…, InputRequiredResult]``)
+    rather than a field name or a key the server chose (keys are not CamelCase class names, as a rule)."""
+    return isinstance(part, str) and (
+        "[" in part or (part[:1].isupper() and part.isidentifier() and part != part.upper())
+    )
+
+
+def _missing_field(error: Mapping[str, Any], arm: Any, depth: int) -> bool:
+    return error["type"] == "missing" and len(error["loc"]) == depth + 2 and error["loc"][depth] == arm
+
+
+_TAGS = frozenset({"resultType", "method", "type", "mode"})
+
+
+def _tag_error(error: Mapping[str, Any], length: int) -> bool:
+    loc = error["loc"]
+    return (
+        len(loc) == length
+        and loc[-1] in _TAGS
+        and (error["type"] == "literal_error" or (error["type"] == "missing" and loc[-1] == "method"))
+    )

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
 from mcpcli.connection import roots_asked_again
-from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, UsageError
+from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, UsageError, invalid_shape, rpc_error
 from mcpcli.keeper import Keeper
 from mcpcli.tasks import CreateTaskResult, TaskControl
 
@@ -111,7 +111,8 @@ class NeedInput(McpcliError):
     default_title = "Input required"
 
     def __init__(self, session: SessionRecord, pending: dict[str, dict[str, Any]], *, deferred: bool = True) -> None:
-        what = ", ".join(pending) or "input"
+        keys = list(pending)
+        what = ", ".join(keys[:10]) + (f" and {len(keys) - 10:,} more" if len(keys) > 10 else "") or "input"
         if deferred:
             message = f"Session {session.id} is waiting for input: {what}."
         else:
@@ -397,7 +398,7 @@ class Flow:
                     # The SDK's own verdict on a transport that ended under the request (a server may send -32000
                     # for anything: only the SDK's exact outcome means the connection is gone).
                     raise await self._fail("The server closed the connection before answering.") from None
-                failure = await self._fail(f"The server answered with an error: {exc.message} (code {exc.code}).")
+                failure = await self._fail(rpc_error(exc.code, exc.message))
                 failure.rpc_code = exc.code
                 raise failure from None
             self._in_flight = False
@@ -407,6 +408,10 @@ class Flow:
 
                 return await taskflow.start(self, result)
             if not isinstance(result, t.InputRequiredResult):
+                if (kind := getattr(result, "result_type", "complete")) != "complete":
+                    # The SDK takes any string here; only "complete" is a result, "input_required" needs its
+                    # requests or state (else it is not this class), and anything else is a kind no one agreed on.
+                    raise await self._fail(f"The server sent a result of unknown type {kind!r} (resultType).")
                 return await self._finish(dump(result))
             requests = {key: dump(req) for key, req in (result.input_requests or {}).items()}
             state = result.request_state
@@ -417,8 +422,13 @@ class Flow:
                 # Recorded unanswered: a later resume (with a higher --max-rounds) continues from the newest state.
                 await self._record(requests, state)
                 await self._keep("waiting")
+                still = (
+                    "still asks for input"
+                    if requests
+                    else "is still not finished (it asks nothing, only to call again)"
+                )
                 raise LimitReached(
-                    f"The server still asks for input after {self.limits.max_rounds} rounds; stopped.",
+                    f"The server {still} after {self.limits.max_rounds} rounds; stopped.",
                     next_step=self._next_step("continue_more_rounds"),
                 )
             responses = await self._take_round(requests, state)
@@ -462,7 +472,8 @@ class Flow:
         except TimeoutError:
             raise await self._timeout() from None
         except ValidationError as exc:
-            raise await self._fail(f"The server sent a malformed result: {exc.errors()[0]['msg']}.") from None
+            why = invalid_shape(exc.errors(include_url=False))
+            raise await self._fail(f"The server sent a malformed result: {why}.") from None
         except (MCPError, McpcliError):
             raise
         except Exception as exc:  # boundary: transports fail in many shapes (httpx2 errors, closed streams, groups)

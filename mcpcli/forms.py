@@ -148,6 +148,11 @@ def _parse_property(name: str, prop: Any, required: bool) -> FieldSpec:
         or fmt == "password"
         or prop.get("writeOnly") is True
     )
+    for low, high in (("minimum", "maximum"), ("minLength", "maxLength"), ("minItems", "maxItems")):
+        lowest, highest = _bound(name, prop, low, integral=low != "minimum"), _bound(name, prop, high, integral=False)
+        if lowest is not None and highest is not None and lowest > highest:
+            # No value fits: asking would loop on "must be between 10 and 1" until the user gives up.
+            raise SchemaError(f"{name}: {low!r} {_num(lowest)} is over {high!r} {_num(highest)}, so no value fits")
     return FieldSpec(
         name=name,
         kind=kind,
@@ -180,6 +185,8 @@ def _kind_and_choices(name: str, prop: Mapping[str, Any]) -> tuple[Kind, tuple[C
         raise SchemaError(f"{name}: only arrays of choices (items with 'enum' or 'anyOf') are supported")
     if kind == "object":
         raise SchemaError(f"{name}: nested objects are not supported in a form")
+    if kind is None:
+        raise SchemaError(f"{name}: the property has no 'type'")
     raise SchemaError(f"{name}: unsupported property type {kind!r}")
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
 
-from mcpcli.errors import ExitCode, McpcliError, NextStep
+from mcpcli.errors import ExitCode, McpcliError, NextStep, rpc_error
 from mcpcli.tasks import (
     LEGACY,
     TERMINAL,
@@ -168,7 +168,7 @@ async def _poll(flow: Flow, state: TaskState) -> DetailedTask:
         if exc.code == -32602:  # an unknown task: the server discarded it (its ttl ran out) or never had it
             raise await _expired(flow, state, exc.message) from None
         raise await flow._fail(
-            f"The server answered tasks/get with an error: {exc.message} (code {exc.code})."
+            rpc_error(exc.code, exc.message, "The server answered tasks/get with an error")
         ) from None
     except McpcliError:
         raise

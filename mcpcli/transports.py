@@ -44,6 +44,7 @@ from mcp.shared.message import SessionMessage
 
 from mcpcli import proxies
 from mcpcli.bounds import Tripwire
+from mcpcli.errors import UNREADABLE_RESPONSE
 
 logger = logging.getLogger(__name__)
 
@@ -139,8 +140,6 @@ def _parse(line: bytes) -> SessionMessage | Exception:
         logger.debug("not a JSON-RPC message from the server: %.200r", line)
         return exc
 
-
-UNREADABLE_RESPONSE = "mcpcli could not read the server's response (nested too deeply, or not a JSON-RPC response)"
 
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]|-?\d+|true|false|null')
 _COLON = re.compile(rb"\s*:")

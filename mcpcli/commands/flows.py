@@ -304,7 +304,8 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                 settled.hint = _refused_hint(flow, settled.rpc_code)
             if isinstance(settled, InvalidAnswer) and settled.session_id is not None and settled.next_step is None:
                 settled.next_step = NextStep("answer", settled.session_id)  # the question waits for a right one
-            _say_unmatched(rt, flow)
+            if not isinstance(settled, UsageError):  # a preset was wrong: that error first, the rest may be right
+                _say_unmatched(rt, flow, failed=True)
         if settled is exc:
             raise
         raise settled from None
@@ -405,12 +406,15 @@ def _wanted_back_channel(outcome: Outcome) -> bool:
     return "server-initiated request" in text and "2026-07-28" in text
 
 
-def _say_unmatched(rt: Runtime, flow: Flow) -> None:
-    """Once the flow has run: each ``--answer``/``--decline``... that met no question, with what was asked."""
+def _say_unmatched(rt: Runtime, flow: Flow, *, failed: bool = False) -> None:
+    """Once the flow has run: each ``--answer``/``--decline``... that met no question, with what was asked.
+
+    A flow that ``failed`` before any question was read (a malformed round, a dead server) has nothing to match
+    the presets against: "the server asked: nothing" would be wrong, and the error says what happened."""
     if flow.call is None:
         return  # it never started (e.g. an unknown tool): nothing was asked, the error says why
     for source in flow.sources:
-        if isinstance(source, Presets):
+        if isinstance(source, Presets) and not (failed and not source.asked):
             for line in source.unmatched():
                 rt.out.warning(line)
 

@@ -256,7 +256,13 @@ def show_session(rt: Runtime, id_or_prefix: str, *, reveal: bool) -> int:
         rt.out.json(doc)
         return 0
     console = rt.out.out
+    from mcpcli.bounds import TERMINAL_TEXT_MAX
+
     for line in _timeline(doc):
+        if console.is_terminal and len(line) > TERMINAL_TEXT_MAX:  # a key or message of a megabyte: --json has it
+            cut = len(line) - TERMINAL_TEXT_MAX
+            line.truncate(TERMINAL_TEXT_MAX)
+            line.append(f"… [cut: {cut:,} more characters; all of it: --json]", style="dim")
         console.print(line)
     if record.status == "done" and record.result is not None:
         rt.out.result(record.method, record.result)

@@ -151,6 +151,10 @@ def _all_blocks(params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
                 yield from blocks(inner)
 
 
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A tool name every provider mcpcli speaks accepts."""
+
+
 def check_request(provider_name: str, model: Model, params: Mapping[str, Any]) -> None:
     """Refuse, before any request, content that ``model`` cannot take."""
     kinds = {block["type"] for block in _all_blocks(params)}
@@ -170,6 +174,14 @@ def check_request(provider_name: str, model: Model, params: Mapping[str, Any]) -
         raise LlmError(
             f"Model {model.name!r} cannot use tools.",
             hint=f'Tag a model that can in {where}: models = [{{name = "…", tags = ["tools"]}}].',
+        )
+    if uses_tools and (bad := [str(t.get("name")) for t in tools_of(params) if not TOOL_NAME.fullmatch(t["name"])]):
+        # Every provider refuses these (OpenAI: letters, digits, _ and -, 64 at most; Anthropic: the same, 128):
+        # say so before anything is sent, not as the provider's 400 after the request has been billed a round trip.
+        raise LlmError(
+            f"The sampling request offers a tool named {bad[0]!r}, which no provider accepts "
+            "(letters, digits, '_' and '-', at most 64).",
+            hint=_MALFORMED_HINT,
         )
     unknown = kinds - {"text", "image", "tool_use", "tool_result", "resource", "resource_link"}
     if unknown:

@@ -16,11 +16,12 @@ from urllib.parse import urlsplit
 import mcp_types as t
 from rich.text import Text
 
+from mcpcli import forms
 from mcpcli.answers import Presets
-from mcpcli.display import has_invisible, reveal_invisible, safe, sanitize
+from mcpcli.display import has_invisible, is_web_link, reveal_invisible, safe, sanitize
 from mcpcli.flow import Question
 from mcpcli.sampling import Decision, SamplingView
-from mcpcli.terminal.inline import Terminal, ask_form
+from mcpcli.terminal.inline import Terminal, ask_form, read_reply, refuse_form, shown
 
 
 @dataclass
@@ -38,11 +39,15 @@ class TerminalUser:
             return None
         if isinstance(request.params, t.ElicitRequestURLParams):
             return self._url_consent(question, request.params)
-        preset = self.presets.partial(question)
-        specs = Presets._specs(question)
         # Asked on the event loop's own thread, on purpose: Ctrl-C then lands in input() and unwinds cleanly,
         # and nothing else needs the loop while a person thinks (every leg is a fresh request).
-        outcome = ask_form(self.term, request.params.message, specs, server_label=question.server, preset=preset)
+        try:
+            specs = forms.parse_schema(request.params.requested_schema)
+        except forms.SchemaError as exc:
+            outcome = refuse_form(self.term, request.params.message, str(exc), server_label=question.server)
+        else:
+            preset = self.presets.partial(question, specs)
+            outcome = ask_form(self.term, request.params.message, specs, server_label=question.server, preset=preset)
         if outcome.action == "accept":
             return t.ElicitResult(action="accept", content=outcome.content or {})
         return t.ElicitResult(action=outcome.action)
@@ -50,7 +55,7 @@ class TerminalUser:
     def _url_consent(self, question: Question, params: t.ElicitRequestURLParams) -> t.ElicitResult:
         console = self.term.console
         check = check_url(params.url)
-        console.print(Text.assemble(("? ", "bold cyan"), safe(params.message)))
+        console.print(Text.assemble(("? ", "bold cyan"), shown(params.message)))
         console.print(Text.assemble("  ", url_text(params.url)))
         for warning in check.warnings:
             console.print(Text.assemble(("  ! ", "bold yellow"), safe(warning)))
@@ -58,13 +63,13 @@ class TerminalUser:
             console.print(Text("  This link is not a web page; declining it.", style="red"))
             return t.ElicitResult(action="decline")
         while True:
-            reply = self.term.read_line(
-                "  Open it in your browser? [y]es / [a]lready done / [n]o (decline) / [c]ancel: "
+            reply = read_reply(
+                self.term, "  Open it in your browser? [y]es / [a]lready done / [n]o (decline) / [c]ancel: "
             )
             reply = reply.strip().lower()
             if reply in ("y", "yes"):
                 self.open_url(params.url)
-                self.term.read_line("  Press Enter when you have finished on that page. ")
+                read_reply(self.term, "  Press Enter when you have finished on that page. ")
                 return t.ElicitResult(action="accept")
             if reply in ("a", "already"):
                 return t.ElicitResult(action="accept")
@@ -90,7 +95,7 @@ def check_url(url: str) -> UrlCheck:
     except ValueError:  # e.g. an unclosed "[" of an IPv6 host
         return UrlCheck("", ["Refused: this is not a valid link."], True)
     warnings: list[str] = []
-    if parts.scheme not in ("http", "https") or not host:
+    if not is_web_link(url):
         scheme = sanitize(parts.scheme) or "no"
         return UrlCheck(host, [f"Refused: {scheme} scheme — only http(s) links are opened."], True)
     if parts.scheme == "http":
@@ -136,8 +141,12 @@ def url_text(url: str) -> Text:
     text = Text()  # not Text(..., style="dim"): a Text's own style covers every span, and would dim the host too
     text.append(sanitize(url[:at]), style="dim")
     text.append(reveal_invisible(url[at : at + len(host)]), style="bold reverse")
-    text.append(sanitize(url[at + len(host) :]), style="dim")
+    text.append(shown(url[at + len(host) :]), style="dim")  # a URL of a megabyte: its host is what matters
     return text
+
+
+MESSAGES_SHOWN = 20
+"""Messages of a sampling request shown before it is approved (the newest; the editor has them all)."""
 
 
 @dataclass
@@ -154,20 +163,24 @@ class TerminalApprover:
         console.print(Text.assemble(("? ", "bold cyan"), safe(view.server), " asks your LLM for a completion:"))
         console.print(Text(f"  model {view.provider}/{view.model}, at most {view.max_tokens} tokens", style="dim"))
         if system := view.params.get("systemPrompt"):
-            console.print(Text.assemble(("  system: ", "bold"), safe(system)))
-        for message in view.params.get("messages") or []:
-            role = sanitize(str(message.get("role", "?")))
-            console.print(Text.assemble((f"  {role}: ", "bold"), safe(_text_of(message))))
+            console.print(Text.assemble(("  system: ", "bold"), shown(system)))
+        messages = view.params.get("messages") or []
+        for message in messages[-MESSAGES_SHOWN:]:  # the newest: what the completion answers
+            role = shown(message.get("role", "?"), 20)
+            console.print(Text.assemble((f"  {role}: ", "bold"), shown(_text_of(message))))
+        if len(messages) > MESSAGES_SHOWN:
+            earlier = len(messages) - MESSAGES_SHOWN
+            console.print(Text(f"  (and {earlier:,} earlier messages: e to see them all)", style="dim"))
         return self._decide("  Send it? [y]es / [e]dit / [n]o: ", lambda: _edit_json(view.params))
 
     async def review_reply(self, view: SamplingView, reply: dict[str, Any]) -> Decision:
         text = _text_of(reply)
-        self.term.console.print(Text.assemble(("  reply: ", "bold"), safe(text)))
+        self.term.console.print(Text.assemble(("  reply: ", "bold"), shown(text)))
         return self._decide("  Return it to the server? [y]es / [e]dit / [n]o: ", lambda: _edit_text(text))
 
     def _decide(self, prompt: str, edit: Callable[[], Any]) -> Decision:
         while True:
-            reply = self.term.read_line(prompt).strip().lower()
+            reply = read_reply(self.term, prompt).strip().lower()
             if reply in ("y", "yes", ""):
                 return Decision("approve")
             if reply in ("n", "no"):

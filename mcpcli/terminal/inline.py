@@ -129,10 +129,27 @@ def ask_form(
         return FormOutcome(answered.action, None)
 
 
+def refuse_form(term: Terminal, message: str, why: str, *, server_label: str | None = None) -> FormOutcome:
+    """A form mcpcli cannot fill in (a nested object, an impossible bound...): say why, and offer what is always
+    offered — decline or cancel (DESIGN.md §Answering) — rather than end the run with the server's mistake."""
+    if server_label:
+        term.console.print(Text.assemble(safe(server_label), " asks:", style="bold"))
+    term.console.print(Text(shown(message)))
+    term.console.print(Text.assemble(("  This form cannot be filled in here: ", "yellow"), shown(why)))
+    while True:
+        reply = read_reply(term, "  [d]ecline / [c]ancel: ").strip().lower()
+        if reply in ("d", "decline", ":decline"):
+            return FormOutcome("decline", None)
+        if reply in ("c", "cancel", ":cancel"):
+            return FormOutcome("cancel", None)
+        if reply == ":quit":
+            raise _stopped()
+
+
 def _print_header(console: Console, message: str, server_label: str | None) -> None:
     if server_label:
         console.print(Text.assemble(safe(server_label), " asks:", style="bold"))
-    console.print(safe(message))
+    console.print(Text(shown(message)))
     console.print(Text(HELP, style="dim"))
 
 
@@ -161,11 +178,11 @@ def _ask_field(term: Terminal, field: FieldSpec, current: Any) -> Any:
 
 def _print_field(console: Console, field: FieldSpec) -> None:
     line = Text()
-    line.append(sanitize(field.title), style="bold")
+    line.append(shown(field.title, NAME_SHOWN), style="bold")
     if not field.required:
         line.append(" (optional)", style="dim")
     if field.description:
-        line.append("  " + sanitize(field.description), style="dim")
+        line.append("  " + shown(field.description), style="dim")
     hint = constraint_hint(field)
     if hint:
         line.append(f"  [{hint}]", style="cyan")
@@ -184,7 +201,7 @@ CHOICES_SHOWN = 20
 def _print_choice(console: Console, number: int, choice: Any, numbered: bool) -> None:
     label = choice.label if choice.label == choice.value else f"{choice.label} ({choice.value})"
     bullet = f"{number})" if numbered else "-"
-    console.print(Text(f"  {bullet} {sanitize(label)}"))
+    console.print(Text(f"  {bullet} {shown(label, NAME_SHOWN)}"))
 
 
 def _print_matches(console: Console, field: FieldSpec, text: str) -> bool:
@@ -255,6 +272,27 @@ def _read(term: Terminal, prompt: str, *, secret: bool = False) -> str:
     return text
 
 
+def shown(text: object, limit: int | None = None) -> str:
+    """Server text at a prompt: sanitized, and cut past ``limit`` (default ``bounds.TERMINAL_TEXT_MAX``) — a form's
+    title or description of a megabyte would bury the prompt it belongs to."""
+    from mcpcli.bounds import TERMINAL_TEXT_MAX, clip
+
+    return clip(sanitize(str(text)), "all of it: --no-input --json", limit or TERMINAL_TEXT_MAX)
+
+
+NAME_SHOWN = 200
+"""Characters of a field's title or a choice's label shown at a prompt before it is cut."""
+
+
+def read_reply(term: Terminal, prompt: str) -> str:
+    """One line for a question that is not a form field (a URL's consent, a sampling approval): Ctrl-D stops the
+    flow there, as it does at a field (exit 5, the session kept), instead of escaping as an ``EOFError``."""
+    try:
+        return term.read_line(prompt)
+    except EOFError:
+        raise _stopped() from None
+
+
 def _stopped() -> UserStopped:
     # No hint here: the caller knows the session id and adds "Resume it with: mcpcli resume <id>".
     return UserStopped("Stopped at the prompt; the session is kept.", hint=None)
@@ -263,11 +301,11 @@ def _stopped() -> UserStopped:
 def _confirm(term: Terminal, fields: Sequence[FieldSpec], content: Mapping[str, Any]) -> bool:
     """Show what will be sent and ask; True to send, False to go through the fields again."""
     summary = Text("Send: ", style="bold")
-    shown = [field for field in fields if field.name in content]
-    for index, field in enumerate(shown):
-        summary.append(("" if index == 0 else " · ") + sanitize(field.title) + "=")
-        summary.append(sanitize(display_value(field, content[field.name])), style="cyan")
-    if not shown:
+    given = [field for field in fields if field.name in content]
+    for index, field in enumerate(given):
+        summary.append(("" if index == 0 else " · ") + shown(field.title, NAME_SHOWN) + "=")
+        summary.append(shown(display_value(field, content[field.name])), style="cyan")
+    if not given:
         summary.append("(no fields)", style="dim")
     term.console.print(summary)
     while True:

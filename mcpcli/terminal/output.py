@@ -110,13 +110,23 @@ class Output:
         from rich.text import Text
 
         # Printed above a running progress bar (Rich keeps the bar at the bottom), never through it.
-        self.err.print(Text(sanitize(text), style="dim"))
+        self.err.print(Text(self._diagnostic(text), style="dim"))
 
     def warning(self, text: str) -> None:
         """Something the user got wrong but that stopped nothing (e.g. a preset that matched no question)."""
         from rich.text import Text
 
-        self.err.print(Text.assemble(("warning: ", "bold yellow"), sanitize(text)))
+        self.err.print(Text.assemble(("warning: ", "bold yellow"), self._diagnostic(text)))
+
+    def _diagnostic(self, text: str) -> str:
+        """A stderr line, sanitized; on a terminal cut like any long server text (``-v``'s round line names every
+        key of a round, and a server may send thousands, or one of a megabyte)."""
+        shown = sanitize(text)
+        if not self.err.is_terminal:
+            return shown
+        from mcpcli.bounds import clip
+
+        return clip(shown, "all of it: send stderr to a file (2> FILE)")
 
     def detail(self, text: str) -> None:
         if self.verbose:
@@ -219,39 +229,116 @@ def _block_text(block: Mapping[str, Any]) -> str:
 
 
 def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mapping[str, Any]]) -> None:
-    """The human form of exit 3: what is needed, and the command that answers it (stderr)."""
+    """The human form of exit 3: what is needed, and the command that answers it (stderr).
+
+        The example command names only keys and fields that can be typed as shown: one holding a control or an
+        invisible character is shown escaped, and a pasted escape would not be that key, so then the example is an
+        answers file (``--json``'s template has the keys exact). On a terminal, each server string is cut at
+        ``bounds.TERMINAL_TEXT_MAX``, each key or field name at ``NAME_MAX``, and the requests and each form's fields
+    after ``LISTED_MAX`` (``--json`` has them all).
+    """
     from rich.text import Text
 
+    from mcpcli import forms
+    from mcpcli.bounds import TERMINAL_TEXT_MAX, clip
+
+    terminal = err.is_terminal  # asked once: Rich looks at the environment each time
+
+    def text(value: Any, limit: int = TERMINAL_TEXT_MAX) -> str:
+        shown = sanitize(str(value))
+        return clip(shown, "all of it: --json", limit) if terminal else shown
+
+    def name_of(value: Any) -> str:
+        return text(value, NAME_MAX).replace("\n", " ")
+
     err.print(Text.assemble(("Input required", "bold yellow"), f" — session {session_id} saved."))
-    example = None
-    for raw_key, wire in pending.items():
-        key = sanitize(str(raw_key))  # the server chose the key: it is as untrusted as the message
+    example = refusal = None
+    hidden = False
+    for index, (raw_key, wire) in enumerate(pending.items()):
+        if terminal and index == LISTED_MAX:
+            err.print(Text(f"  … and {len(pending) - index:,} more requests (all of them: --json)", style="dim"))
+            break
+        key = name_of(raw_key)  # the server chose the key: it is as untrusted as the message
+        typable = _typable(str(raw_key))
+        hidden = hidden or not typable
         params = wire.get("params") or {}
         method = wire.get("method")
         if method == "elicitation/create" and params.get("mode", "form") == "form":
-            err.print(Text.assemble(f"  {key}: ", safe(params.get("message", ""))))
+            err.print(Text.assemble(f"  {key}: ", text(params.get("message", ""))))
             schema = params.get("requestedSchema") or {}
             required = set(schema.get("required") or [])
-            for name, prop in (schema.get("properties") or {}).items():
+            properties = schema.get("properties") or {}
+            for number, (name, prop) in enumerate(properties.items()):
+                if terminal and number == LISTED_MAX:
+                    err.print(Text(f"    … and {len(properties) - number:,} more fields", style="dim"))
+                    break
                 kind = prop.get("type", "?") if isinstance(prop, Mapping) else "?"
                 flag = "required" if name in required else "optional"
-                err.print(Text(f"    {sanitize(str(name))}  {sanitize(str(kind))}, {flag}", style="dim"))
-                example = example or f"--answer {shell_word(sanitize(str(name)))}=VALUE"
+                err.print(Text(f"    {name_of(name)}  {name_of(kind)}, {flag}", style="dim"))
+            try:
+                fields = forms.parse_schema(schema)
+            except forms.SchemaError as exc:  # nothing can fill it in: it can only be declined or cancelled
+                err.print(Text.assemble(("    cannot be filled in: ", "yellow"), text(exc)))
+                refusal = refusal or (f"--decline {shell_word(str(raw_key))}" if typable else None)
+                continue
+            field = next((f for f in fields if _typable(f.name)), None)
+            hidden = hidden or any(not _typable(f.name) for f in fields)
+            if field is not None and example is None:
+                shared = sum(field.name in _field_names(other) for other in pending.values())
+                if shared <= 1:
+                    example = f"--answer {shell_word(field.name)}=VALUE"
+                elif typable:
+                    example = f"--answer {shell_word(f'{raw_key}.{field.name}')}=VALUE"
         elif method == "elicitation/create":
             from mcpcli.terminal.asking import check_url  # deferred: URL requests are rare
 
             url = str(params.get("url"))
             checked = check_url(url)
-            err.print(Text.assemble(f"  {key}: ", safe(params.get("message", "")), " — visit ", reveal_invisible(url)))
+            link = reveal_invisible(url)
+            link = clip(link, "all of it: --json", TERMINAL_TEXT_MAX) if terminal else link
+            err.print(Text.assemble(f"  {key}: ", text(params.get("message", "")), " — visit ", link))
             for warning in checked.warnings:  # the same warnings as at a terminal: nobody is there to see them
                 err.print(Text(f"    {warning}", style="yellow"))
-            # A link refused at a terminal is not one to say you have visited: decline it.
-            example = example or f"--{'decline' if checked.refused else 'accept'} {shell_word(key)}"
+            if checked.refused:  # a link refused at a terminal is not one to say you have visited: decline it
+                refusal = refusal or (f"--decline {shell_word(str(raw_key))}" if typable else None)
+                continue
+            example = example or (f"--accept {shell_word(str(raw_key))}" if typable else None)
         elif method == "sampling/createMessage":
             err.print(Text(f"  {key}: an LLM completion (sampling)"))
         else:
-            err.print(Text(f"  {key}: {sanitize(str(method))}"))
-    err.print(Text(f"Answer with: mcpcli resume {session_id} {example or ''}".rstrip(), style="bold"))
+            err.print(Text(f"  {key}: {name_of(method)}"))
+    how = example or refusal
+    if how is None and hidden:
+        how = (
+            "--answers FILE  (its keys or fields hold what a command line cannot show; a template:"
+            f" mcpcli resume {session_id} --no-input --json)"
+        )
+    err.print(Text(f"Answer with: mcpcli resume {session_id} {how or ''}".rstrip(), style="bold"))
+
+
+NAME_MAX = 200
+"""Characters of a request key or a field name shown on a terminal (the exit-3 text) before it is cut."""
+LISTED_MAX = 20
+"""Requests of a round, and fields of a form, listed on a terminal (the exit-3 text) before the rest are counted."""
+
+
+def _typable(text: str) -> bool:
+    """Whether ``text`` reads on a terminal as what it is, so that pasting what is shown gives it back."""
+    from mcpcli.display import has_invisible
+
+    return bool(text) and not has_invisible(text) and len(text) <= NAME_MAX
+
+
+def _field_names(wire: Mapping[str, Any]) -> list[str]:
+    """The fields of a form request (none when it is no form, or one that cannot be filled in)."""
+    from mcpcli import forms
+
+    params = wire.get("params")
+    schema = params.get("requestedSchema") if isinstance(params, Mapping) else None
+    try:
+        return [field.name for field in forms.parse_schema(schema if isinstance(schema, Mapping) else {})]
+    except forms.SchemaError:
+        return []
 
 
 def shell_word(text: str) -> str:

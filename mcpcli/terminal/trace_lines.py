@@ -17,7 +17,14 @@ from mcpcli.display import sanitize
 def summarize(entry: Mapping[str, Any]) -> str:
     """One line for a trace entry (``-v`` and ``sessions show --trace``), sanitized."""
     text = _event_text(entry) if "event" in entry else _message_text(entry)
-    return sanitize(text).replace("\n", "\\n").replace("\t", " ")
+    line = sanitize(text).replace("\n", "\\n").replace("\t", " ")
+    if len(line) > SUMMARY_MAX:  # a round of thousands of keys, an error of a megabyte: a summary stays one line
+        line = f"{line[:SUMMARY_MAX]}… [{len(line) - SUMMARY_MAX:,} more characters: --trace FILE has it all]"
+    return line
+
+
+SUMMARY_MAX = 1000
+"""Characters of one summary line (``-v``, ``sessions show --trace``) before it is cut."""
 
 
 def _message_text(entry: Mapping[str, Any]) -> str:

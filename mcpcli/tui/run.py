@@ -64,6 +64,10 @@ def result_widgets(method: str, result: Mapping[str, Any]) -> Iterable[Static]:
         yield Static(pretty_json(result["structuredContent"]), classes="result--json")
 
 
+WAITING_KEYS_SHOWN = 20
+"""Request keys the waiting panel lists; the rest are counted (a round may ask thousands)."""
+
+
 class RunScreen(Screen[None]):
     """A flow from call to result. ``standalone``: the app's only job (``call --tui``); enter/q then exit."""
 
@@ -152,7 +156,10 @@ class RunScreen(Screen[None]):
 
     def show_waiting(self, need: NeedInput) -> None:
         lines = [Static(plain(need.message))]
-        lines += [Static(plain(f"• {key}"), classes="muted") for key in need.pending]
+        keys = list(need.pending)
+        lines += [Static(plain(f"• {key}"), classes="muted") for key in keys[:WAITING_KEYS_SHOWN]]
+        if len(keys) > WAITING_KEYS_SHOWN:
+            lines.append(Static(plain(f"… and {len(keys) - WAITING_KEYS_SHOWN:,} more"), classes="muted"))
         if need.hint:
             lines.append(Static(plain(need.hint), classes="muted"))
         self._show(*lines, title="Input required · session saved", classes="-waiting")

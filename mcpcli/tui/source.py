@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from mcpcli.tui.run import RunScreen
 
 
+ROUND_PANELS_MAX = 50
+"""Requests one round screen shows; a round that asks more waits in its session for an answers file."""
+
+
 @dataclass
 class TuiUser:
     """Answers a round's elicitation requests (forms and URLs) on one screen; leaves other kinds to others."""
@@ -50,6 +54,16 @@ class TuiUser:
         shown = [q for q in questions if isinstance(q.request, t.ElicitRequest)]
         if not shown:
             return {}  # sampling and roots are for the sampler and --root; unanswered, the flow waits (exit 3)
+        if len(shown) > ROUND_PANELS_MAX:
+            # Each request is a panel of widgets, and laying out hundreds takes Textual minutes: the round waits
+            # in its session for an answers file instead (unanswered, the flow stops with exit 3).
+            sid = shown[0].session_id
+            self.flow.reporter.note(
+                f"This round asks {len(shown):,} questions, more than the app shows at once ({ROUND_PANELS_MAX}). "
+                f"Answer them with an answers file: mcpcli resume {sid} --answers FILE "
+                f"(a template: mcpcli resume {sid} --no-input --json)."
+            )
+            return {}
         screen = RoundScreen(self._info(shown[0]), shown, presets=self._preset, open_url=self.open_url)
         answers = await self.app.push_screen_wait(screen)
         if answers is None:
