@@ -423,3 +423,24 @@ def test_a_stdout_that_cannot_encode_the_result_gets_escapes_not_an_internal_err
 
     assert run().decode(encoding).strip() == text.encode(encoding, "backslashreplace").decode(encoding)
     assert json.loads(run("--json").decode(encoding))["content"][0]["text"] == text
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "where"),
+    [
+        (("call", "echo", "--max-rounds", "0"), "Invalid value for '--max-rounds'", "mcpcli call"),
+        (("call", "echo", "--bogus"), "No such option: --bogus", "mcpcli call"),
+        (("sessions", "show"), "Missing argument 'ID'.", "mcpcli sessions show"),
+    ],
+)
+def test_with_json_a_command_line_that_cannot_be_parsed_is_an_error_document_too(
+    process: Any, args: tuple[str, ...], message: str, where: str
+) -> None:
+    """Agents read stdout: Click's own usage errors are errors as data like any other (DESIGN.md)."""
+    r = process("--json", *args)
+    assert r.code == 2
+    error = r.json()["error"]
+    assert message in error["message"] and error["exit_code"] == 2 and error["hint"] == f"See: {where} --help"
+    assert "Usage: " in r.err  # the person still gets Click's usage lines
+    plain = process(*args)
+    assert plain.code == 2 and plain.out == ""

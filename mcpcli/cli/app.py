@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -97,6 +97,35 @@ def local_command(ctx: typer.Context, values: dict[str, Any], body: Callable[[Ru
     run_guarded(run, g.debug, json=g.json or bool(values.get("json")))
 
 
+def run_command(command: Any, argv: list[str]) -> NoReturn:
+    """Run the command line and exit with its code — here and in the worker's child alike.
+
+    With ``--json``, a command line Click cannot parse (an unknown option, a bad value) is also a JSON error
+    document on stdout (DESIGN.md §Errors as data), as every other failure is: agents read stdout."""
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    if "--json" not in words:
+        command.main(args=argv, prog_name="mcpcli")  # Click's own handling: it exits
+        raise SystemExit(0)
+    try:
+        code = command.main(args=argv, prog_name="mcpcli", standalone_mode=False)
+    except typer.TyperException as exc:  # Click's errors (Typer's own copy of Click): what it would have shown
+        if callable(show := getattr(exc, "show", None)):
+            show()
+        else:
+            sys.stderr.write(f"Error: {exc.format_message()}\n")
+        from mcpcli.display import json_text
+
+        ctx = getattr(exc, "ctx", None)
+        where = getattr(ctx, "command_path", None) or "mcpcli"
+        error = {"message": exc.format_message(), "hint": f"See: {where} --help", "exit_code": exc.exit_code}
+        sys.stdout.write(json_text({"error": error}) + "\n")
+        raise SystemExit(exc.exit_code) from None
+    except typer.Abort:
+        sys.stderr.write("Aborted!\n")
+        raise SystemExit(1) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
 def _lenient_stdout() -> None:
     """Text stdout cannot encode (an ASCII or Latin-1 locale, a server's emoji) is written as escapes, as Python
     writes it on stderr, instead of failing the command after its work is done. (``--json`` escapes it itself.)"""
@@ -114,7 +143,7 @@ def main() -> None:
             from mcpcli.cli.completion import answer_shell
 
             answer_shell(app)
-        app()
+        run_command(typer.main.get_command(app), sys.argv[1:])
     except KeyboardInterrupt:  # interrupted outside a command body (e.g. while parsing)
         sys.stderr.write("\nInterrupted.\n")
         sys.exit(int(ExitCode.INTERRUPTED))

@@ -395,9 +395,11 @@ _COMMAND: Any = None
 
 
 def _run(argv: list[str]) -> int:
+    from mcpcli.cli.app import run_command  # preloaded
+
     sys.argv = ["mcpcli", *argv]
     try:
-        _COMMAND.main(args=argv, prog_name="mcpcli")
+        run_command(_COMMAND, argv)
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or 0
