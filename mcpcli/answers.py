@@ -10,6 +10,7 @@ anything is sent: a bad one is a usage error (exit 2).
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,7 +145,7 @@ class Presets:
                 raise UsageError(
                     f"{self.origins.get(question.key, question.key)}: its link is not a web page"
                     " (only http(s) links are opened or accepted).",
-                    hint=f"Decline it: --decline {question.key}",
+                    hint=f"Decline it: --decline {shlex.quote(question.key)}",
                 )
             # --accept on a URL request: the user has visited the page elsewhere.
             return t.ElicitResult(action="accept") if action == "accept" else None
@@ -279,9 +280,10 @@ class Presets:
         try:
             return forms.parse_schema(request.params.requested_schema)
         except forms.SchemaError as exc:
+            key = shlex.quote(question.key)  # the server chose it: quoted for the command line it is pasted into
             raise UsageError(
                 f"The server's form {question.key!r} cannot be answered: {exc}.",
-                hint=f"Decline it (--decline {question.key}) or cancel it (--cancel {question.key}).",
+                hint=f"Decline it (--decline {key}) or cancel it (--cancel {key}).",
             ) from None
 
 
