@@ -318,6 +318,12 @@ def test_openai_gets_system_prompt_temperature_stop_and_clamped_tokens_but_never
     assert headers["x-org"] == "me"
 
 
+def test_openai_gets_the_first_four_stop_sequences_of_more(openai: FakeProvider) -> None:
+    """The chat completions API takes four; a server asking for more (advisory in MCP) is not refused over it."""
+    run(openai, ask(text("Go."), stopSequences=[f"S{n}" for n in range(9)]))
+    assert openai.last["stop"] == ["S0", "S1", "S2", "S3"]
+
+
 def test_openai_newer_models_get_max_completion_tokens() -> None:
     with serve("openai-chat", token_param="max_completion_tokens") as fake:
         run(fake, ask(text("hi")), provider=provider_of(fake, max_tokens_param="max_completion_tokens"))

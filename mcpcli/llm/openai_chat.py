@@ -34,6 +34,10 @@ STOP_REASONS = {"stop": "endTurn", "length": "maxTokens", "tool_calls": "toolUse
 """``finish_reason`` → MCP ``stopReason``; others pass through as given (MCP's stopReason is open)."""
 
 
+MAX_STOPS = 4
+"""The most stop sequences the chat completions API takes."""
+
+
 def url(provider: ProviderConfig) -> str:
     return provider.base_url + "/chat/completions"
 
@@ -53,7 +57,7 @@ def build(provider: ProviderConfig, model: Model, params: Mapping[str, Any], max
     if (temp := temperature(params, 2.0)) is not None:
         body["temperature"] = temp
     if stops := stop_sequences(params):
-        body["stop"] = stops
+        body["stop"] = stops[:MAX_STOPS]  # advisory in MCP; more than the API takes would only be refused
     if tools := tools_of(params):
         body["tools"] = [_tool(t) for t in tools]
         if (mode := tool_choice_mode(params)) is not None:
