@@ -42,6 +42,7 @@ from pydantic import ValidationError
 from mcpcli.errors import UsageError
 from mcpcli.inbox import LEASE_FIELDS
 from mcpcli.store import RoundRecord, SessionRecord, utcnow
+from mcpcli.store.base import task_problem
 
 FORMAT = "mcpcli-session-bundle"
 VERSION = 3
@@ -202,6 +203,8 @@ def parse_bundle(text: str) -> Bundle:
         rounds = [RoundRecord.model_validate(r) for r in rounds_doc]
     except (ValidationError, TypeError, ValueError) as exc:
         raise _damaged(f"invalid record: {_first_error(exc)}") from None
+    if session.task is not None and (problem := task_problem(session.task)) is not None:
+        raise _damaged(f"invalid task: {problem}")
     indexes = [r.index for r in rounds]
     if any(r.session_id != session.id for r in rounds) or len(set(indexes)) != len(indexes):
         raise _damaged("rounds that do not belong to the session")

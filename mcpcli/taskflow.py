@@ -70,7 +70,10 @@ async def resume(flow: Flow) -> Outcome:
     is sent only when the server still asks for it)."""
     session = flow.session
     assert session is not None and session.task is not None
-    state = TaskState.load(session.task)
+    try:
+        state = TaskState.load(session.task)
+    except ValueError as exc:  # written by another machine's store, or by hand
+        raise await flow._fail(f"The session's task record is damaged ({exc}); it cannot be polled.") from None
     now = flow.client.protocol_version if flow.client else None
     if now != state.generation:
         raise await flow._fail(

@@ -212,6 +212,11 @@ class TaskState:
 
     @classmethod
     def load(cls, data: dict[str, Any]) -> TaskState:
+        """The stored state; ``ValueError`` saying what is wrong when it is not one (``store.base.task_problem``)."""
+        from mcpcli.store.base import task_problem
+
+        if (problem := task_problem(data)) is not None:
+            raise ValueError(problem)
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         fields["delivered"] = tuple(fields.get("delivered", ()))
         fields["timeline"] = tuple(fields.get("timeline", ()))

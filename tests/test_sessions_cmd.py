@@ -456,6 +456,11 @@ def _hostile(kind: str, valid: dict[str, Any]) -> str:
         return _resealed(valid | {"rounds": {"0": 1}})
     if kind == "a round of another session":
         return _resealed(valid | {"rounds": [{**valid["rounds"][0], "session_id": "0123456789ab"}]})
+    if kind == "an exit code no process has":
+        done = {"status": "done", "exit_code": 10**30, "result": {"content": []}}
+        return _resealed(valid | {"session": {**valid["session"], **done}})
+    if kind == "a task of the wrong shape":
+        return _resealed(valid | {"session": {**valid["session"], "task": {"id": 5, "status": []}}})
     if kind == "answers in the clear":
         return _resealed(valid | {"rounds": [{**valid["rounds"][0], "answers": {"region": {"action": "accept"}}}]})
     box = {"kdf": "scrypt", "n": 2**20, "r": 32, "p": 16, "salt": "AA==", "cipher": "aes-256-gcm"}
@@ -479,6 +484,8 @@ HOSTILE = [
     "wrong types",
     "rounds not a list",
     "a round of another session",
+    "an exit code no process has",
+    "a task of the wrong shape",
     "answers in the clear",
     "huge scrypt cost",
     "scrypt cost of the wrong type",

@@ -211,6 +211,21 @@ def test_sessions_list_shows_the_task_status(target: tuple[str, Path]) -> None:
     assert listed[0]["task"]["status"] == "input_required" and listed[0]["status"] == "waiting"
 
 
+def test_a_task_record_another_machine_damaged_is_one_line_not_an_internal_error(target: tuple[str, Path]) -> None:
+    """A shared store's rows are written by other machines: a session's task JSON of the wrong shape is refused
+    before anything reads it."""
+    import sqlite3
+
+    server, _state = target
+    assert run_inprocess("call", "ask_once", "-s", server, "--no-input").code == 3
+    session = only()
+    with sqlite3.connect(Paths.from_env().state_dir / "sessions.db") as db:
+        db.execute("UPDATE sessions SET task = ? WHERE id = ?", ('{"id": "t", "status": ["x"]}', session.id))
+    r = run_inprocess("resume", session.id, "--answer", "go=true")
+    assert r.code == 4, r.err
+    assert "task record is damaged (status is not text)" in r.err and "Internal error" not in r.err
+
+
 # --- durable: kill -9 anywhere, resume from a new process, nothing lost or sent twice ---------------------------------
 
 

@@ -42,6 +42,43 @@ TRACE_TRUNCATED = '{"event":"truncated","note":"the trace was cut here: a sessio
 """The line stored after the last kept one when a session's trace outgrows ``TRACE_MAX_LINES``."""
 
 
+_TASK_FIELDS: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "status": (str,),
+    "generation": (str,),
+    "message": (str, type(None)),
+    "created_at": (str, type(None)),
+    "ttl_ms": (int, type(None)),
+    "poll_ms": (int, type(None)),
+    "last_updated_at": (str, type(None)),
+    "polls": (int,),
+    "delivered": (list,),
+    "timeline": (list,),
+}
+
+
+_KIND_WORDS = {str: "text", int: "a whole number", list: "a list"}
+
+
+def task_problem(task: Any) -> str | None:
+    """What is wrong with a session's ``task`` JSON (``tasks.TaskState``), or None: it comes back from a store
+    another machine writes, or from a bundle, so it is checked before anything reads it."""
+    if not isinstance(task, dict):
+        return "not an object"
+    for name in ("id", "status"):
+        if name not in task:
+            return f"no {name}"
+    for name, kinds in _TASK_FIELDS.items():
+        value = task.get(name)
+        if name in task and (not isinstance(value, kinds) or isinstance(value, bool)):
+            return f"{name} is not {_KIND_WORDS[kinds[0]]}"
+    if not all(isinstance(key, str) for key in task.get("delivered", ())):
+        return "delivered is not a list of request keys"
+    if not all(isinstance(change, dict) for change in task.get("timeline", ())):
+        return "timeline is not a list of objects"
+    return None
+
+
 def new_session_id() -> str:
     """A fresh session id: 12 lowercase hex characters (48 random bits)."""
     return secrets.token_hex(6)
@@ -83,7 +120,7 @@ class SessionRecord(BaseModel):
     """When anything about the session last changed, in UTC; listings are ordered by it, newest first."""
     result: dict[str, Any] | None = None
     """The final MCP result as JSON, once the flow finished; ``resume`` prints it again."""
-    exit_code: int | None = None
+    exit_code: int | None = Field(default=None, ge=0, le=255)
     """What the flow exited with when it finished; ``resume`` of a finished session exits with it."""
     error: str | None = None
     """The last error message, for ``failed`` and ``expired`` sessions."""
