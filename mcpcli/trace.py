@@ -24,6 +24,7 @@ messages.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -185,6 +186,8 @@ class TraceSinks:
 
     file: IO[str] | None = None
     """``--trace FILE``, opened 0600."""
+    path: str | None = None
+    """Its name, as given."""
     console: Console | None = None
     """stderr, for ``-v`` summaries."""
     summarize: Callable[[Mapping[str, Any]], str] | None = None
@@ -199,7 +202,8 @@ class TraceSinks:
     def open(
         cls, path: str | None, console: Console | None, summarize: Callable[[Mapping[str, Any]], str] | None = None
     ) -> TraceSinks:
-        return cls(file=open_trace_file(Path(path)) if path else None, console=console, summarize=summarize)
+        file = open_trace_file(Path(path)) if path else None
+        return cls(file=file, path=path, console=console, summarize=summarize)
 
     def summary(self, entry: Mapping[str, Any]) -> None:
         if self.console is not None and self.summarize is not None:
@@ -210,12 +214,26 @@ class TraceSinks:
 
     def write(self, line: str) -> None:
         if self.file is not None:
-            self.file.write(line + "\n")
-            self.file.flush()  # a trace is read after a crash too
+            try:
+                self.file.write(line + "\n")
+                self.file.flush()  # a trace is read after a crash too
+            except OSError as exc:  # a full disk: the flow goes on, untraced, and says so once
+                self._give_up(exc)
+
+    def _give_up(self, exc: OSError) -> None:
+        import sys
+
+        why = exc.strerror or exc
+        sys.stderr.write(f"mcpcli: cannot write the trace to {self.path or 'its file'} ({why}); tracing stopped.\n")
+        with contextlib.suppress(OSError):
+            assert self.file is not None
+            self.file.close()
+        self.file = None
 
     def close(self) -> None:
         if self.file is not None:
-            self.file.close()
+            with contextlib.suppress(OSError):  # what could not be written was said at the time
+                self.file.close()
             self.file = None
 
 

@@ -522,3 +522,10 @@ def test_bundles_carry_the_identity_not_the_trace_and_version_1_bundles_still_im
     assert store().trace_lines(session.id) == []
     shown = cli("sessions", "show", session.id)
     assert "identity   -" in shown.out
+
+
+def test_a_trace_file_on_a_full_disk_stops_the_trace_not_the_flow(cli: Any) -> None:
+    """``/dev/full`` answers every write with ENOSPC: the flow ends as it would, and the trace's end is said once."""
+    r = cli("--trace", "/dev/full", "call", "provision", "-a", "name=x", "--answer", "region=eu-west-1")
+    assert (r.code, r.out) == (0, "Provisioned 'x' in eu-west-1.\n"), r.err
+    assert r.err.count("cannot write the trace to /dev/full (No space left on device); tracing stopped.") == 1
