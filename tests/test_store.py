@@ -1100,3 +1100,19 @@ def test_the_last_update_can_give_the_lease_back_in_the_same_write(store: Store)
     assert (done.status, done.lease_host, done.lease_pid, done.lease_expires) == ("done", None, None, None)
     assert done.version == lease.version
     assert store.claim(session.id, host="other", pid=2, ttl=30).version == lease.version + 1
+
+
+def test_a_full_disk_says_to_free_space_and_that_what_was_stored_is_intact(tmp_path: Path) -> None:
+    """SQLite's own "database or disk is full" (a page limit stands in for the disk), worded by the store."""
+    import sqlite3
+
+    from mcpcli.store.sqlite import _store_error
+
+    db = sqlite3.connect(tmp_path / "full.db")
+    db.execute("PRAGMA max_page_count = 2")
+    with pytest.raises(sqlite3.Error) as full:
+        db.execute("CREATE TABLE t (x)")
+        db.executemany("INSERT INTO t VALUES (?)", [("x" * 4000,)] * 10)
+    error = _store_error(tmp_path / "sessions.db", full.value)
+    assert "database or disk is full" in error.message
+    assert error.hint is not None and error.hint.startswith("Free some space") and "intact" in error.hint

@@ -218,6 +218,12 @@ def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
             f"The session store {path} stayed locked by another mcpcli for {BUSY_TIMEOUT_MS // 1000} s.",
             hint="Try again when the other mcpcli has finished.",
         )
+    if code.startswith(("SQLITE_FULL", "SQLITE_IOERR")) or "disk is full" in detail:
+        return StoreError(
+            f"The session store {path} failed: {detail}.",
+            hint=f"Free some space where it lives (df -h {shlex.quote(str(path.parent))}), then run the command"
+            " again: what was stored before is intact.",
+        )
     return StoreError(f"The session store {path} failed: {detail}.")
 
 
