@@ -281,3 +281,29 @@ def test_hostile_server_text_reaches_the_terminal_escaped_and_markup_stays_liter
     assert seen.count("[bold red]markup[/bold red]") >= 5
     result_line = seen[seen.rindex("result ") :]
     assert r"result \x1b[31mRED\x1b[0m" in result_line
+
+
+@pytest.mark.parametrize(
+    ("notes", "shown"),
+    [
+        ([(1, None, "step")], "step"),  # no total: optional in MCP
+        ([(-5, 0, "start"), (3, -1, "odd")], "odd"),  # a zero and a negative total, a negative count
+        ([(2, 4, "x" * 100_000)], "…"),  # a message cut, not a screenful
+    ],
+)
+def test_server_progress_of_any_shape_draws_and_never_fails_the_flow(
+    notes: list[tuple[float, float | None, str]], shown: str
+) -> None:
+    """Before, a notification without a total ended the call with 'Internal error' (the count's format)."""
+    from rich.console import Console
+
+    from mcpcli.terminal.output import PROGRESS_TEXT_MAX, Output
+
+    screen = io.StringIO()
+    out = Output(err_console=Console(file=screen, force_terminal=True, width=100))
+    for progress, total, message in notes:
+        out.progress(progress, total, message)
+    out.stop_progress()
+    text = screen.getvalue()
+    assert shown in text
+    assert max(len(line) for line in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).split("\r")) < PROGRESS_TEXT_MAX + 200

@@ -133,27 +133,46 @@ class Output:
             self.note(text)
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """A server progress notification, as a bar on stderr."""
+        """A server progress notification, as a bar on stderr. The server chose the numbers: a total that is
+        missing (optional in MCP), zero or negative makes a count without a bar's end; a negative count is 0."""
+        total = total if total is not None and total > 0 else None
+        progress = max(progress, 0.0)
+        description = sanitize(message or "")
+        if len(description) > PROGRESS_TEXT_MAX:
+            description = description[: PROGRESS_TEXT_MAX - 1] + "…"
         if self._progress is None:
             from rich.progress import BarColumn, Progress, TextColumn  # deferred: most servers send no progress
 
             self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                TextColumn("{task.completed:g}/{task.total:g}"),
-                console=self.err,
-                transient=True,
+                TextColumn("{task.description}"), BarColumn(), _count_column(), console=self.err, transient=True
             )
             self._progress.start()
-            self._task = self._progress.add_task("", total=total or None)
+            self._task = self._progress.add_task("", total=total)
         assert self._task is not None
-        self._progress.update(self._task, completed=progress, total=total or None, description=sanitize(message or ""))
+        self._progress.update(self._task, completed=progress, total=total, description=description)
 
     def stop_progress(self) -> None:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
             self._task = None
+
+
+PROGRESS_TEXT_MAX = 200
+"""Characters of a progress message shown beside the bar."""
+
+
+def _count_column() -> Any:
+    """``3/10`` — or ``3`` while the server gives no total."""
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
+
+    class Count(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            done = f"{task.completed:g}"
+            return Text(done if task.total is None else f"{done}/{task.total:g}")
+
+    return Count()
 
 
 def write(stream: IO[str], text: str) -> None:
