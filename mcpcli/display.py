@@ -113,3 +113,9 @@ def is_web_link(url: str) -> bool:
         return parts.scheme in ("http", "https") and bool(parts.hostname)
     except ValueError:
         return False
+
+
+def progress_numbers(progress: float, total: float | None) -> tuple[float, float | None]:
+    """A server's progress notification made drawable: a total that is missing (optional in MCP), zero or negative
+    is unknown (a count without a bar's end); a negative count is 0."""
+    return max(progress, 0.0), (total if total is not None and total > 0 else None)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
-from mcpcli.display import json_text, reveal_invisible, safe, sanitize
+from mcpcli.display import json_text, progress_numbers, reveal_invisible, safe, sanitize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -133,10 +133,9 @@ class Output:
             self.note(text)
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """A server progress notification, as a bar on stderr. The server chose the numbers: a total that is
-        missing (optional in MCP), zero or negative makes a count without a bar's end; a negative count is 0."""
-        total = total if total is not None and total > 0 else None
-        progress = max(progress, 0.0)
+        """A server progress notification, as a bar on stderr (``display.progress_numbers``: the server chose
+        the numbers)."""
+        progress, total = progress_numbers(progress, total)
         description = sanitize(message or "")
         if len(description) > PROGRESS_TEXT_MAX:
             description = description[: PROGRESS_TEXT_MAX - 1] + "…"

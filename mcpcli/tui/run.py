@@ -16,6 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
+from mcpcli.display import progress_numbers
 from mcpcli.errors import McpcliError
 from mcpcli.tui.text import plain, pretty_json
 
@@ -105,7 +106,8 @@ class RunScreen(Screen[None]):
     def show_progress(self, progress: float, total: float | None, message: str | None) -> None:
         bar = self.query_one(ProgressBar)
         bar.display = True
-        bar.update(total=total or None, progress=progress)
+        progress, total = progress_numbers(progress, total)
+        bar.update(total=total, progress=progress)
         if message:
             self.set_status(message)
 
