@@ -105,8 +105,10 @@ def cli() -> Any:
     return run_inprocess
 
 
-def run_process(*args: str, stdin: str = "", env: dict[str, str] | None = None, timeout: float = 60) -> Result:
-    """Run ``python -m mcpcli`` as a real, separate process."""
+def run_process(
+    *args: str, stdin: str = "", env: dict[str, str] | None = None, timeout: float = 60, cwd: Path = ROOT
+) -> Result:
+    """Run ``python -m mcpcli`` as a real, separate process (from ``cwd``: the default root)."""
     proc = subprocess.run(
         [PY, "-m", "mcpcli", *args],
         input=stdin,
@@ -114,7 +116,7 @@ def run_process(*args: str, stdin: str = "", env: dict[str, str] | None = None, 
         text=True,
         timeout=timeout,
         env={**os.environ, **(env or {})},
-        cwd=ROOT,
+        cwd=cwd,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 

@@ -54,14 +54,21 @@ def session_ids() -> list[str]:
 
 def on_a_terminal(kind: str, *args: str, size: int = 20) -> Any:
     """``mcpcli call work ARGS`` on a pseudo-terminal; what it showed is in ``child.logfile_read``."""
+    return terminal("call", "work", *args, "-s", server(kind, size))
+
+
+def terminal(*argv: str) -> Any:
+    """``mcpcli ARGV`` on a 120-column pseudo-terminal (reading up to a megabyte at a time); what it showed is in
+    ``child.logfile_read``."""
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "mcpcli", "call", "work", *args, "-s", server(kind, size)],
+        ["-m", "mcpcli", *argv],
         env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
         cwd=str(ROOT),
         dimensions=(40, 120),
         encoding="utf-8",
         timeout=30,
+        maxread=1 << 20,
     )
     child.logfile_read = io.StringIO()
     return child
@@ -261,17 +268,7 @@ def test_a_key_of_a_hundred_thousand_characters_is_cut_on_a_terminal_and_whole_i
     whole = call("escaped_keys", "--no-input", "--json", size=100_000)
     assert "k" * 100_000 + ".region" in whole.json()["answers_template"]
 
-    show = pexpect.spawn(
-        sys.executable,
-        ["-m", "mcpcli", "sessions", "show", session_ids()[-1]],
-        env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
-        cwd=str(ROOT),
-        dimensions=(40, 120),
-        encoding="utf-8",
-        timeout=30,
-        maxread=1 << 20,
-    )
-    show.logfile_read = io.StringIO()
+    show = terminal("sessions", "show", session_ids()[-1])
     try:
         show.expect(pexpect.EOF)
     finally:
@@ -396,17 +393,7 @@ async def test_the_app_does_not_lay_out_a_round_of_a_thousand_requests_it_sends_
 
 
 def test_a_form_title_and_description_of_a_megabyte_are_cut_at_the_prompt() -> None:
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "mcpcli", "call", "work", "-s", server("bad_schemas", 1_000_000, "--only", "bigtitle")],
-        env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
-        cwd=str(ROOT),
-        dimensions=(40, 120),
-        encoding="utf-8",
-        timeout=30,
-        maxread=1 << 20,
-    )
-    child.logfile_read = io.StringIO()
+    child = terminal("call", "work", "-s", server("bad_schemas", 1_000_000, "--only", "bigtitle"))
     try:
         child.expect_exact("› ")
         child.sendline(":decline")
@@ -469,17 +456,7 @@ def test_matching_presets_against_a_round_of_fifty_thousand_questions_takes_no_t
 
 def test_a_link_of_a_megabyte_is_cut_in_the_exit_3_text_and_at_the_consent_prompt() -> None:
     for args in (("--no-input",), ()):
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "mcpcli", "call", "work", *args, "-s", server("bad_urls", 1_000_000, "--only", "long")],
-            env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
-            cwd=str(ROOT),
-            dimensions=(40, 120),
-            encoding="utf-8",
-            timeout=30,
-            maxread=1 << 20,
-        )
-        child.logfile_read = io.StringIO()
+        child = terminal("call", "work", *args, "-s", server("bad_urls", 1_000_000, "--only", "long"))
         try:
             if not args:
                 child.expect_exact("[c]ancel: ")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, ROOT, Result, free_port
+from conftest import PY, ROOT, Result, free_port, run_process
 
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
 FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
@@ -174,16 +174,7 @@ def _config(home: Path, servers: dict[str, dict[str, Any]]) -> None:
 
 def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 60) -> Result:
     """``python -m mcpcli`` as a user runs it, from ``cwd`` (the default root), with a timeout."""
-    proc = subprocess.run(
-        [PY, "-m", "mcpcli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-    )
-    return Result(proc.returncode, proc.stdout, proc.stderr)
+    return run_process(*args, stdin=stdin, env=env, timeout=timeout, cwd=cwd)
 
 
 def left_running(cwd: Path) -> list[str]:
