@@ -79,6 +79,9 @@ class Tripwire:
     def __init__(self, bounds: Bounds) -> None:
         self.bounds = bounds
         self.error: ServerError | None = None
+        self.http_status: str | None = None
+        """The last HTTP error status the server answered with (``502 Bad Gateway``): the SDK says only "an error
+        response", and a failure is worded with it."""
 
     def message_too_large(self, total: int | None = None) -> None:
         """A message of more than ``max_message_bytes`` (``total`` when the server announced its length)."""

@@ -239,7 +239,7 @@ async def connect(
                     remember(paths, target, legacy=False)
                     mode = "auto"
                     continue
-                raise trip.error or _connect_failure(target, log, creds, exc) from None
+                raise trip.error or _connect_failure(target, log, creds, exc, trip.http_status) from None
             break
         await stack.enter_async_context(attempt)
         if guard is not None:
@@ -441,8 +441,11 @@ def _start_failure(target: Target, log: _ServerLog | None, why: str) -> ServerEr
     return ServerError(f"Cannot connect to {where}: {why}", title="Connection failed", hint=hint)
 
 
-def _connect_failure(target: Target, log: _ServerLog | None, creds: Credentials, exc: Exception) -> McpcliError:
-    """One line for a failed start: a sign-in that could not happen, a refused token, or what the transport said."""
+def _connect_failure(
+    target: Target, log: _ServerLog | None, creds: Credentials, exc: Exception, status: str | None = None
+) -> McpcliError:
+    """One line for a failed start: a sign-in that could not happen, a refused token, or what the transport said
+    (with the HTTP ``status`` the server answered, when the SDK leaves it out)."""
     if target.kind == "http":
         from mcpcli.auth.login import sign_in_error
 
@@ -450,7 +453,11 @@ def _connect_failure(target: Target, log: _ServerLog | None, creds: Credentials,
             return failure
     if isinstance(exc, OSError):
         return _start_failure(target, log, exc.strerror or str(exc))
-    return _start_failure(target, log, _describe(exc))
+    why = _describe(exc)
+    if status is not None and (code := status.partition(" ")[0]) not in why:
+        reason = status.partition(" ")[2]
+        why = f"{why.rstrip('.')} (HTTP {code if reason and reason in why else status})"
+    return _start_failure(target, log, why)
 
 
 def _describe(exc: BaseException) -> str:

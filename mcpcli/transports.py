@@ -390,6 +390,8 @@ class _BoundedTransport(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
+        if response.status_code >= 400:
+            self._trip.http_status = f"{response.status_code} {httpx2.codes.get_reason_phrase(response.status_code)}"
         if request.method != "POST":  # the GET stream may rightly stay quiet for hours; it reconnects by itself
             return response
         kind = response.headers.get("content-type", "").lower()

@@ -287,3 +287,30 @@ def test_a_server_that_wrote_megabytes_before_failing_is_read_only_at_its_end(pr
     r = process("tools", "-s", f"{PY} {script}")
     assert r.code == 4 and "fatal: no config" in r.err
     assert r.err.count("noise") <= 8
+
+
+@pytest.mark.parametrize(("status", "said"), [(502, "(HTTP 502 Bad Gateway)"), (404, "Not Found (HTTP 404)")])
+def test_an_http_error_status_is_named_where_the_sdk_says_only_error_response(
+    process: Any, status: int, said: str
+) -> None:
+    import http.server
+    import threading
+
+    class Gateway(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST
+
+        def log_message(self, *_args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        r = process("tools", "-s", f"http://127.0.0.1:{server.server_address[1]}/mcp")
+    finally:
+        server.shutdown()
+    assert r.code == 4 and said in r.err.splitlines()[0], r.err
