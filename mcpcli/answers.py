@@ -20,7 +20,7 @@ import mcp_types as t
 
 from mcpcli import forms
 from mcpcli.arguments import read_input
-from mcpcli.display import is_web_link
+from mcpcli.display import is_web_link, some_of
 from mcpcli.errors import InvalidAnswer, UsageError
 from mcpcli.flow import Question
 
@@ -220,8 +220,7 @@ class Presets:
         # As --answer would name them: a field alone when one request has it, else REQUEST_KEY.FIELD.
         shown = [f"{k}.{n}" if counts[n] > 1 else n for k, names in self.asked.items() for n in names]
         named = shown + [key for key, names in self.asked.items() if not names]
-        more = f" and {len(named) - 10:,} more" if len(named) > 10 else ""
-        asked = ", ".join(named[:10]) + more or "nothing"
+        asked = some_of(named, 10) or "nothing"
         lines = []
         for (key, fname), (_value, origin) in self.fields.items():
             # A preset for a field that was asked met its question, even when the flow stopped before using it
@@ -252,24 +251,23 @@ class Presets:
         (``ask.v2``, a name quoting ``evil.example``): the whole name is compared as well, so that every key of the
         exit-3 answers template answers its field.
         """
-        for wanted in (f"{key}.{name}", name):
-            if (key, name) in self.fields and wanted != name:
-                return (key, name)
-            if (None, name) in self.fields and wanted == name:
-                return (None, name)
-            found = next((where for where in self.fields if where[0] is not None and _joined(where) == wanted), None)
-            if found is not None:
-                return found
-        return None
+        if (key, name) in self.fields:
+            return (key, name)
+        if (found := self._given_as(f"{key}.{name}")) is not None:
+            return found
+        if (None, name) in self.fields:
+            return (None, name)
+        return self._given_as(name)
+
+    def _given_as(self, wanted: str) -> tuple[str | None, str] | None:
+        """The ``KEY.FIELD`` preset that was written ``wanted`` (split on another of its dots)."""
+        return next((where for where in self.fields if where[0] is not None and _joined(where) == wanted), None)
 
     def _check_unambiguous(self, fname: str, question: Question) -> None:
         owners = [key for key, wire in question.round_requests.items() if fname in _properties(wire)]
         if len(owners) > 1:
-            named = ", ".join(f"{k}.{fname}" for k in owners[:5]) + (
-                f" and {len(owners) - 5} more" if owners[5:] else ""
-            )
             raise UsageError(
-                f"--answer {fname} is ambiguous: it matches {named}.",
+                f"--answer {fname} is ambiguous: it matches {some_of([f'{k}.{fname}' for k in owners], 5)}.",
                 hint=f"Name the request: --answer {owners[0]}.{fname}=VALUE",
             )
 

@@ -63,7 +63,7 @@ def build_arguments(
         if key not in properties:
             _check_known(key, schema or {}, what, warn)
         if raw.startswith("@") and len(raw) > 1:
-            raw = _read(raw[1:], f"--arg {key}")
+            raw = read_input(raw[1:], f"--arg {key}")
         arguments[key] = typed_value(key, raw, properties.get(key))
     if schema:
         check(schema, arguments, what)
@@ -188,22 +188,14 @@ MAX_INPUT_BYTES = 64 << 20
 to ``/dev/zero`` or a runaway pipe is refused, not read until memory runs out."""
 
 
-def _read(path: str, origin: str) -> str:
-    return read_input(path, origin)
-
-
 def read_input(path: str, origin: str) -> str:
     """A file's text, or stdin's for ``-``: UTF-8, at most ``MAX_INPUT_BYTES``; a usage error naming ``origin``
     otherwise."""
     where = "stdin" if path == "-" else path
+    data: bytes | str
     try:
-        if path == "-":
-            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1) if hasattr(sys.stdin, "buffer") else None
-            if data is None:  # a text stream without bytes beneath it (tests, an embedding program)
-                text = sys.stdin.read(MAX_INPUT_BYTES + 1)
-                if len(text) > MAX_INPUT_BYTES:
-                    raise UsageError(f"{origin}: {where} holds more than {MAX_INPUT_BYTES >> 20} MiB.")
-                return text
+        if path == "-":  # its bytes; a text stream without bytes beneath it (tests, an embedding program) as text
+            data = getattr(sys.stdin, "buffer", sys.stdin).read(MAX_INPUT_BYTES + 1)
         else:
             with Path(path).expanduser().open("rb") as file:
                 data = file.read(MAX_INPUT_BYTES + 1)
@@ -212,7 +204,7 @@ def read_input(path: str, origin: str) -> str:
     if len(data) > MAX_INPUT_BYTES:
         raise UsageError(f"{origin}: {where} holds more than {MAX_INPUT_BYTES >> 20} MiB.")
     try:
-        return data.decode("utf-8")
+        return data if isinstance(data, str) else data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{origin}: {where} is not UTF-8 text.") from None
 
@@ -221,7 +213,7 @@ def _load_args(source: str, read_stdin: Callable[[], str]) -> dict[str, Any]:
     if source == "-":
         text, where = read_stdin(), "--args - (stdin)"
     elif source.startswith("@"):
-        text, where = _read(source[1:], "--args"), f"--args {source}"
+        text, where = read_input(source[1:], "--args"), f"--args {source}"
     else:
         text, where = source, "--args"
     try:

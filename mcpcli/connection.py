@@ -427,8 +427,6 @@ def _start_failure(target: Target, log: _ServerLog | None, why: str) -> ServerEr
     where = f"server {target.label!r}"
     hint = "Check the target with: mcpcli info -s TARGET"
     if target.kind == "http" and target.url is not None:
-        import os
-
         from mcpcli.proxies import used_for
 
         if proxy := used_for(target.url, os.environ):
@@ -454,8 +452,8 @@ def _connect_failure(
     if isinstance(exc, OSError):
         return _start_failure(target, log, exc.strerror or str(exc))
     why = _describe(exc)
-    if status is not None and (code := status.partition(" ")[0]) not in why:
-        reason = status.partition(" ")[2]
+    code, _, reason = (status or "").partition(" ")
+    if code and code not in why:
         why = f"{why.rstrip('.')} (HTTP {code if reason and reason in why else status})"
     return _start_failure(target, log, why)
 

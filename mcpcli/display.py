@@ -16,6 +16,8 @@ import unicodedata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.text import Text
 
 _BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
@@ -98,6 +100,12 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     """
     text = json.dumps(value, indent=indent, ensure_ascii=False, separators=None if indent else (",", ":"))
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def some_of(items: Sequence[str], shown: int) -> str:
+    """``a, b, c and 7 more``: the first ``shown`` of ``items`` and how many others (a server may send thousands)."""
+    rest = len(items) - shown
+    return ", ".join(items[:shown]) + (f" and {rest:,} more" if rest > 0 else "")
 
 
 def is_web_link(url: str) -> bool:

@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
 from mcpcli.connection import roots_asked_again
+from mcpcli.display import some_of
 from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, UsageError, invalid_shape, rpc_error
 from mcpcli.keeper import Keeper
 from mcpcli.tasks import CreateTaskResult, TaskControl
@@ -111,8 +112,7 @@ class NeedInput(McpcliError):
     default_title = "Input required"
 
     def __init__(self, session: SessionRecord, pending: dict[str, dict[str, Any]], *, deferred: bool = True) -> None:
-        keys = list(pending)
-        what = ", ".join(keys[:10]) + (f" and {len(keys) - 10:,} more" if len(keys) > 10 else "") or "input"
+        what = some_of(list(pending), 10) or "input"
         if deferred:
             message = f"Session {session.id} is waiting for input: {what}."
         else:
@@ -237,9 +237,9 @@ class Flow:
     as_task: bool = False
     """2025-11-25: call the tool as a task (``task`` param): its ``execution.taskSupport`` asks for it."""
     task_control: TaskControl = field(default_factory=lambda: TaskControl())
+    """A front end's detach or cancel request for the task the call became (the app's keys)."""
     roots_expected: bool = False
     """The server is known to ask for the roots on connecting (``batch``): the call waits for that question first."""
-    """A front end's detach or cancel request for the task the call became (the app's keys)."""
     _t0: float = 0.0
     _deadline: float = math.inf
     _attempt: int = 1

@@ -12,10 +12,13 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 import httpx2
 
 from mcpcli.errors import ConfigError
+
+P = TypeVar("P")
 
 VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 """The settings read, by their lower-case names."""
@@ -74,13 +77,17 @@ def used_for(url: str, environ: Mapping[str, str]) -> str | None:
         found = check(settings)
     except (ConfigError, httpx2.InvalidURL):
         return None
-    if bypassed(target.host, target.port, _bypass_list(settings.get("no_proxy"))):
-        return None
-    proxy = found.get(target.scheme) or found.get("all")
-    if proxy is None:
+    if (proxy := _pick(found, _bypass_list(settings.get("no_proxy")), target)) is None:
         return None
     port = f":{proxy.url.port}" if proxy.url.port else ""
     return f"{proxy.url.scheme}://{proxy.url.host}{port}"
+
+
+def _pick(by_scheme: Mapping[str, P], bypass: list[str], url: httpx2.URL) -> P | None:
+    """What ``by_scheme`` holds for ``url``'s scheme (else for ``all``), or None when it goes direct."""
+    if bypassed(url.host, url.port, bypass):
+        return None
+    return by_scheme.get(url.scheme) or by_scheme.get("all")
 
 
 def _bypass_list(value: str | None) -> list[str]:
@@ -102,9 +109,7 @@ class _Routing(httpx2.AsyncBaseTransport):
         """Every transport under this one (the relay counts their connections)."""
 
     def choose(self, url: httpx2.URL) -> httpx2.AsyncBaseTransport:
-        if bypassed(url.host, url.port, self._bypass):
-            return self._direct
-        return self._proxies.get(url.scheme) or self._proxies.get("all") or self._direct
+        return _pick(self._proxies, self._bypass, url) or self._direct
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         return await self.choose(request.url).handle_async_request(request)

@@ -22,6 +22,8 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from mcpcli.store.base import task_problem
+
 if TYPE_CHECKING:
     from mcp import Client
 
@@ -213,8 +215,6 @@ class TaskState:
     @classmethod
     def load(cls, data: dict[str, Any]) -> TaskState:
         """The stored state; ``ValueError`` saying what is wrong when it is not one (``store.base.task_problem``)."""
-        from mcpcli.store.base import task_problem
-
         if (problem := task_problem(data)) is not None:
             raise ValueError(problem)
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}

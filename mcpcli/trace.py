@@ -225,10 +225,7 @@ class TraceSinks:
 
         why = exc.strerror or exc
         sys.stderr.write(f"mcpcli: cannot write the trace to {self.path or 'its file'} ({why}); tracing stopped.\n")
-        with contextlib.suppress(OSError):
-            assert self.file is not None
-            self.file.close()
-        self.file = None
+        self.close()
 
     def close(self) -> None:
         if self.file is not None:

@@ -74,6 +74,22 @@ def terminal(*argv: str) -> Any:
     return child
 
 
+def shown_until_exit(child: Any, *steps: tuple[str, str | None]) -> str:
+    """Answer each ``(prompt, reply)`` in turn (a reply of ``None``: Ctrl-D), wait for the command to end, and
+    return what it showed."""
+    try:
+        for prompt, reply in steps:
+            child.expect_exact(prompt)
+            if reply is None:
+                child.sendeof()
+            else:
+                child.sendline(reply)
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    return str(child.logfile_read.getvalue())
+
+
 # --- results that are not results --------------------------------------------------------------------------------
 
 
@@ -110,13 +126,7 @@ def test_a_malformed_round_or_result_says_what_is_wrong_in_one_line(kind: str, s
 
 def test_ctrl_d_at_a_url_consent_stops_with_exit_5_and_keeps_the_session() -> None:
     child = on_a_terminal("bad_urls")
-    try:
-        child.expect_exact("[c]ancel: ")
-        child.sendeof()
-        child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
-    seen = child.logfile_read.getvalue()
+    seen = shown_until_exit(child, ("[c]ancel: ", None))
     assert child.exitstatus == 5, seen
     assert "Stopped at the prompt; the session is kept." in seen
     assert "EOFError" not in seen and "Internal error" not in seen
@@ -140,13 +150,7 @@ def test_a_form_whose_bounds_no_value_fits_is_refused_in_one_line_with_a_way_out
 
 def test_a_form_that_cannot_be_filled_in_offers_decline_and_cancel_at_a_terminal() -> None:
     child = on_a_terminal("impossible_form")
-    try:
-        child.expect_exact("[d]ecline / [c]ancel: ")
-        child.sendline("d")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
-    seen = child.logfile_read.getvalue()
+    seen = shown_until_exit(child, ("[d]ecline / [c]ancel: ", "d"))
     assert child.exitstatus == 0, seen
     assert "This form cannot be filled in here: n: 'minimum' 10 is over 'maximum' 1" in plain(seen)
     assert '"action": "decline"' in seen  # what the server got, in its result
@@ -255,11 +259,7 @@ def test_keys_and_fields_that_hold_escapes_are_answered_without_pasting_an_escap
 
 def test_a_key_of_a_hundred_thousand_characters_is_cut_on_a_terminal_and_whole_in_json() -> None:
     child = on_a_terminal("escaped_keys", "--no-input", size=100_000)
-    try:
-        child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
-    seen = child.logfile_read.getvalue()
+    seen = shown_until_exit(child)
     assert child.exitstatus == 3, seen[-2000:]
     assert len(seen) < 5000, len(seen)
     assert "k" * 200 + "…" in seen and "k" * 201 not in seen
@@ -269,11 +269,7 @@ def test_a_key_of_a_hundred_thousand_characters_is_cut_on_a_terminal_and_whole_i
     assert "k" * 100_000 + ".region" in whole.json()["answers_template"]
 
     show = terminal("sessions", "show", session_ids()[-1])
-    try:
-        show.expect(pexpect.EOF)
-    finally:
-        show.close(force=True)
-    shown = show.logfile_read.getvalue()
+    shown = shown_until_exit(show)
     assert show.exitstatus == 0
     assert len(shown) < 10_000, len(shown)  # was the whole key, 100 KB
     assert "more characters; all of it: --json]" in plain(shown)
@@ -285,11 +281,7 @@ def test_a_key_of_a_hundred_thousand_characters_is_cut_on_a_terminal_and_whole_i
 
 def test_a_round_of_three_thousand_requests_is_listed_in_part_on_a_terminal_and_whole_in_json() -> None:
     child = on_a_terminal("many_requests", "-v", "--no-input", size=3000)
-    try:
-        child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
-    seen = child.logfile_read.getvalue()
+    seen = shown_until_exit(child)
     assert child.exitstatus == 3, seen[-2000:]
     assert len(seen) < 12_000, len(seen)  # was 160 KB: 6,000 lines of requests and a 20 KB -v line
     assert "  q19: Q19" in seen and "  q20: Q20" not in seen
@@ -394,13 +386,7 @@ async def test_the_app_does_not_lay_out_a_round_of_a_thousand_requests_it_sends_
 
 def test_a_form_title_and_description_of_a_megabyte_are_cut_at_the_prompt() -> None:
     child = terminal("call", "work", "-s", server("bad_schemas", 1_000_000, "--only", "bigtitle"))
-    try:
-        child.expect_exact("› ")
-        child.sendline(":decline")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close(force=True)
-    seen = child.logfile_read.getvalue()
+    seen = shown_until_exit(child, ("› ", ":decline"))
     assert child.exitstatus == 0, seen[-2000:]
     assert len(seen) < 20_000, len(seen)  # was two megabytes before the prompt
     assert "T" * 200 + "…" in plain(seen) and "T" * 201 not in seen
@@ -457,14 +443,7 @@ def test_matching_presets_against_a_round_of_fifty_thousand_questions_takes_no_t
 def test_a_link_of_a_megabyte_is_cut_in_the_exit_3_text_and_at_the_consent_prompt() -> None:
     for args in (("--no-input",), ()):
         child = terminal("call", "work", *args, "-s", server("bad_urls", 1_000_000, "--only", "long"))
-        try:
-            if not args:
-                child.expect_exact("[c]ancel: ")
-                child.sendline("n")
-            child.expect(pexpect.EOF)
-        finally:
-            child.close(force=True)
-        seen = plain(child.logfile_read.getvalue())
+        seen = plain(shown_until_exit(child, *(() if args else (("[c]ancel: ", "n"),))))
         assert child.exitstatus == (3 if args else 0), seen[-2000:]
         assert len(seen) < 12_000, (args, len(seen))  # was the whole megabyte
         assert "long.example" in seen and "[cut: 4,000 of 1,000,0" in seen

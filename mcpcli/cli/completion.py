@@ -238,10 +238,7 @@ def _tool_properties(item: dict[str, Any]) -> dict[str, dict[str, Any]]:
     schema = usable_schema(item.get("inputSchema"))
     properties = schema.get("properties") or {}
     required = set(schema.get("required") or [])
-    return {
-        k: {**v, "x-required": k in required} if isinstance(v, dict) else {"x-required": k in required}
-        for k, v in properties.items()
-    }
+    return {k: {**v, "x-required": k in required} for k, v in properties.items()}
 
 
 def _prompt_properties(item: dict[str, Any]) -> dict[str, dict[str, Any]]:

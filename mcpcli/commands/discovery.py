@@ -6,7 +6,6 @@ server (it pulls in the SDK).
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -22,8 +21,6 @@ from mcpcli.auth import Credentials
 from mcpcli.connection import connect
 from mcpcli.errors import McpcliError, ServerError
 from mcpcli.flow import dump
-
-log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from mcpcli.config import Target

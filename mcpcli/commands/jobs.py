@@ -4,7 +4,6 @@ would, built for the app's seat, and returns what to show instead of printing it
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -27,8 +26,6 @@ from mcpcli.errors import ExitCode
 from mcpcli.flow import Call, Flow, Method, Outcome
 from mcpcli.keeper import Finished
 from mcpcli.tasks import task_support
-
-log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from mcpcli.runtime import AnswerOptions, Runtime

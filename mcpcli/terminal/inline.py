@@ -132,9 +132,7 @@ def ask_form(
 def refuse_form(term: Terminal, message: str, why: str, *, server_label: str | None = None) -> FormOutcome:
     """A form mcpcli cannot fill in (a nested object, an impossible bound...): say why, and offer what is always
     offered — decline or cancel (DESIGN.md §Answering) — rather than end the run with the server's mistake."""
-    if server_label:
-        term.console.print(Text.assemble(safe(server_label), " asks:", style="bold"))
-    term.console.print(Text(shown(message)))
+    _print_header(term.console, message, server_label, with_help=False)
     term.console.print(Text.assemble(("  This form cannot be filled in here: ", "yellow"), shown(why)))
     while True:
         reply = read_reply(term, "  [d]ecline / [c]ancel: ").strip().lower()
@@ -146,11 +144,12 @@ def refuse_form(term: Terminal, message: str, why: str, *, server_label: str | N
             raise _stopped()
 
 
-def _print_header(console: Console, message: str, server_label: str | None) -> None:
+def _print_header(console: Console, message: str, server_label: str | None, *, with_help: bool = True) -> None:
     if server_label:
         console.print(Text.assemble(safe(server_label), " asks:", style="bold"))
     console.print(Text(shown(message)))
-    console.print(Text(HELP, style="dim"))
+    if with_help:  # the field commands (:skip, :back…); a form that cannot be filled in has only decline and cancel
+        console.print(Text(HELP, style="dim"))
 
 
 def _ask_field(term: Terminal, field: FieldSpec, current: Any) -> Any:

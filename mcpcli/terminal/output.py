@@ -249,10 +249,10 @@ def _block_text(block: Mapping[str, Any]) -> str:
 def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mapping[str, Any]]) -> None:
     """The human form of exit 3: what is needed, and the command that answers it (stderr).
 
-        The example command names only keys and fields that can be typed as shown: one holding a control or an
-        invisible character is shown escaped, and a pasted escape would not be that key, so then the example is an
-        answers file (``--json``'s template has the keys exact). On a terminal, each server string is cut at
-        ``bounds.TERMINAL_TEXT_MAX``, each key or field name at ``NAME_MAX``, and the requests and each form's fields
+    The example command names only keys and fields that can be typed as shown: one holding a control or an
+    invisible character is shown escaped, and a pasted escape would not be that key, so then the example is an
+    answers file (``--json``'s template has the keys exact). On a terminal, each server string is cut at
+    ``bounds.TERMINAL_TEXT_MAX``, each key or field name at ``NAME_MAX``, and the requests and each form's fields
     after ``LISTED_MAX`` (``--json`` has them all).
     """
     from rich.text import Text
