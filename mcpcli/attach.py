@@ -30,25 +30,41 @@ READ_CHUNK = 64 * 1024
 
 def worker_socket() -> str | None:
     """The worker to attach kept-alive servers through: the one running this command, else (the TUI, an in-process
-    run) this home's worker if it is running and not turned off — a kept server is one process, whichever command
+    run) this user's worker if it is running and not turned off — a kept server is one process, whichever command
     reaches it."""
     if given := os.environ.get(SOCKET_ENV):
         return given
-    from mcpcli.wire import OFF, socket_path, state_dir
+    from mcpcli.wire import OFF, socket_path
 
     if os.environ.get("MCPCLI_WORKER", "").strip().lower() in OFF:
         return None
-    path = socket_path(state_dir())
+    path = socket_path()
     return str(path) if path.exists() else None
 
 
 def server_key(target: Target) -> dict[str, Any]:
-    """What makes two commands' servers one kept process: the same command line, directory and configured env."""
+    """What makes two commands' servers one kept process: exactly the server the command names — the executable
+    its command resolves to on this command's ``PATH`` (from its directory, for a relative one), the arguments,
+    the configured environment (values resolved), the directory it runs in (the entry's ``cwd``, else the
+    command's) and the home. ``python server.py`` in two directories is two servers; so is ``tool`` under two
+    ``PATH``s that find two programs."""
+    import shutil
+
+    from mcpcli.wire import state_home
+
+    assert target.command is not None
+    cwd = Path.cwd() / Path(target.cwd).expanduser() if target.cwd else Path.cwd()
+    command = str(Path(target.command).expanduser())
+    if os.sep in command:  # ``./server``: from the directory the server runs in, as a process started there finds it
+        command = str(cwd / command)
+    found = shutil.which(command, path=os.environ.get("PATH", os.defpath))
     return {
         "command": target.command,
+        "executable": str(Path(found).absolute()) if found else None,  # not resolved: a venv's python is a link
         "args": list(target.args),
-        "cwd": target.cwd,
+        "cwd": os.path.normpath(cwd),
         "env": dict(sorted(target.env.items())),
+        "home": str(Path(state_home()).absolute()),
     }
 
 
@@ -68,8 +84,8 @@ async def attached(
     from mcpcli.transports import _parse, write_lines
 
     stream = await anyio.connect_unix(path)
-    # The directory the command runs in, as the kernel has it: $PWD is the shell's, stale under a program that
-    # started mcpcli elsewhere (subprocess's cwd=), and a kept server starts where its first command runs.
+    # The directory the command runs in, as the kernel has it ($PWD is the shell's, stale under a program that
+    # started mcpcli elsewhere: subprocess's cwd=): a kept server runs there, and it is part of which server it is.
     request = {
         "op": "attach",
         "name": target.label,

@@ -366,6 +366,20 @@ class LimitsConfig(BaseModel):
     A larger one is not read: the request fails (exit 4) with a line naming the size and this setting."""
 
 
+class WorkerConfig(BaseModel):
+    """The background worker (``[worker]``). The front end reads this table itself, before anything heavy is
+    imported (``mcpcli.warm``); it is here so that config.toml is checked as a whole and documented in one place."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """Serve server commands through the background worker (``MCPCLI_WORKER=0`` or ``--no-worker`` turn it off
+    for one shell or one command)."""
+    idle_timeout: float = Field(default=900.0, gt=0)
+    """Seconds without a command after which a worker this home's commands start exits (``MCPCLI_WORKER_IDLE``
+    overrides it). Until it has served three commands, a worker exits after one idle minute at most."""
+
+
 class Settings(BaseModel):
     """The contents of ``config.toml``."""
 
@@ -397,6 +411,8 @@ class Settings(BaseModel):
 
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     """Connection bounds: connect/handshake timeout, idle-read timeout, largest message (``[limits]``)."""
+    worker: WorkerConfig = Field(default_factory=WorkerConfig)
+    """The background worker (``[worker]``): on or off, and its idle timeout."""
 
     @field_validator("providers")
     @classmethod

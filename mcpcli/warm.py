@@ -16,7 +16,21 @@ import sys
 import time
 
 from mcpcli import SERVER_COMMANDS, __version__
-from mcpcli.wire import OFF, ON, WireError, package_dir, peer, receive, send, socket_file, state_home, user_dir
+from mcpcli.wire import (
+    OFF,
+    ON,
+    WireError,
+    own_private_dir,
+    package_dir,
+    peer,
+    receive,
+    send,
+    socket_file,
+    state_home,
+    user_dir,
+    worker_dir,
+    worker_file,
+)
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
 
@@ -41,6 +55,12 @@ where a silent one is given up after ``ANSWER_TIMEOUT``."""
 START_TIMEOUT = 30.0
 """Seconds the worker's child may take to start, once the worker has answered (a loaded machine is slow, and a
 command that falls back to running here would only load it more)."""
+
+START_WINDOW = 300.0
+"""A server command run without a worker starts one only when another such command ran within this many seconds
+(five minutes): a lone command — a cron job, a script's one call — leaves nothing behind, and a person running
+commands one after another is warm from the third on. ``MCPCLI_WORKER_WINDOW=SECONDS`` changes it (0: start on the
+first command, as ``--keep-alive`` and ``mcpcli worker start`` do)."""
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH, signal.SIGQUIT)
 
@@ -83,20 +103,34 @@ def wanted(argv: Sequence[str]) -> bool:
 
 def _configured() -> bool:
     """``[worker] enabled`` in config.toml (default true); an unreadable file leaves it to the in-process run."""
+    section = _section()
+    if section is None:
+        return False  # the in-process run says what is wrong with the file
+    return bool(section.get("enabled", True))
+
+
+def _configured_idle() -> float | None:
+    """``[worker] idle_timeout`` (seconds) in config.toml, for a worker this command starts."""
+    value = (_section() or {}).get("idle_timeout")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+
+
+def _section() -> dict[str, object] | None:
+    """The ``[worker]`` table of config.toml (empty when there is none); ``None`` when the file does not parse."""
     try:
         with open(os.path.join(config_dir(), "config.toml"), encoding="utf-8") as file:
             text = file.read()
     except (OSError, UnicodeDecodeError):
-        return True
+        return {}
     if "worker" not in text:
-        return True
+        return {}
     import tomllib
 
     try:
         section = tomllib.loads(text).get("worker") or {}
     except (tomllib.TOMLDecodeError, RecursionError):
-        return False  # the in-process run says what is wrong with the file
-    return bool(section.get("enabled", True)) if isinstance(section, dict) else True
+        return None
+    return section if isinstance(section, dict) else {}
 
 
 def _note(text: str) -> None:
@@ -105,18 +139,19 @@ def _note(text: str) -> None:
 
 def delegate(argv: Sequence[str]) -> int | None:
     """Run ``argv`` in the worker and return its exit status; ``None`` when the caller should run it itself."""
-    home = state_home()
-    path = socket_file(home)
-    sock = _connect(path, home)
+    path = socket_file()
+    sock = _connect(path, argv)
     if sock is None:
         return None
     with sock:
         try:
             sock.settimeout(ANSWER_TIMEOUT)
+            if peer(sock)[1] != os.getuid():
+                return None  # not this user's (the socket directory is checked too): never hand it a terminal
             send(sock, {"op": "hello", "version": __version__, "package": package_dir()})
             hello = _answer(sock)
             if not hello.get("ok"):
-                _replace_worker(path, home, why=str(hello.get("why", "")))
+                _replace_worker(path, why=str(hello.get("why", "")))
                 return None
             request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": os.getcwd()}
             send(sock, request, fds=[0, 1, 2])
@@ -169,7 +204,7 @@ def _cpu_ticks(pid: int) -> int | None:
         return None
 
 
-def _connect(path: str, home: str) -> socket.socket | None:
+def _connect(path: str, argv: Sequence[str]) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(ANSWER_TIMEOUT)
     try:
@@ -177,7 +212,9 @@ def _connect(path: str, home: str) -> socket.socket | None:
         return sock
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
-        start(home)  # first use, or a worker that is gone: this run goes in-process, the next one is warm
+        # No worker (or one that is gone): this command runs in-process; the next ones may be warm.
+        if "--keep-alive" in argv or another_in_a_row(worker_file(".last"), start_window()):
+            start()
         return None
     except OSError:
         sock.close()
@@ -185,34 +222,68 @@ def _connect(path: str, home: str) -> socket.socket | None:
         return None
 
 
-def _replace_worker(path: str, home: str, *, why: str) -> None:
+def start_window() -> float:
+    raw = os.environ.get("MCPCLI_WORKER_WINDOW")
+    if raw:
+        try:
+            return max(0.0, float(raw))
+        except ValueError:
+            pass
+    return START_WINDOW
+
+
+def another_in_a_row(stamp: str, window: float, now: float | None = None) -> bool:
+    """Whether a server command ran without a worker within ``window`` seconds before this one (``stamp``'s
+    mtime says when the last one did); records this one. The stamp is an empty 0600 file in the worker's 0700
+    directory; a directory that is not this user's alone counts as no stamp (and is not written)."""
+    now = time.time() if now is None else now
+    if window <= 0:
+        return True
+    if not own_private_dir(os.path.dirname(stamp)):
+        return False
+    try:
+        last: float | None = os.stat(stamp).st_mtime
+    except OSError:
+        last = None
+    try:
+        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+        os.utime(stamp, (now, now))
+    except OSError:
+        pass
+    return last is not None and 0 <= now - last <= window
+
+
+def _replace_worker(path: str, *, why: str) -> None:
     """A worker of another mcpcli version (or install) answered: stop it and start ours for the next command."""
     stop(path)
-    start(home)
+    start()
 
 
-def start(home: str | os.PathLike[str]) -> int | None:
-    """Start a worker for ``home`` in the background (its own session, no terminal); return its pid."""
+def start(*, asked: bool = False) -> int | None:
+    """Start this user's worker in the background (its own session, no terminal); return its pid. ``asked``:
+    by ``mcpcli worker start`` (the worker then keeps the configured idle timeout from its first minute)."""
     import subprocess
-    from pathlib import Path
 
-    from mcpcli.wire import private_dirs
-
-    log_dir = Path(home) / "logs"
+    directory = worker_dir()
+    if not own_private_dir(directory):
+        _note(f"not starting the background worker: {directory} is not a private directory of this user's.")
+        return None
     try:
-        private_dirs(log_dir)
-        log = os.open(log_dir / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        log = os.open(worker_file(".log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     except OSError:
         log = os.open(os.devnull, os.O_WRONLY)
+    env = dict(os.environ)
+    if "MCPCLI_WORKER_IDLE" not in env and (idle := _configured_idle()) is not None:
+        env["MCPCLI_WORKER_IDLE"] = str(idle)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpcli.worker.server", os.fspath(home)],
+            [sys.executable, "-m", "mcpcli.worker.server", state_home(), *(["--asked"] if asked else [])],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
             start_new_session=True,
             close_fds=True,
-            env={**os.environ, "MCPCLI_HOME": os.fspath(home)} if "MCPCLI_HOME" in os.environ else None,
+            env=env,
         )
     except OSError:
         return None
@@ -221,14 +292,15 @@ def start(home: str | os.PathLike[str]) -> int | None:
     return proc.pid
 
 
-def ask(path: str | os.PathLike[str], op: str) -> dict[str, object] | None:
-    """A control request (``status``, ``stop``, ``ps``…) to the worker at ``path``; ``None`` when none answers."""
+def ask(path: str | os.PathLike[str], op: str, *, home: str | None = None) -> dict[str, object] | None:
+    """A control request (``status``, ``stop``, ``ps``…) to the worker at ``path`` (about ``home``'s kept servers,
+    for ``ps`` and ``restart:NAME``); ``None`` when none answers."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(ANSWER_TIMEOUT)
     with sock:
         try:
             sock.connect(os.fspath(path))
-            send(sock, {"op": op, "version": __version__, "package": package_dir()})
+            send(sock, {"op": op, "version": __version__, "package": package_dir(), "home": home})
             reply, _ = receive(sock)
             return reply
         except (OSError, WireError):

@@ -145,23 +145,75 @@ def private_dirs(path: Path) -> Path:
     return path
 
 
-def socket_file(home: str) -> str:
-    """Where the worker of the state dir ``home`` listens: ``worker/worker.sock`` in it, or — when that path is
-    too long for a Unix socket (about 100 bytes) — a 0700 directory of this user's under the system's temp dir."""
-    path = os.path.join(home, "worker", "worker.sock")
-    if len(os.fsencode(path)) <= 100:
+WORKER_DIR_ENV = "MCPCLI_WORKER_DIR"
+"""Where this user's worker listens (its socket, its relay's, its log, the stamp of the last cold command): tests
+point it at a directory of their own, so two test runs on one machine never reach each other's worker."""
+
+
+def worker_dir(environ: Mapping[str, str] | None = None) -> str:
+    """The 0700 directory of this user's workers: ``$MCPCLI_WORKER_DIR``, else ``$XDG_RUNTIME_DIR/mcpcli`` (a
+    per-user tmpfs that logging out clears), else ``mcpcli-UID`` under ``$TMPDIR`` or ``/tmp``.
+
+    One worker per user and install, not per ``MCPCLI_HOME``: a test suite with a home per test, or a script that
+    makes a home per run, still has one worker (the worker runs each command with its caller's environment, so
+    each command still gets its own home)."""
+    env = os.environ if environ is None else environ
+    if given := env.get(WORKER_DIR_ENV):
+        return os.path.abspath(os.path.expanduser(given))
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime) and os.path.isdir(runtime):
+        return os.path.join(runtime, "mcpcli")
+    base = env.get("TMPDIR", "")
+    return os.path.join(base if os.path.isabs(base) else "/tmp", f"mcpcli-{os.getuid()}")
+
+
+def install_tag() -> str:
+    """A short name for this install and version of mcpcli: two virtualenvs or checkouts never share a worker
+    (each would run the other's code)."""
+    import zlib
+
+    from mcpcli import __version__
+
+    return f"{zlib.crc32(os.fsencode(package_dir() + chr(0) + __version__)):08x}"
+
+
+def worker_file(suffix: str, environ: Mapping[str, str] | None = None) -> str:
+    """``worker-TAG{suffix}`` in the worker directory: ``.sock`` (where the worker listens), ``.log``, ``.last``
+    (when the last server command ran without a worker), ``.lock``. When the directory's path is too long for a
+    Unix socket (about 100 bytes), a directory of this user's under the system's temp dir with the long one's
+    digest in the name."""
+    directory = worker_dir(environ)
+    path = os.path.join(directory, f"worker-{install_tag()}{suffix}")
+    if len(os.fsencode(path)) <= 90:  # room for the relay's name beside it (``-relay.sock``)
         return path
-    import hashlib
-    import tempfile
+    import zlib
 
-    digest = hashlib.sha256(os.fsencode(home)).hexdigest()[:16]
-    return os.path.join(tempfile.gettempdir(), f"mcpcli-{os.getuid()}", f"{digest}.sock")
+    fallback = worker_dir({"TMPDIR": (environ or os.environ).get("TMPDIR", "")})
+    return os.path.join(fallback, f"{zlib.crc32(os.fsencode(directory)):08x}-worker-{install_tag()}{suffix}")
 
 
-def socket_path(home: Path) -> Path:
+def socket_file(environ: Mapping[str, str] | None = None) -> str:
+    """Where this user's worker (of this install) listens."""
+    return worker_file(".sock", environ)
+
+
+def socket_path(environ: Mapping[str, str] | None = None) -> Path:
     from pathlib import Path
 
-    return Path(socket_file(str(home)))
+    return Path(socket_file(environ))
+
+
+def own_private_dir(path: str) -> bool:
+    """``path`` exists (created 0700 when missing), is a directory of this user's, and nobody else can enter it —
+    under a shared ``/tmp`` another user could have made it first."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+    except OSError:
+        return False
+    import stat
+
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
 def package_dir() -> str:

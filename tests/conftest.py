@@ -29,6 +29,30 @@ SERVERS = Path(__file__).resolve().parent / "servers.py"
 PY = sys.executable
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Workers (one per user and install) listen in a directory of this test session's own: two test runs on one
+    machine — other checkouts, CI jobs — never reach each other's worker, and none reaches the user's."""
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="mcpcli-w-")  # short: a Unix socket's path is at most ~100 bytes
+    os.environ["MCPCLI_WORKER_DIR"] = directory
+    config.stash[WORKER_DIR] = directory
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the session's worker (if a test left one) and remove its directory."""
+    import shutil
+
+    directory = config.stash.get(WORKER_DIR, None)
+    if directory is None:
+        return
+    subprocess.run([PY, "-m", "mcpcli", "worker", "stop"], capture_output=True, timeout=60, check=False)
+    shutil.rmtree(directory, ignore_errors=True)  # a worker still there sees its socket gone and exits
+
+
+WORKER_DIR = pytest.StashKey[str]()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("MCPCLI_TEST_WARM") == "1":
         skip = pytest.mark.skip(reason="the warm pass: this test kills or signals the mcpcli process itself")

@@ -276,9 +276,9 @@ def test_a_batch_runs_warm_in_one_worker_child_and_prints_what_the_cold_one_does
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     assert mcpcli("worker", "start", env=env).returncode == 0
     try:
-        before = served(socket_path(home))
+        before = served(socket_path())
         hot = mcpcli("batch", "-s", server.url, "-A", f"region={REGION}", input=stdin, env=env)
-        assert served(socket_path(home)) == before + 1  # the whole batch was one command of the worker
+        assert served(socket_path()) == before + 1  # the whole batch was one command of the worker
         cold = mcpcli("batch", "-s", server.url, "-A", f"region={REGION}", input=stdin, env={"MCPCLI_WORKER": "0"})
     finally:
         mcpcli("worker", "stop", env=env)

@@ -24,6 +24,21 @@ from mcpcli.wire import receive, send, socket_path
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(autouse=True)
+def worker_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A worker directory of this test's own (a fresh stamp, no socket left by another test's fake worker);
+    removed afterwards — a worker still listening there sees its socket gone and exits."""
+    import shutil
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix="mcpcli-wt-"))
+    monkeypatch.setenv("MCPCLI_WORKER_DIR", str(directory))
+    yield directory
+    if socket_path().exists():
+        mcpcli("worker", "stop")
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 @pytest.fixture
 def warm(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The worker on (the other tests run cold), started and answering; stopped afterwards."""
@@ -32,7 +47,7 @@ def warm(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     started = mcpcli("worker", "start")
     assert started.returncode == 0, started.stderr
-    yield socket_path(home)
+    yield socket_path()
     mcpcli("worker", "stop")
 
 
@@ -158,14 +173,14 @@ def test_a_stale_socket_is_cleaned_up_and_a_missing_worker_starts_on_first_use(
 ) -> None:
     monkeypatch.setenv("MCPCLI_WORKER", "1")
     monkeypatch.delenv("CI", raising=False)
-    path = socket_path(home)
-    path.parent.mkdir(parents=True, mode=0o700)
-    home.chmod(0o700)
+    path = socket_path()
+    path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     dead = socket.socket(socket.AF_UNIX)
     dead.bind(str(path))
     dead.close()  # a socket file nobody listens on: a worker that crashed
     try:
-        first = mcpcli("call", "echo", "-a", "text=one")
+        first = mcpcli("call", "echo", "-a", "text=one", env={"MCPCLI_WORKER_WINDOW": "0"})
         assert (first.returncode, first.stdout) == (0, "one\n")  # run in-process, the worker starting meanwhile
         deadline = time.monotonic() + 20
         while mcpcli("worker", "status", "--json").stdout.find('"running": true') < 0 and time.monotonic() < deadline:
@@ -195,9 +210,9 @@ def test_a_worker_of_another_version_is_replaced_not_used(warm: Path) -> None:
 def test_a_hung_worker_does_not_hang_the_front_end(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCPCLI_WORKER", "1")
     monkeypatch.delenv("CI", raising=False)
-    path = socket_path(home)
-    path.parent.mkdir(parents=True, mode=0o700)
-    home.chmod(0o700)
+    path = socket_path()
+    path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     mute = socket.socket(socket.AF_UNIX)
     mute.bind(str(path))
     mute.listen(8)  # accepts (the kernel does) but never answers
@@ -244,9 +259,9 @@ def test_a_busy_worker_is_waited_for_where_a_silent_one_is_given_up(
 
     monkeypatch.setenv("MCPCLI_WORKER", "1")
     monkeypatch.delenv("CI", raising=False)
-    path = socket_path(home)
-    path.parent.mkdir(parents=True, mode=0o700)
-    home.chmod(0o700)
+    path = socket_path()
+    path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     busy = subprocess.Popen([PY, "-c", BUSY_WORKER, str(path), str(ANSWER_TIMEOUT + 1.5)], stdout=subprocess.PIPE)
     try:
         assert busy.stdout is not None and busy.stdout.readline() == b"listening\n"
@@ -325,10 +340,9 @@ def test_the_socket_is_private_and_other_users_are_refused(warm: Path) -> None:
     # A worker of its own in a place another user can reach, its socket opened up: SO_PEERCRED still refuses.
     home = Path(f"/tmp/mcpcli-peer-{os.getpid()}")
     home.mkdir(mode=0o711)
-    server = subprocess.Popen(
-        [PY, "-m", "mcpcli.worker.server", str(home)], cwd=ROOT, env={**os.environ, "MCPCLI_HOME": str(home)}
-    )
-    path = socket_path(home)
+    env = {**os.environ, "MCPCLI_HOME": str(home), "MCPCLI_WORKER_DIR": str(home / "w")}
+    server = subprocess.Popen([PY, "-m", "mcpcli.worker.server", str(home)], cwd=ROOT, env=env)
+    path = socket_path(env)
     try:
         deadline = time.monotonic() + 20
         while not path.exists() and time.monotonic() < deadline:
@@ -363,7 +377,7 @@ def test_an_idle_worker_exits_by_itself(home: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("CI", raising=False)
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     assert mcpcli("worker", "start").returncode == 0
-    path = socket_path(home)
+    path = socket_path()
     deadline = time.monotonic() + 40  # a loaded machine takes its time to import; idle is 1 s after that
     while path.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -373,7 +387,7 @@ def test_an_idle_worker_exits_by_itself(home: Path, monkeypatch: pytest.MonkeyPa
 def test_no_worker_and_ci_run_in_process(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MCPCLI_WORKER", raising=False)
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = socket_path(home)
+    path = socket_path()
     assert mcpcli("call", "echo", "-a", "text=x", "--no-worker", env={"CI": ""}).stdout == "x\n"
     assert mcpcli("call", "echo", "-a", "text=x", env={"CI": "true"}).stdout == "x\n"
     time.sleep(0.5)

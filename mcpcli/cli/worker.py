@@ -14,8 +14,9 @@ from mcpcli.cli.options import Json
 
 worker_app = typer.Typer(
     help=(
-        "The background worker: keeps mcpcli and the SDK loaded so server commands start warm. It starts by itself"
-        " on first use (not when CI is set) and exits when idle; --no-worker or MCPCLI_WORKER=0 runs without it."
+        "The background worker: keeps mcpcli and the SDK loaded so server commands start warm. One per user serves"
+        " every MCPCLI_HOME. It starts by itself when a second server command comes within 5 minutes of the first"
+        " (not when CI is set) and exits when idle; --no-worker or MCPCLI_WORKER=0 runs without it."
     ),
     no_args_is_help=True,
 )
@@ -23,9 +24,17 @@ app.add_typer(worker_app, name="worker")
 
 
 def _path() -> object:
-    from mcpcli.wire import socket_path, state_dir
+    from mcpcli.wire import socket_path
 
-    return socket_path(state_dir())
+    return socket_path()
+
+
+def _home() -> str:
+    from pathlib import Path
+
+    from mcpcli.wire import state_home
+
+    return str(Path(state_home()).absolute())
 
 
 def _say(text: str) -> None:
@@ -34,8 +43,8 @@ def _say(text: str) -> None:
 
 @worker_app.command("status")
 def status(json_out: Json = False) -> None:
-    """Whether the worker runs: pid, version, uptime, commands served, memory, its socket; its HTTP relay (pid,
-    upstream connections kept, requests served)."""
+    """Whether this user's worker runs: pid, version, uptime, commands served, homes served, memory, its socket and
+    log; its HTTP relay (pid, upstream connections kept, requests served)."""
     from mcpcli.warm import ask
 
     path = _path()
@@ -52,8 +61,9 @@ def status(json_out: Json = False) -> None:
     uptime = time.time() - float(reply.get("started", time.time()))  # type: ignore[arg-type]
     sys.stdout.write(
         f"worker pid {reply['pid']} · mcpcli {reply['version']} · up {uptime:.0f} s · served {reply['served']}"
-        f" · running {reply['running']} · idle timeout {reply['idle_timeout']:g} s · rss {reply['rss_kb']} KiB\n"
-        f"socket {reply['socket']}\n"
+        f" · running {reply['running']} · homes {reply.get('homes', '?')} · idle timeout {reply['idle_timeout']:g} s"
+        f" (now {reply.get('idle_now', reply['idle_timeout']):g} s) · rss {reply['rss_kb']} KiB\n"
+        f"socket {reply['socket']}\nlog {reply.get('log', '?')}\n"
     )
     if relay is None:
         sys.stdout.write("HTTP relay not running (it starts with the next server command)\n")
@@ -77,28 +87,31 @@ def _relay(reply: dict[str, object] | None) -> dict[str, object] | None:
 
 @worker_app.command("start")
 def start() -> None:
-    """Start the worker now (it would start by itself on the next server command)."""
+    """Start the worker now, keeping [worker] idle_timeout from the start (by itself it starts with the second
+    server command in a row, and exits after an idle minute until it has served three)."""
     from mcpcli.warm import ask, start
-    from mcpcli.wire import state_dir
 
     path = _path()
     if ask(path, "status") is not None:  # type: ignore[arg-type]
         _say("The worker is already running.")
         return
-    start(state_dir())
+    start(asked=True)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         if (reply := ask(path, "status")) is not None:  # type: ignore[arg-type]
             _say(f"Started the worker (pid {reply['pid']}).")
             return
         time.sleep(0.05)
-    _say("The worker did not come up; see logs/worker.log (mcpcli paths).")
+    from mcpcli.wire import worker_file
+
+    _say(f"The worker did not come up; see {worker_file('.log')}.")
     raise typer.Exit(4)
 
 
 @worker_app.command("stop")
 def stop() -> None:
-    """Stop the worker (commands it is running finish first; kept-alive servers and the HTTP relay stop with it)."""
+    """Stop this user's worker — the one process that serves every MCPCLI_HOME — with its HTTP relay and every
+    kept-alive server (commands it is running finish first). The next server commands start it again."""
     from mcpcli.warm import stop as stop_worker
 
     _say("Stopped the worker." if stop_worker(_path()) else "No worker was running.")  # type: ignore[arg-type]
@@ -106,10 +119,11 @@ def stop() -> None:
 
 @worker_app.command("ps")
 def ps(json_out: Json = False) -> None:
-    """The stdio servers the worker keeps alive: target, pid, uptime, calls."""
+    """The stdio servers the worker keeps alive for this home: target, pid, uptime, calls, the directory each runs
+    in."""
     from mcpcli.warm import ask
 
-    reply = ask(_path(), "ps")  # type: ignore[arg-type]
+    reply = ask(_path(), "ps", home=_home())  # type: ignore[arg-type]
     servers = list((reply or {}).get("servers") or [])  # type: ignore[call-overload]
     if json_out:
         sys.stdout.write(json.dumps(servers) + "\n")
@@ -119,7 +133,8 @@ def ps(json_out: Json = False) -> None:
         return
     for server in servers:
         sys.stdout.write(
-            f"{server['name']}\tpid {server['pid']}\tup {server['uptime']:.0f} s\tcalls {server['calls']}\n"
+            f"{server['name']}\tpid {server['pid']}\tup {server['uptime']:.0f} s\tcalls {server['calls']}"
+            f"\tin {server.get('cwd') or '?'}\n"
         )
 
 
@@ -127,19 +142,18 @@ def ps(json_out: Json = False) -> None:
 def restart(
     name: Annotated[str | None, typer.Argument(help="A kept-alive server to restart; without it, the worker.")] = None,
 ) -> None:
-    """Restart one kept-alive server (by name), or the whole worker."""
+    """Restart one of this home's kept-alive servers (by name), or the whole worker (every home's)."""
     from mcpcli.warm import ask
     from mcpcli.warm import start as start_worker
     from mcpcli.warm import stop as stop_worker
-    from mcpcli.wire import state_dir
 
     path = _path()
     if name is None:
         stop_worker(path)  # type: ignore[arg-type]
-        start_worker(state_dir())
+        start_worker(asked=True)
         _say("Restarted the worker.")
         return
-    reply = ask(path, f"restart:{name}")  # type: ignore[arg-type]
+    reply = ask(path, f"restart:{name}", home=_home())  # type: ignore[arg-type]
     if not reply or not reply.get("ok"):
         _say(f"No kept-alive server named {name!r} (see: mcpcli worker ps).")
         raise typer.Exit(6)

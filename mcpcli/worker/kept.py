@@ -1,6 +1,9 @@
 """Kept-alive stdio servers: processes the worker owns, lent to one command at a time.
 
-A server is started by the first command that attaches to it (``attach.attached``) and then outlives it. While
+A server is started by the first command that attaches to it (``attach.attached``) and then outlives it. Which
+server a command gets is exactly the one it names (``attach.server_key``): the executable its command resolves
+to on the caller's ``PATH``, the arguments, the resolved environment, the working directory and the home — the
+same relative command in two directories is two servers, and each home has its own. While
 a command is attached, the worker relays newline-delimited JSON-RPC both ways; a second command waits for the
 first to detach (a stateful server serves one conversation at a time). Because every command's SDK session
 begins with a handshake, a pre-2026 ``initialize`` is sent to the server once: later ones are answered from the
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpcli.wire import send
+from mcpcli.wire import private_dirs, send
 
 MAX_LINE = 64 * 2**20
 """The longest line either side may send before its connection is cut (a bound, as on the cold path)."""
@@ -71,7 +74,6 @@ class Attachment:
 class KeptServer:
     name: str
     spec: dict[str, Any]
-    log_path: Path
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0
     calls: int = 0
@@ -89,13 +91,22 @@ class KeptServer:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    @property
+    def home(self) -> str:
+        return str(self.spec.get("home") or "")
+
     def start(self, env: dict[str, str], cwd: str | None = None) -> None:
         from mcp.client.stdio import get_default_environment
 
-        log = self.log_path.open("ab")
+        try:
+            if not self.home or not Path(self.home).is_dir():
+                raise FileNotFoundError(self.home)  # never make again a home that was deleted
+            log = (private_dirs(Path(self.home) / "logs") / "servers.log").open("ab")
+        except OSError:
+            log = Path(os.devnull).open("ab")  # noqa: SIM115 — a home that went away: the server runs without a log
         try:
             self.proc = subprocess.Popen(
-                [self.spec["command"], *self.spec["args"]],
+                [self.spec.get("executable") or self.spec["command"], *self.spec["args"]],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -136,6 +147,9 @@ class KeptServer:
         return {
             "name": self.name,
             "command": [self.spec["command"], *self.spec["args"]],
+            "executable": self.spec.get("executable"),
+            "cwd": self.spec.get("cwd"),
+            "home": self.home,
             "pid": self.proc.pid if self.proc else None,
             "alive": self.alive,
             "uptime": time.time() - self.started if self.alive else 0.0,
@@ -149,9 +163,8 @@ class KeptServer:
 class Kept:
     """The worker's kept servers, and the relay between them and the commands attached to them."""
 
-    def __init__(self, log_path: Path, register: Any, unregister: Any) -> None:
+    def __init__(self, register: Any, unregister: Any) -> None:
         self.servers: dict[str, KeptServer] = {}
-        self.log_path = log_path
         self._register = register
         self._unregister = unregister
         self._numbers = 0
@@ -167,13 +180,13 @@ class Kept:
             return
         spec = {
             "command": str(spec["command"]),
+            "executable": str(spec.get("executable") or "") or None,
             "args": [str(a) for a in spec.get("args") or []],
             "cwd": spec.get("cwd"),
             "env": {str(k): str(v) for k, v in (spec.get("env") or {}).items()},
+            "home": str(spec.get("home") or ""),
         }
-        server = self.servers.setdefault(
-            _key(spec), KeptServer(str(request.get("name") or spec["command"]), spec, self.log_path)
-        )
+        server = self.servers.setdefault(_key(spec), KeptServer(str(request.get("name") or spec["command"]), spec))
         self._numbers += 1
         env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
         cwd = request.get("cwd")
@@ -327,14 +340,27 @@ class Kept:
 
     # --- management ----------------------------------------------------------------------------------------------
 
-    def describe(self) -> list[dict[str, Any]]:
-        return [server.describe() for server in self.servers.values()]
+    def describe(self, home: str | None = None) -> list[dict[str, Any]]:
+        """The kept servers of ``home`` (``None``: of every home)."""
+        return [server.describe() for server in self.servers.values() if home in (None, server.home)]
 
-    def restart(self, name: str) -> bool:
-        found = [s for s in self.servers.values() if s.name == name]
+    def restart(self, name: str, home: str | None = None) -> bool:
+        found = [s for s in self.servers.values() if s.name == name and home in (None, s.home)]
         for server in found:
             self._server_gone(server)
         return bool(found)
+
+    def stop_home(self, home: str) -> int:
+        """Stop and forget the servers of a home that is gone (one a command still holds stays until it lets go:
+        the next look finds it then); how many."""
+        gone = [key for key, s in self.servers.items() if s.home == home and s.current is None and not s.waiting]
+        for key in gone:
+            server = self.servers.pop(key)
+            if server.proc is not None and server.proc.stdout is not None:
+                with contextlib.suppress(KeyError, ValueError):
+                    self._unregister(server.proc.stdout)
+            server.stop()
+        return len(gone)
 
     def forget_in_child(self) -> None:
         """In a forked command: the kept servers' pipes and sockets are the worker's, not this process's."""

@@ -1,7 +1,10 @@
 """The worker process: everything imported once, a child forked per command.
 
-``python -m mcpcli.worker.server STATE_DIR`` (the front end starts it; ``mcpcli worker start`` too). It binds
-the socket (a 0700 directory, a 0600 socket, under a lock so two starting workers cannot both bind), imports
+``python -m mcpcli.worker.server [STATE_DIR] [--asked]`` (the front end starts it; ``mcpcli worker start`` too,
+with ``--asked``). One worker per user and install serves every ``MCPCLI_HOME``: each command runs with its
+caller's environment, and what the worker itself keeps — kept-alive servers, their logs — is keyed by the home of
+the command that asked for it. It binds the socket (``wire.socket_file``: a 0700 directory of this user's, a
+0600 socket, under a lock so two starting workers cannot both bind), imports
 what a command needs (the SDK, the CLI, the flow, the store engines), and then accepts: each connection is
 checked (same uid, ``SO_PEERCRED``), greeted (same mcpcli version and install, or it is told to restart us),
 and its ``run`` request forked. The child takes the caller's descriptors, environment and directory, waits for
@@ -9,7 +12,9 @@ the front end's "go", runs the command as the cold path would, reports its exit 
 exits. The worker itself never runs a command, so one command cannot disturb another or the worker.
 
 It exits after ``idle`` seconds with no command running (``[worker] idle_timeout``, ``MCPCLI_WORKER_IDLE``,
-default 900), on ``stop``, or on SIGTERM; its log is ``logs/worker.log``.
+default 900; at most ``EARLY_IDLE`` until it has served ``FEW`` commands, unless ``mcpcli worker start`` asked
+for it), when every home it served is gone (a test suite's temporary homes, deleted), when its socket is removed
+or replaced, on ``stop``, or on SIGTERM; its log is ``worker-TAG.log`` beside its socket.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcpcli
 from mcpcli import __version__
-from mcpcli.wire import OFF, WireError, peer, private_dirs, receive, send, socket_path
+from mcpcli.wire import OFF, WireError, own_private_dir, peer, receive, send, socket_path, state_home
 from mcpcli.worker import log_line
 
 if TYPE_CHECKING:
@@ -35,6 +40,15 @@ if TYPE_CHECKING:
 
 IDLE_TIMEOUT = 900.0
 """Seconds without a command after which the worker exits (15 minutes)."""
+
+EARLY_IDLE = 60.0
+"""Seconds without a command after which a worker that has served fewer than ``FEW`` commands exits: two commands
+in a row start one, and when no third comes it is gone a minute later (``MCPCLI_WORKER_EARLY_IDLE``)."""
+
+FEW = 3
+
+CHECK_EVERY = 2.0
+"""Seconds between looks at the homes served (a deleted one is let go) and at the socket (removed: exit)."""
 
 GREETING_TIMEOUT = 10.0
 """Seconds an accepted connection may take to begin saying what it wants (the worker listens to many at once
@@ -57,21 +71,29 @@ def log(text: str) -> None:
     log_line("worker", text)
 
 
-def idle_timeout() -> float:
-    raw = os.environ.get("MCPCLI_WORKER_IDLE")
+def idle_timeout(name: str = "MCPCLI_WORKER_IDLE", default: float = IDLE_TIMEOUT) -> float:
+    raw = os.environ.get(name)
     if raw:
         with contextlib.suppress(ValueError):
             return max(1.0, float(raw))
-    return IDLE_TIMEOUT
+    return default
 
 
 class Worker:
     """One worker: its socket, its counters, and the children it forked."""
 
-    def __init__(self, home: Path, idle: float) -> None:
-        self.home = home
-        self.path = socket_path(home)
+    def __init__(self, idle: float, *, home: str | None = None, asked: bool = False, early: float = EARLY_IDLE) -> None:
+        self.path = socket_path()
         self.idle = idle
+        self.early = idle if asked else min(idle, early)
+        """The idle timeout until ``FEW`` commands are served (``mcpcli worker start``: the configured one)."""
+        self.homes: dict[str, bool] = {}
+        """The homes this worker has served, each with whether its directory has been seen (one that existed and
+        is gone is let go; a worker with none left exits)."""
+        self.homeless = False
+        if home:
+            self.note_home(home)
+        self.checked = time.monotonic()
         self.started = time.time()
         self.served = 0
         self.children: set[int] = set()
@@ -90,9 +112,10 @@ class Worker:
     def bind(self) -> bool:
         """Listen on the socket; ``False`` when another live worker has it already."""
         directory = self.path.parent
-        private_dirs(directory)
-        directory.chmod(0o700)
-        lock = os.open(directory / "worker.lock", os.O_WRONLY | os.O_CREAT, 0o600)
+        if not own_private_dir(str(directory)):
+            log(f"{directory} is not a private directory of this user's: not listening there")
+            return False
+        lock = os.open(self.path.with_suffix(".lock"), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if self.path.exists():
@@ -127,6 +150,37 @@ class Worker:
                     self.path.unlink()
             self.listener = None
 
+    def idle_limit(self) -> float:
+        return self.early if self.served < FEW else self.idle
+
+    def note_home(self, home: str) -> None:
+        if home not in self.homes:
+            log(f"serving a new home ({len(self.homes) + 1} in all)")
+        self.homeless = False
+        self.homes[home] = self.homes.get(home, False) or Path(home).is_dir()
+
+    def check(self) -> str | None:
+        """Let go of the homes whose directory is gone (and their kept servers); why this worker should exit now,
+        if it should: its socket was removed or replaced (``rm -rf`` of the worker directory, a newer worker), or
+        every home it served is gone."""
+        self.checked = time.monotonic()
+        try:
+            if self.path.stat().st_ino != self.inode:
+                return "the socket was replaced"
+        except OSError:
+            return "the socket was removed"
+        for home, seen in list(self.homes.items()):
+            if Path(home).is_dir():
+                self.homes[home] = True
+            elif seen:
+                del self.homes[home]
+                stopped = self.kept.stop_home(home) if self.kept is not None else 0
+                log(f"a home it served is gone ({stopped} kept servers stopped; {len(self.homes)} homes left)")
+                self.homeless = not self.homes
+        if self.homeless and not self.children:
+            return "no home left to serve"
+        return None
+
     # --- the loop ------------------------------------------------------------------------------------------------
 
     def serve(self) -> None:
@@ -135,11 +189,10 @@ class Worker:
         from mcpcli.worker.kept import Kept
 
         assert self.listener is not None
-        log(f"serving {self.path} (mcpcli {__version__}, idle timeout {self.idle:g} s)")
+        log(f"serving {self.path} (mcpcli {__version__}, idle timeout {self.idle:g} s, {self.early:g} s at first)")
         selector = selectors.DefaultSelector()
         selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
         self.kept = Kept(
-            self.home / "logs" / "servers.log",
             lambda obj, data: selector.register(obj, selectors.EVENT_READ, data),
             selector.unregister,
         )
@@ -149,8 +202,11 @@ class Worker:
             while not self.stopping:
                 self.reap()
                 busy = self.children or greeting or any(s.current for s in self.kept.servers.values())
-                if not busy and time.monotonic() - self.last_activity > self.idle:
+                if not busy and time.monotonic() - self.last_activity > self.idle_limit():
                     log("idle: exiting")
+                    break
+                if time.monotonic() - self.checked > CHECK_EVERY and (why := self.check()):
+                    log(f"{why}: exiting")
                     break
                 for key, _events in selector.select(timeout=0.5):
                     kind, server = key.data
@@ -237,9 +293,9 @@ class Worker:
             send(conn, {"ok": True})
             self.stopping = True
         elif op == "ps":
-            send(conn, {"ok": True, "servers": self.kept.describe()})
+            send(conn, {"ok": True, "servers": self.kept.describe(_home_of(hello))})
         elif op.startswith("restart:"):
-            send(conn, {"ok": self.kept.restart(op.removeprefix("restart:"))})
+            send(conn, {"ok": self.kept.restart(op.removeprefix("restart:"), _home_of(hello))})
         elif op == "attach":
             self.kept.attach(conn, hello)
             return "kept"
@@ -262,6 +318,8 @@ class Worker:
             for fd in fds:
                 os.close(fd)
             return
+        env = request.get("env")
+        self.note_home(state_home({str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}))
         self.fork(conn, request, fds)
 
     def ensure_relay(self) -> None:
@@ -317,10 +375,19 @@ class Worker:
             "served": self.served,
             "running": len(self.children),
             "idle_timeout": self.idle,
+            "idle_now": self.idle_limit(),
+            "homes": len(self.homes),
             "socket": str(self.path),
+            "log": str(self.path.with_suffix(".log")),
             "rss_kb": _rss_kb(),
             "relay": self.relay.describe() if self.relay is not None and self.relay.running() else None,
         }
+
+
+def _home_of(request: dict[str, Any]) -> str | None:
+    """The home a control request (``ps``, ``restart``) is about; ``None``: every home."""
+    home = request.get("home")
+    return home if isinstance(home, str) and home else None
 
 
 def _rss_kb() -> int:
@@ -484,13 +551,15 @@ def _coercions(command: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        sys.stderr.write("usage: python -m mcpcli.worker.server STATE_DIR\n")
+    asked = "--asked" in args
+    homes = [arg for arg in args if arg != "--asked"]
+    if len(homes) > 1:
+        sys.stderr.write("usage: python -m mcpcli.worker.server [STATE_DIR] [--asked]\n")
         return 2
-    home = Path(args[0])
-    worker = Worker(home, idle_timeout())
+    early = idle_timeout("MCPCLI_WORKER_EARLY_IDLE", EARLY_IDLE)
+    worker = Worker(idle_timeout(), home=homes[0] if homes else None, asked=asked, early=early)
     if not worker.bind():
-        log("another worker serves this home; exiting")
+        log("another worker is listening already (or the directory is not this user's alone); exiting")
         return 0
     signal.signal(signal.SIGTERM, lambda *_: setattr(worker, "stopping", True))
     try:
