@@ -53,7 +53,10 @@ def status(json_out: Json = False) -> None:
     if reply is not None:
         reply["relay"] = relay
     if json_out:
-        sys.stdout.write(json.dumps({"running": reply is not None, **(reply or {"socket": str(path)})}) + "\n")
+        shown = {**(reply or {"socket": str(path)}), "running": reply is not None}  # the worker's "running" counts
+        if reply is not None:
+            shown["commands_running"] = reply.get("running")  # its commands: not whether it runs
+        sys.stdout.write(json.dumps(shown) + "\n")
         raise typer.Exit(0)
     if reply is None:
         _say(f"No worker is running (socket {path}). It starts with the next server command, or: mcpcli worker start")
