@@ -29,6 +29,9 @@ SERVERS = Path(__file__).resolve().parent / "servers.py"
 PY = sys.executable
 
 
+WORKER_DIR = pytest.StashKey[str]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Workers (one per user and install) listen in a directory of this test session's own: two test runs on one
     machine — other checkouts, CI jobs — never reach each other's worker, and none reaches the user's."""
@@ -46,11 +49,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     directory = config.stash.get(WORKER_DIR, None)
     if directory is None:
         return
-    subprocess.run([PY, "-m", "mcpcli", "worker", "stop"], capture_output=True, timeout=60, check=False)
+    if any(Path(directory).glob("*.sock")):
+        subprocess.run([PY, "-m", "mcpcli", "worker", "stop"], capture_output=True, timeout=60, check=False)
     shutil.rmtree(directory, ignore_errors=True)  # a worker still there sees its socket gone and exits
-
-
-WORKER_DIR = pytest.StashKey[str]()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

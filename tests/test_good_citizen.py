@@ -8,7 +8,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -177,10 +176,8 @@ def warm(on: None, home: Path) -> None:
 def counter_script(directory: Path) -> Path:
     directory.mkdir(parents=True)
     script = directory / "server.py"
-    script.write_text(
-        f"import runpy, sys\nsys.argv = ['servers.py', 'counter']\nrunpy.run_path({str(SERVERS)!r}, run_name='__main__')\n",
-        encoding="utf-8",
-    )
+    run = f"runpy.run_path({str(SERVERS)!r}, run_name='__main__')"
+    script.write_text(f"import runpy, sys\nsys.argv = ['servers.py', 'counter']\n{run}\n", encoding="utf-8")
     return script
 
 
@@ -230,6 +227,4 @@ def test_each_home_has_its_own_kept_server_and_sees_only_its_own(warm: None, tmp
     theirs = mcpcli("-s", target, "--keep-alive", "call", "count", env=other)
     assert mine.stdout.startswith("call 1 ") and theirs.stdout.startswith("call 1 "), (mine.stderr, theirs.stderr)
     assert [s["pid"] for s in json.loads(mcpcli("worker", "ps", "--json").stdout)] == [pid_of(mine.stdout)]
-    assert [s["pid"] for s in json.loads(mcpcli("worker", "ps", "--json", env=other).stdout)] == [
-        pid_of(theirs.stdout)
-    ]
+    assert [s["pid"] for s in json.loads(mcpcli("worker", "ps", "--json", env=other).stdout)] == [pid_of(theirs.stdout)]

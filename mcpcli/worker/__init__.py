@@ -13,10 +13,13 @@ Nothing runs twice: the child waits for the front end's "go" before it runs, and
 running in-process (with a note) only before it has said "go" — when the worker is missing, stale, of another
 version, or does not answer in time.
 
-One worker per ``MCPCLI_HOME``: a 0600 socket in a 0700 directory, same-uid peers only (``SO_PEERCRED``). It
-starts on first use (that first command runs in-process while it warms up), exits after an idle period, and is
-off where a background process would surprise (``CI`` set), or with ``--no-worker`` / ``MCPCLI_WORKER=0`` /
-``[worker] enabled = false``.
+One worker per user and install of mcpcli, serving every ``MCPCLI_HOME`` (each command has its caller's
+environment; what the worker keeps is keyed by home): a 0600 socket in a 0700 directory of the user's
+(``wire.socket_file``), same-uid peers only (``SO_PEERCRED``). It starts when a second server command comes soon
+after a first that ran without it (a lone command leaves nothing behind), exits after an idle period (short until
+it has served a few commands), when the homes it served are gone, or when its socket is removed, and is off
+where a background process would surprise (``CI`` set), or with ``--no-worker`` / ``MCPCLI_WORKER=0`` /
+``[worker] enabled = false``. ARCHITECTURE.md (The worker) has the rules and their numbers.
 
 The front end's side lives in ``mcpcli.warm`` and ``mcpcli.wire`` (standard library only: the warm path);
 a kept-alive server's transport in ``mcpcli.attach``.
@@ -30,6 +33,7 @@ import time
 
 
 def log_line(role: str, text: str) -> None:
-    """One line of ``logs/worker.log`` (the worker's and its relay's stderr): when, who, what."""
+    """One line of the worker's log (``worker-TAG.log`` beside its socket: its and its relay's stderr): when, who,
+    what."""
     sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {role} {os.getpid()}: {text}\n")
     sys.stderr.flush()
