@@ -151,8 +151,9 @@ def delegate(argv: Sequence[str]) -> int | None:
             send(sock, {"op": "hello", "version": __version__, "package": package_dir()})
             hello = _answer(sock)
             if not hello.get("ok"):
-                _replace_worker(path, why=str(hello.get("why", "")))
-                return None
+                if hello.get("why") == "version":
+                    _replace_worker(path, why="version")
+                return None  # "credentials": other groups or capabilities than the worker's run as themselves
             request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": os.getcwd()}
             send(sock, request, fds=[0, 1, 2])
             sock.settimeout(START_TIMEOUT)
@@ -277,7 +278,7 @@ def start(*, asked: bool = False) -> int | None:
         env["MCPCLI_WORKER_IDLE"] = str(idle)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpcli.worker.server", state_home(), *(["--asked"] if asked else [])],
+            [sys.executable, "-m", "mcpcli.worker.server", os.path.abspath(state_home()), *(["--asked"] * asked)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

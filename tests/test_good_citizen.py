@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -228,3 +229,22 @@ def test_each_home_has_its_own_kept_server_and_sees_only_its_own(warm: None, tmp
     assert mine.stdout.startswith("call 1 ") and theirs.stdout.startswith("call 1 "), (mine.stderr, theirs.stderr)
     assert [s["pid"] for s in json.loads(mcpcli("worker", "ps", "--json").stdout)] == [pid_of(mine.stdout)]
     assert [s["pid"] for s in json.loads(mcpcli("worker", "ps", "--json", env=other).stdout)] == [pid_of(theirs.stdout)]
+
+
+def test_a_command_with_fewer_rights_than_the_worker_runs_as_itself(warm: None) -> None:
+    """One worker serves every command of the user: one started by a command with more rights (capabilities,
+    groups) must not lend them to another. As root without CAP_DAC_OVERRIDE, a read-only file must bind."""
+    if os.getuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to drop a capability")
+    before = served(socket_path())
+    r = subprocess.run(
+        ["setpriv", "--bounding-set=-dac_override", PY, "-m", "mcpcli", "call", "echo", "-a", "text=me"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=60,
+    )
+    assert (r.returncode, r.stdout) == (0, "me\n"), r.stderr
+    assert served(socket_path()) == before  # run in its own process, with its own rights
+    assert mcpcli("call", "echo", "-a", "text=us").stdout == "us\n"
+    assert served(socket_path()) == before + 1  # the worker still serves commands with its rights

@@ -100,6 +100,7 @@ class Worker:
         self.last_activity = time.monotonic()
         self.stopping = False
         self.package = str(Path(mcpcli.__file__).resolve().parent)  # which install: another one must not be served
+        self.credentials = _credentials(os.getpid())
         self.listener: socket.socket | None = None
         self.inode: int | None = None
         self.kept: Any = None
@@ -280,7 +281,7 @@ class Worker:
         """Serve one connection's first message. What then: ``"close"`` it, it is ``"kept"`` (lent to a kept
         server), or it is greeted and its ``"request"`` comes next."""
         conn.settimeout(READ_TIMEOUT)
-        _pid, uid = peer(conn)
+        pid, uid = peer(conn)
         if uid != os.getuid():
             log(f"refused a connection from uid {uid}")
             return "close"
@@ -304,6 +305,10 @@ class Worker:
         elif not same:
             send(conn, {"ok": False, "why": "version", "version": __version__, "package": self.package})
             self.stopping = True  # an mcpcli of another version or install is in use: let it start its own worker
+        elif _credentials(pid) != self.credentials:
+            # Other groups or capabilities than the worker's (``sg``, ``setpriv``, a dropped capability): run as
+            # itself — a command must have its caller's rights, no more, whichever command started the worker.
+            send(conn, {"ok": False, "why": "credentials"})
         else:
             send(conn, {"ok": True, "version": __version__, "pid": os.getpid()})
             return "request"
@@ -319,7 +324,8 @@ class Worker:
                 os.close(fd)
             return
         env = request.get("env")
-        self.note_home(state_home({str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}))
+        home = state_home({str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {})
+        self.note_home(str(Path(str(request.get("cwd") or "/"), home)))  # a relative MCPCLI_HOME: the caller's
         self.fork(conn, request, fds)
 
     def ensure_relay(self) -> None:
@@ -382,6 +388,21 @@ class Worker:
             "rss_kb": _rss_kb(),
             "relay": self.relay.describe() if self.relay is not None and self.relay.running() else None,
         }
+
+
+CREDENTIALS = ("Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:", "NoNewPrivs:")
+"""What of a process's rights (besides its uid, checked on every connection) a command run by the worker must share
+with its caller."""
+
+
+def _credentials(pid: int) -> list[str] | None:
+    """The ``CREDENTIALS`` lines of ``/proc/PID/status``; ``None`` where they cannot be read (then not compared:
+    a front end that has gone is turned away later, at its request)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return None
+    return [line for line in lines if line.startswith(CREDENTIALS)]
 
 
 def _home_of(request: dict[str, Any]) -> str | None:
