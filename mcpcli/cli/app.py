@@ -27,7 +27,7 @@ app = typer.Typer(
     help=(
         "Call MCP servers from a shell, and carry flows that need more than one round trip to the end.\n\n"
         "Try: mcpcli call provision --arg name=orders   (against the built-in demo server)\n\n"
-        "Server commands are served by a background worker, warm after the first (mcpcli worker status);"
+        "Server commands are served by a background worker, warm from the third of a run (mcpcli worker status);"
         " --no-worker anywhere on the line runs one in this process."
     ),
     no_args_is_help=True,
