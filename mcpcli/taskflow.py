@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
 
+from mcpcli.display import short_id
 from mcpcli.errors import ExitCode, McpcliError, NextStep, rpc_error
 from mcpcli.tasks import (
     LEGACY,
@@ -77,10 +78,10 @@ async def resume(flow: Flow) -> Outcome:
     now = flow.client.protocol_version if flow.client else None
     if now != state.generation:
         raise await flow._fail(
-            f"Task {state.id} runs under protocol {state.generation}; the server now speaks {now or '?'}, "
+            f"Task {short_id(state.id)} runs under protocol {state.generation}; the server now speaks {now or '?'}, "
             "which cannot poll it."
         )
-    flow.reporter.note(f"Task {state.id} was {state.status.replace('_', ' ')}; polling it again.")
+    flow.reporter.note(f"Task {short_id(state.id)} was {state.status.replace('_', ' ')}; polling it again.")
     return await _drive(flow, state, first=True)
 
 
@@ -251,9 +252,9 @@ async def _ended(flow: Flow, state: TaskState, detailed: DetailedTask) -> TaskEn
         why = str(error.get("message") or detailed.status_message or "no reason given")
         if _past_ttl(state):  # the spec lets a server mark a task failed once its ttl ran out: that is expiry
             return await _expired(flow, state, why)
-        message = f"Task {state.id} failed on the server: {why}"
+        message = f"Task {short_id(state.id)} failed on the server: {why}"
     else:
-        message = f"Task {state.id} was cancelled" + (
+        message = f"Task {short_id(state.id)} was cancelled" + (
             f": {detailed.status_message}" if detailed.status_message else "."
         )
     await flow.keeper.update(status="failed", error=message, task=state.dump(), last=True)
@@ -263,7 +264,7 @@ async def _ended(flow: Flow, state: TaskState, detailed: DetailedTask) -> TaskEn
 async def _expired(flow: Flow, state: TaskState, why: str) -> TaskEnded:
     state.observe("expired", why, state.ttl_ms, state.poll_ms, at=_now())
     ttl = f" (its ttl was {state.ttl_ms / 1000:g} s)" if state.ttl_ms is not None else ""
-    message = f"Task {state.id} expired on the server{ttl}; its result is lost. The server said: {why}"
+    message = f"Task {short_id(state.id)} expired on the server{ttl}; its result is lost. The server said: {why}"
     await flow.keeper.update(status="expired", error=message, task=state.dump(), last=True)
     return TaskEnded(message, title="Task expired", next_step=_look(flow))
 
@@ -289,10 +290,10 @@ def _say(flow: Flow, state: TaskState) -> None:
     """A status change, to the user: a reporter that shows tasks (the app's run screen) gets it as data."""
     shown = getattr(flow.reporter, "task_status", None)
     if shown is not None:
-        shown(state.id, state.status, state.message, flow.task_control)
+        shown(short_id(state.id), state.status, state.message, flow.task_control)
         return
     message = f": {state.message}" if state.message else ""
-    flow.reporter.note(f"task {state.id} {state.status.replace('_', ' ')}{message}")
+    flow.reporter.note(f"task {short_id(state.id)} {state.status.replace('_', ' ')}{message}")
 
 
 async def cancel(flow: Flow) -> Outcome:
@@ -309,8 +310,8 @@ async def cancel(flow: Flow) -> Outcome:
     except MCPError as exc:
         if exc.code == -32602:
             raise await _expired(flow, state, exc.message) from None
-        raise await flow._fail(f"The server refused to cancel task {state.id}: {exc.message}.") from None
+        raise await flow._fail(f"The server refused to cancel task {short_id(state.id)}: {exc.message}.") from None
     state.observe("cancelled", "cancelled at your request", state.ttl_ms, state.poll_ms, at=_now())
-    message = f"Task {state.id} was cancelled at your request."
+    message = f"Task {short_id(state.id)} was cancelled at your request."
     await flow.keeper.update(status="failed", error=message, task=state.dump(), last=True)
     return Outcome(result={}, session=flow.session, exit_code=ExitCode.OK, cancelled=True)

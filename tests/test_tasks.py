@@ -431,3 +431,56 @@ def test_a_task_moved_to_another_machine_in_a_bundle_is_finished_there(
     done = run_inprocess("resume", session_id, "--answer", "confirm=true")
     assert (done.code, done.out) == (0, "confirm=true\n"), done.err
     assert answers_received(state) == {only().task["id"]: {"confirm-1": 1}}
+
+
+# --- a hostile server's poll interval and task id ----------------------------------------------------------------------
+
+
+def _polled_at(state: Path) -> list[float]:
+    times: list[float] = json.loads(state.read_text()).get("got_at", [])
+    return times
+
+
+def _busiest_second(times: list[float]) -> int:
+    """The most ``tasks/get`` requests the server received within any one second."""
+    return max((sum(1 for t in times if start <= t < start + 1) for start in times), default=0)
+
+
+@pytest.mark.parametrize(("poll_ms", "most_a_second"), [(0, 10), (-5, 2)])
+def test_a_task_polled_at_an_interval_of_zero_or_less_is_polled_at_most_ten_times_a_second(
+    poll_ms: int, most_a_second: int, tmp_path: Path
+) -> None:
+    """pollIntervalMs 0 once made 4,256 tasks/get in 3 s: the interval is held at 100 ms or more (a negative one is
+    no suggestion: 1 s), and an unchanged task is polled less and less often."""
+    state = tmp_path / "server-state.json"
+    r = run_inprocess("call", "stuck", "-s", stdio(state, f"--poll-ms={poll_ms}"), "--timeout", "4")
+    assert r.code == 4 and "did not finish within 4 s" in r.err, r.err
+    times = _polled_at(state)
+    assert 2 <= len(times) <= 4 / 0.1, times  # one a poll; the floor alone would allow 40 in 4 s
+    assert _busiest_second(times) <= most_a_second, times
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert gaps[-1] > gaps[0], gaps  # backed off: the task never changes after its first poll
+
+
+def test_a_task_whose_interval_is_ten_to_the_twelve_ms_is_polled_again_within_the_five_second_cap(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "server-state.json"
+    started = time.monotonic()
+    r = run_inprocess("call", "slow_ok", "-a", "polls=0", "-s", stdio(state, f"--poll-ms={10**12}"), "--timeout", "60")
+    waited = time.monotonic() - started
+    assert (r.code, r.out) == (0, "slow_ok finished after 0 polls\n"), r.err
+    assert waited < 5 + 15, waited  # the 5 s cap, and a loaded machine's start-up
+    assert len(_polled_at(state)) == 1
+
+
+def test_a_ten_kilobyte_task_id_is_cut_in_status_lines_and_kept_whole_in_the_session(tmp_path: Path) -> None:
+    state = tmp_path / "server-state.json"
+    r = run_inprocess("call", "slow_ok", "-a", "polls=2", "-s", stdio(state, "--id-size=10240"))
+    assert r.code == 0, r.err
+    (task_id,) = json.loads(state.read_text())["tasks"]
+    assert len(task_id) == 10240
+    status = [line for line in r.err.splitlines() if line.startswith("task ")]
+    assert len(status) >= 3 and all(len(line) < 200 for line in status), status
+    assert "characters)" in status[0] and task_id not in r.err
+    assert only().task["id"] == task_id

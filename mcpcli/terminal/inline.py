@@ -18,7 +18,7 @@ from typing import Any, Literal, NamedTuple
 from rich.console import Console
 from rich.text import Text
 
-from mcpcli.display import safe, sanitize
+from mcpcli.display import safe, sanitize, short_id
 from mcpcli.errors import UserStopped
 from mcpcli.forms import FieldError, FieldSpec, coerce, constraint_hint, defaults, display_value
 
@@ -339,7 +339,7 @@ def confirm_command(term: Terminal, command: str, *, cwd: str | None = None) -> 
 def detach_or_cancel(term: Terminal, task_id: str) -> bool:
     """Ctrl-C while the call runs as a task on the server: True to cancel the task there, False to leave it
     running (the default: Enter, ``d``, Ctrl-D or a second Ctrl-C) for a later ``mcpcli resume``."""
-    term.console.print(Text(f"Task {sanitize(task_id)} is still running on the server.", style="bold"))
+    term.console.print(Text(f"Task {short_id(task_id)} is still running on the server.", style="bold"))
     try:
         answer = term.read_line("Detach (leave it running) or cancel it? [D/c] ").strip().lower()
     except (EOFError, KeyboardInterrupt):
