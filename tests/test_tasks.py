@@ -4,6 +4,7 @@ input answered by the usual sources and sent once, its id kept in the session â€
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -433,7 +434,7 @@ def test_a_task_moved_to_another_machine_in_a_bundle_is_finished_there(
     assert answers_received(state) == {only().task["id"]: {"confirm-1": 1}}
 
 
-# --- a hostile server's poll interval and task id ----------------------------------------------------------------------
+# --- a hostile server's poll interval and task id ---------------------------------------------------------------------
 
 
 def _polled_at(state: Path) -> list[float]:
@@ -458,7 +459,7 @@ def test_a_task_polled_at_an_interval_of_zero_or_less_is_polled_at_most_ten_time
     times = _polled_at(state)
     assert 2 <= len(times) <= 4 / 0.1, times  # one a poll; the floor alone would allow 40 in 4 s
     assert _busiest_second(times) <= most_a_second, times
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert gaps[-1] > gaps[0], gaps  # backed off: the task never changes after its first poll
 
 
@@ -484,3 +485,63 @@ def test_a_ten_kilobyte_task_id_is_cut_in_status_lines_and_kept_whole_in_the_ses
     assert len(status) >= 3 and all(len(line) < 200 for line in status), status
     assert "characters)" in status[0] and task_id not in r.err
     assert only().task["id"] == task_id
+
+
+# --- a task the server no longer has ---------------------------------------------------------------------------------
+
+
+def test_a_task_lost_with_its_stdio_server_is_started_over_on_resume_replaying_the_answers(tmp_path: Path) -> None:
+    """No --state: the server's tasks live in its process, which ends with each command (as a real stdio server's)."""
+    server = shlex.join([PY, str(TASK_SERVERS)])
+    asked = run_inprocess("call", "ask_twice", "-s", server, "--answer", "name=Ada", "--no-input")
+    assert asked.code == 3, asked.err
+    session = only()
+    r = run_inprocess("resume", session.id, "--answer", "region=eu")
+    assert (r.code, r.out) == (0, "Provisioned 'Ada' in eu.\n"), r.err
+    assert "expired" not in r.err
+    said = [line for line in r.err.splitlines() if "not found on the server" in line]
+    assert len(said) == 1 and "a stdio server's tasks end with its process" in said[0], r.err
+    assert "Starting the call over and replaying your answers" in said[0]
+    assert only().task["id"] != session.task["id"] and only().status == "done"
+
+
+def test_a_task_lost_with_a_killed_server_replays_an_acknowledged_answer_once_to_the_identical_question(
+    tmp_path: Path,
+) -> None:
+    """The server is killed between rounds and comes back without its tasks (a fresh state): the resume starts the
+    call over; the new task's identical question gets the answer the lost task had acknowledged, sent once."""
+    port = free_port()
+    server = HttpServer([PY, str(TASK_SERVERS), "--http", f"127.0.0.1:{port}"], port, tmp_path / "tasks.log")
+    first, second = tmp_path / "before.json", tmp_path / "after.json"
+    server.start(["--state", str(first)])
+    try:
+        asked = run_inprocess("call", "ask_twice", "-s", server.url, "--answer", "name=Ada", "--no-input")
+        assert asked.code == 3, asked.err
+        (lost,) = answers_received(first).values()
+        assert lost == {"name-1": 1}  # acknowledged by the task about to be lost
+        server.proc.kill()  # type: ignore[union-attr]
+        server.proc.wait()  # type: ignore[union-attr]
+        server.start(["--state", str(second)])
+        session = only()
+        r = run_inprocess("resume", session.id, "--answer", "region=eu")
+        assert (r.code, r.out) == (0, "Provisioned 'Ada' in eu.\n"), r.err
+        assert "not found on the server" in r.err and "expired" not in r.err
+        (now,) = answers_received(second).values()
+        assert now == {"name-1": 1, "region-2": 1}
+    finally:
+        server.stop()
+
+
+def test_a_task_lost_during_a_live_call_says_not_found_and_a_resume_starts_it_over(tmp_path: Path) -> None:
+    state = tmp_path / "server-state.json"
+    proc = spawn("call", "stuck", "-s", stdio(state, "--poll-ms=100"))
+    deadline = time.monotonic() + 60
+    while not (state.exists() and json.loads(state.read_text() or "{}").get("gets")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    state.write_text("")  # the server forgets its tasks (as one restarted would)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4, err
+    assert "Task not found:" in err and "no longer has it" in err and "expired" not in err, err
+    assert "mcpcli resume" in err
+    assert only().status == "waiting"
