@@ -14,6 +14,7 @@ task's life, so a key answered once is never answered again; an unknown task is 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -288,3 +289,22 @@ def next_delay(state: TaskState, previous: float | None, changed: bool) -> float
     if changed or previous is None:
         return base
     return max(base, min(previous * POLL_GROWTH, POLL_CAP))
+
+
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+"""The ``_meta`` key by which a 2025-11-25 server ties a back-channel question to its task (its id)."""
+
+
+def same_question(stored: Any, asked: Mapping[str, Any]) -> bool:
+    """Whether a stored request is the question asked now: identical, but for the task it is asked for — a task
+    started over (its first was lost with the server) asks the same question under a new task id."""
+
+    def untied(wire: Any) -> Any:
+        meta = wire.get("params", {}).get("_meta") if isinstance(wire, Mapping) else None
+        if not isinstance(meta, Mapping) or RELATED_TASK not in meta:
+            return wire
+        rest = {k: v for k, v in meta.items() if k != RELATED_TASK}
+        params = {k: v for k, v in wire["params"].items() if k != "_meta"} | ({"_meta": rest} if rest else {})
+        return {**wire, "params": params}
+
+    return bool(stored == asked or untied(stored) == untied(asked))

@@ -545,3 +545,15 @@ def test_a_task_lost_during_a_live_call_says_not_found_and_a_resume_starts_it_ov
     assert "Task not found:" in err and "no longer has it" in err and "expired" not in err, err
     assert "mcpcli resume" in err
     assert only().status == "waiting"
+
+
+def test_a_lost_2025_task_is_started_over_and_its_answered_question_replayed_under_the_new_task_id() -> None:
+    """2025-11-25: the questions come over the back-channel tied to their task (``_meta`` related-task); the new
+    task's identical question, under its new id, takes the answer given to the lost one."""
+    server = shlex.join([PY, str(TASK_SERVERS), "--gen", "2025"])
+    asked = run_inprocess("call", "ask_twice", "-s", server, "--answer", "name=Ada", "--no-input")
+    assert asked.code == 3, asked.err
+    session = only()
+    r = run_inprocess("resume", session.id, "--answer", "region=eu")  # name is not given again: replayed
+    assert (r.code, r.out) == (0, "Provisioned 'Ada' in eu.\n"), r.err
+    assert "not found on the server" in r.err and "expired" not in r.err
