@@ -139,3 +139,13 @@ def test_batch_stops_its_stdio_server_while_it_starts(signum: int, code: int, sa
     exit_code, _out, err = _stop(proc, signum, marker)
     assert exit_code == code, err
     assert said in err
+
+
+def test_the_completion_cache_refresh_stops_its_stdio_server_on_sigterm(tmp_path: Path) -> None:
+    """The background ``_refresh-cache`` (started by shell completion) lists a server too: a shutdown's SIGTERM
+    must not leave the server it started behind."""
+    server, marker, started = _starting_server(tmp_path)
+    proc = spawn("_refresh-cache", server)
+    _wait_for(started, proc)
+    exit_code, _out, _err = _stop(proc, signal.SIGTERM, marker)
+    assert exit_code == 1  # its failures go to the log only: nobody reads its output

@@ -20,7 +20,7 @@ def refresh(given: str | None) -> int:
     try:
         rt = Runtime(Globals(server=given))
         target = rt.target()
-        with StopSignals():  # SIGTERM or SIGHUP (a logout's hang-up) stop a stdio server it started, too
+        with StopSignals():  # SIGTERM (a shutdown, a supervisor) stops a stdio server it started, too
             run_async(lambda: _refresh(rt, target))
     except BaseException as exc:  # boundary: nobody reads this process's output; the log says what went wrong
         import logging
