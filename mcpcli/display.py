@@ -102,6 +102,18 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+ID_SHOWN = 64
+"""Characters of a server's identifier (a task id) shown in a status line before it is cut: real ids are 16 to 36."""
+
+
+def short_id(text: str, limit: int = ID_SHOWN) -> str:
+    """A server's identifier for a status line: sanitized and, past ``limit`` characters, cut with how many more
+    there are (a server may send a 10 KB task id in every poll; ``--json`` and ``sessions show`` keep it whole)."""
+    shown = sanitize(text)
+    rest = len(shown) - limit
+    return shown if rest <= 0 else f"{shown[:limit]}…(+{rest:,} characters)"
+
+
 def some_of(items: Sequence[str], shown: int) -> str:
     """``a, b, c and 7 more``: the first ``shown`` of ``items`` and how many others (a server may send thousands)."""
     rest = len(items) - shown

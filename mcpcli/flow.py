@@ -30,7 +30,7 @@ from mcpcli.connection import roots_asked_again
 from mcpcli.display import some_of
 from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, UsageError, invalid_shape, rpc_error
 from mcpcli.keeper import Keeper
-from mcpcli.tasks import CreateTaskResult, TaskControl
+from mcpcli.tasks import CreateTaskResult, TaskControl, same_question
 
 if TYPE_CHECKING:
     from mcpcli.auth import Credentials
@@ -600,7 +600,7 @@ class Flow:
         for record, lost in reversed(await self.keeper.rounds()):
             if record.attempt >= self._attempt or record.answers is None or question.key in lost:
                 continue
-            if record.requests.get(question.key) == question.wire and question.key in record.answers:
+            if same_question(record.requests.get(question.key), question.wire) and question.key in record.answers:
                 responses = _typed_responses({question.key: record.answers[question.key]})
                 return responses[question.key]
         return None

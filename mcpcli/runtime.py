@@ -6,6 +6,7 @@ No Typer here and nothing heavy at import: ``cli.py`` parses, this builds.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Coroutine, Mapping
@@ -283,3 +284,86 @@ def run_async(fn: Callable[[], Coroutine[Any, Any, int | None]]) -> int | None:
     import anyio
 
     return anyio.run(fn)
+
+
+# --- stopping a server command -----------------------------------------------------------------------------------
+
+
+class StopSignals:
+    """SIGTERM and SIGHUP stop a server command the way Ctrl-C does: the running coroutine is cancelled, so a flow's
+    session is put back to waiting under its lease and a stdio server child is shut down (never left to init); the
+    exit code is 128 + the signal's number (143, 129), as shells report a signal, and 130 for Ctrl-C."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        import signal
+
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                self._old[signum] = signal.signal(signum, self._forward)
+            except (ValueError, OSError):  # not the main thread, or no such signal here
+                continue
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        import signal
+
+        for signum, old in self._old.items():
+            signal.signal(signum, old)
+
+    def _forward(self, signum: int, frame: Any) -> None:
+        import signal
+
+        self.signum = signum
+        # Whatever handles Ctrl-C right now (asyncio's runner cancels the main task; outside it, KeyboardInterrupt).
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    def what(self) -> str:
+        import signal
+
+        names = {int(signal.SIGTERM): "Terminated (SIGTERM)", int(signal.SIGHUP): "Hung up (SIGHUP)"}
+        return names.get(self.signum or 0, "Interrupted")
+
+    def exit_code(self) -> int:
+        return 128 + self.signum if self.signum else int(ExitCode.INTERRUPTED)
+
+
+def until_stopped(rt: Runtime, run: Callable[[], int], stopped: Callable[[StopSignals], int] | None = None) -> int:
+    """The one way every server command runs: ``run()`` under the stop signals, the runtime closed after it.
+    Ctrl-C, SIGTERM or SIGHUP — even raised inside a task group, which wraps what its body raised — is ``stopped``'s
+    to say and to end with its exit code (by default: one line, or the error document with ``--json``)."""
+    stops = StopSignals()
+    try:
+        with stops:
+            return run()
+    except BaseException as exc:
+        single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(single, KeyboardInterrupt):
+            return (stopped or functools.partial(said_stopped, rt))(stops)
+        if single is not exc:
+            raise single from None
+        raise
+    finally:
+        rt.close()
+
+
+def said_stopped(rt: Runtime, stops: StopSignals) -> int:
+    """A command with nothing to keep was stopped: say by what (``--json``: also as the error document)."""
+    stop = Interrupted(f"{stops.what()}.")
+    stop.exit_code = stops.exit_code()  # type: ignore[assignment]
+    rt.out.stop_progress()
+    if rt.json:
+        from mcpcli.display import json_text
+        from mcpcli.errors import error_document
+
+        sys.stdout.write(json_text(error_document(stop)) + "\n")
+        sys.stdout.flush()
+    sys.stderr.write(f"\n{stop.message}\n")
+    return stops.exit_code()

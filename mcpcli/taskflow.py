@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
 
+from mcpcli.display import short_id
 from mcpcli.errors import ExitCode, McpcliError, NextStep, rpc_error
 from mcpcli.tasks import (
     LEGACY,
@@ -45,6 +46,22 @@ class TaskEnded(McpcliError):
     default_title = "Task ended"
 
 
+class TaskGone(Exception):
+    """The server answers that it has no such task, and its ttl has not run out: it lost it (a stdio server's tasks
+    end with its process; a restarted server forgets its tasks). Not an error of its own: a resume starts the call
+    over, a live call says so (``start``)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+    def said(self, state: TaskState) -> str:
+        return (
+            f"Task {short_id(state.id)} is not found on the server, which no longer has it (a stdio server's tasks"
+            f" end with its process). The server said: {self.why}."
+        )
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -62,7 +79,12 @@ async def start(flow: Flow, created: CreateTaskResult) -> Outcome:
     if flow.detach:
         await flow.keeper.update(status="waiting", task=state.dump())
         return Outcome(result={}, session=flow.session, exit_code=ExitCode.OK, detached=True)
-    return await _drive(flow, state)
+    try:
+        return await _drive(flow, state)
+    except TaskGone as gone:  # lost under this very run: kept waiting, so that a resume starts the call over
+        message = f"{gone.said(state)} mcpcli resume starts the call over, replaying your answers."
+        await flow.keeper.update(status="waiting", error=message, task=state.dump())
+        raise TaskEnded(message, title="Task not found", next_step=flow._next_step()) from None
 
 
 async def resume(flow: Flow) -> Outcome:
@@ -77,11 +99,27 @@ async def resume(flow: Flow) -> Outcome:
     now = flow.client.protocol_version if flow.client else None
     if now != state.generation:
         raise await flow._fail(
-            f"Task {state.id} runs under protocol {state.generation}; the server now speaks {now or '?'}, "
+            f"Task {short_id(state.id)} runs under protocol {state.generation}; the server now speaks {now or '?'}, "
             "which cannot poll it."
         )
-    flow.reporter.note(f"Task {state.id} was {state.status.replace('_', ' ')}; polling it again.")
-    return await _drive(flow, state, first=True)
+    flow.reporter.note(f"Task {short_id(state.id)} was {state.status.replace('_', ' ')}; polling it again.")
+    try:
+        return await _drive(flow, state, first=True)
+    except TaskGone as gone:
+        return await _start_over(flow, state, gone)
+
+
+async def _start_over(flow: Flow, state: TaskState, gone: TaskGone) -> Outcome:
+    """The server no longer has the session's task (a stdio server's tasks end with its process): call again, as
+    for a stale ``request_state`` — a new attempt, so the stored answers are replayed, each only to the new task's
+    identical question (same key, same request)."""
+    flow.reporter.note(f"{gone.said(state)} Starting the call over and replaying your answers.")
+    found = await flow.keeper.last_round()
+    flow._attempt = max(flow._attempt, found[0].attempt if found else 1) + 1
+    flow.as_task = state.generation == LEGACY  # a 2025-11-25 task tool is called as a task again
+    assert flow.session is not None
+    flow._event("restart", session=flow.session.id, attempt=flow._attempt)
+    return await flow._loop()
 
 
 async def _drive(flow: Flow, state: TaskState, *, first: bool = False) -> Outcome:
@@ -168,8 +206,8 @@ async def _poll(flow: Flow, state: TaskState) -> DetailedTask:
     except TimeoutError:
         raise await flow._timeout() from None
     except MCPError as exc:
-        if exc.code == -32602:  # an unknown task: the server discarded it (its ttl ran out) or never had it
-            raise await _expired(flow, state, exc.message) from None
+        if exc.code == -32602:  # an unknown task: its ttl ran out, or the server no longer has it (restarted)
+            raise await _unknown(flow, state, exc.message) from None
         raise await flow._fail(
             rpc_error(exc.code, exc.message, "The server answered tasks/get with an error")
         ) from None
@@ -200,7 +238,7 @@ async def _deliver(flow: Flow, state: TaskState, outstanding: dict[str, dict[str
         await update_task(flow.client, state.id, for_server({key: answers[key] for key in outstanding}))
     except MCPError as exc:
         if exc.code == -32602:
-            raise await _expired(flow, state, exc.message) from None
+            raise await _unknown(flow, state, exc.message) from None
         raise await flow._fail(f"The server refused the answers (tasks/update): {exc.message}.") from None
     flow.keeper.fault("after_send")  # test-only: acknowledged, not yet remembered as such
     state.delivered = (*state.delivered, *outstanding)
@@ -234,7 +272,7 @@ async def _result_2025(flow: Flow, state: TaskState) -> Outcome:
             raise refused
     if failure is not None:
         if failure.code == -32602 and "cancel" not in failure.message.lower():
-            raise await _expired(flow, state, failure.message)
+            raise await _unknown(flow, state, failure.message)
         if failure.code == REQUEST_TIMEOUT:
             raise await flow._timeout()
         status = "cancelled" if "cancel" in failure.message.lower() else "failed"
@@ -251,19 +289,26 @@ async def _ended(flow: Flow, state: TaskState, detailed: DetailedTask) -> TaskEn
         why = str(error.get("message") or detailed.status_message or "no reason given")
         if _past_ttl(state):  # the spec lets a server mark a task failed once its ttl ran out: that is expiry
             return await _expired(flow, state, why)
-        message = f"Task {state.id} failed on the server: {why}"
+        message = f"Task {short_id(state.id)} failed on the server: {why}"
     else:
-        message = f"Task {state.id} was cancelled" + (
+        message = f"Task {short_id(state.id)} was cancelled" + (
             f": {detailed.status_message}" if detailed.status_message else "."
         )
     await flow.keeper.update(status="failed", error=message, task=state.dump(), last=True)
     return TaskEnded(message, next_step=_look(flow))
 
 
+async def _unknown(flow: Flow, state: TaskState, why: str) -> TaskEnded | TaskGone:
+    """The server does not know the task (-32602): expired when it says so or its ttl ran out, else lost."""
+    if "expire" in why.lower() or _past_ttl(state):
+        return await _expired(flow, state, why)
+    return TaskGone(why)
+
+
 async def _expired(flow: Flow, state: TaskState, why: str) -> TaskEnded:
     state.observe("expired", why, state.ttl_ms, state.poll_ms, at=_now())
     ttl = f" (its ttl was {state.ttl_ms / 1000:g} s)" if state.ttl_ms is not None else ""
-    message = f"Task {state.id} expired on the server{ttl}; its result is lost. The server said: {why}"
+    message = f"Task {short_id(state.id)} expired on the server{ttl}; its result is lost. The server said: {why}"
     await flow.keeper.update(status="expired", error=message, task=state.dump(), last=True)
     return TaskEnded(message, title="Task expired", next_step=_look(flow))
 
@@ -289,10 +334,10 @@ def _say(flow: Flow, state: TaskState) -> None:
     """A status change, to the user: a reporter that shows tasks (the app's run screen) gets it as data."""
     shown = getattr(flow.reporter, "task_status", None)
     if shown is not None:
-        shown(state.id, state.status, state.message, flow.task_control)
+        shown(short_id(state.id), state.status, state.message, flow.task_control)
         return
     message = f": {state.message}" if state.message else ""
-    flow.reporter.note(f"task {state.id} {state.status.replace('_', ' ')}{message}")
+    flow.reporter.note(f"task {short_id(state.id)} {state.status.replace('_', ' ')}{message}")
 
 
 async def cancel(flow: Flow) -> Outcome:
@@ -308,9 +353,14 @@ async def cancel(flow: Flow) -> Outcome:
         await cancel_task(flow.client, state.id)
     except MCPError as exc:
         if exc.code == -32602:
-            raise await _expired(flow, state, exc.message) from None
-        raise await flow._fail(f"The server refused to cancel task {state.id}: {exc.message}.") from None
+            unknown = await _unknown(flow, state, exc.message)
+            if isinstance(unknown, TaskGone):  # nothing left to cancel: the session ends here, saying why
+                message = f"{unknown.said(state)} Nothing is left to cancel."
+                await flow.keeper.update(status="failed", error=message, task=state.dump(), last=True)
+                raise TaskEnded(message, title="Task not found", next_step=_look(flow)) from None
+            raise unknown from None
+        raise await flow._fail(f"The server refused to cancel task {short_id(state.id)}: {exc.message}.") from None
     state.observe("cancelled", "cancelled at your request", state.ttl_ms, state.poll_ms, at=_now())
-    message = f"Task {state.id} was cancelled at your request."
+    message = f"Task {short_id(state.id)} was cancelled at your request."
     await flow.keeper.update(status="failed", error=message, task=state.dump(), last=True)
     return Outcome(result={}, session=flow.session, exit_code=ExitCode.OK, cancelled=True)

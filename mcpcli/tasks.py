@@ -14,6 +14,7 @@ task's life, so a key answered once is never answered again; an unknown task is 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -46,9 +47,12 @@ TaskStatus = Literal["working", "input_required", "completed", "failed", "cancel
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 DEFAULT_POLL = 1.0
-"""Seconds between polls when the server suggests none."""
+"""Seconds between polls when the server suggests none (or a negative interval)."""
+POLL_FLOOR = 0.1
+"""The shortest wait between polls, whatever the server suggests (``pollIntervalMs: 0`` would be a busy loop)."""
 POLL_CAP = 5.0
-"""Back-off: an unchanged task is polled less and less often, up to this (or the server's own interval, if longer)."""
+"""The longest: an unchanged task is polled less and less often, up to this — a server's longer interval (even
+10^12 ms) too, so a task that ended is seen within it."""
 POLL_GROWTH = 1.5
 
 
@@ -248,8 +252,10 @@ class TaskState:
         return changed
 
     def interval(self) -> float:
-        """The server's suggested poll interval, in seconds."""
-        return self.poll_ms / 1000 if self.poll_ms is not None and self.poll_ms >= 0 else DEFAULT_POLL
+        """The server's suggested poll interval, in seconds, within ``POLL_FLOOR`` and ``POLL_CAP``."""
+        if self.poll_ms is None or self.poll_ms < 0:
+            return DEFAULT_POLL
+        return min(max(self.poll_ms / 1000, POLL_FLOOR), POLL_CAP)
 
 
 @dataclass
@@ -277,9 +283,28 @@ class TaskControl:
 
 
 def next_delay(state: TaskState, previous: float | None, changed: bool) -> float:
-    """How long to wait before the next poll: the server's interval after a change, then growing (never faster
-    than the server asks)."""
+    """How long to wait before the next poll: the server's interval (clamped) after a change, then growing while
+    nothing changes, up to ``POLL_CAP`` (never faster than the server asks)."""
     base = state.interval()
     if changed or previous is None:
         return base
-    return max(base, min(previous * POLL_GROWTH, max(POLL_CAP, base)))
+    return max(base, min(previous * POLL_GROWTH, POLL_CAP))
+
+
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+"""The ``_meta`` key by which a 2025-11-25 server ties a back-channel question to its task (its id)."""
+
+
+def same_question(stored: Any, asked: Mapping[str, Any]) -> bool:
+    """Whether a stored request is the question asked now: identical, but for the task it is asked for — a task
+    started over (its first was lost with the server) asks the same question under a new task id."""
+
+    def untied(wire: Any) -> Any:
+        meta = wire.get("params", {}).get("_meta") if isinstance(wire, Mapping) else None
+        if not isinstance(meta, Mapping) or RELATED_TASK not in meta:
+            return wire
+        rest = {k: v for k, v in meta.items() if k != RELATED_TASK}
+        params = {k: v for k, v in wire["params"].items() if k != "_meta"} | ({"_meta": rest} if rest else {})
+        return {**wire, "params": params}
+
+    return bool(stored == asked or untied(stored) == untied(asked))

@@ -157,11 +157,13 @@ class TasksExtension(Extension):
 
     identifier = TASKS
 
-    def __init__(self, state: State, poll_ms: int = POLL_MS, *, fixed_ids: bool = False) -> None:
+    def __init__(self, state: State, poll_ms: int = POLL_MS, *, fixed_ids: bool = False, id_size: int = 0) -> None:
         self.state = state
         self.poll_ms = poll_ms
         self.fixed_ids = fixed_ids
         """``task-0001``, ``task-0002``…: for screenshots; random (unguessable, as the spec asks) otherwise."""
+        self.id_size = id_size
+        """Task ids padded to this many characters (a hostile server's 10 KB id); 0: as they come."""
 
     def methods(self) -> list[MethodBinding]:
         return [
@@ -211,6 +213,7 @@ class TasksExtension(Extension):
                 return {"resultType": "input_required", "inputRequests": {"go": request}, "requestState": "s1"}
             answers["go"] = json.dumps((given.model_dump(by_alias=True).get("content") or {}).get("go"))
         task_id = secrets.token_hex(8)
+        task_id += "x" * (self.id_size - len(task_id))
         if self.fixed_ids:
             with self.state.change() as data:
                 task_id = f"task-{len(data['tasks']) + 1:04d}"
@@ -241,6 +244,7 @@ class TasksExtension(Extension):
         self._require(ctx)
         with self.state.change() as data:
             data["gets"] = data.get("gets", 0) + 1
+            data.setdefault("got_at", []).append(time.time())  # when each tasks/get came (a test counts the rate)
             entry = self._entry(data, params.task_id)
             task = entry["task"]
             if task["status"] == "working":
@@ -317,8 +321,9 @@ class TasksExtension(Extension):
         return {"resultType": "complete"}
 
 
-def tasks_2026(state: Path | None, poll_ms: int = POLL_MS, *, fixed_ids: bool = False) -> MCPServer:
-    server = MCPServer("tasks-2026", extensions=[TasksExtension(State(state), poll_ms, fixed_ids=fixed_ids)])
+def tasks_2026(state: Path | None, poll_ms: int = POLL_MS, *, fixed_ids: bool = False, id_size: int = 0) -> MCPServer:
+    extension = TasksExtension(State(state), poll_ms, fixed_ids=fixed_ids, id_size=id_size)
+    server = MCPServer("tasks-2026", extensions=[extension])
 
     # The tools are listed (with their schemas) like any; their calls never reach these bodies: the extension's
     # interceptor answers them with a task.
@@ -518,13 +523,14 @@ def main() -> None:
     parser.add_argument("--http")
     parser.add_argument("--poll-ms", type=int, default=POLL_MS, help="the pollIntervalMs tasks suggest")
     parser.add_argument("--fixed-ids", action="store_true", help="task-0001, task-0002… (for screenshots)")
+    parser.add_argument("--id-size", type=int, default=0, help="task ids padded to N characters (hostile)")
     args = parser.parse_args()
     if args.gen == "2025":
         tasks_2025(args.state, args.poll_ms)
         return
     from servers import serve
 
-    serve(tasks_2026(args.state, args.poll_ms, fixed_ids=args.fixed_ids), args.http)
+    serve(tasks_2026(args.state, args.poll_ms, fixed_ids=args.fixed_ids, id_size=args.id_size), args.http)
 
 
 if __name__ == "__main__":

@@ -230,6 +230,25 @@ def test_the_ts_servers_task_tool_runs_as_a_2025_task_and_its_question_is_answer
     assert asked.code == 0 and 'After receiving clarification ("technical")' in asked.out, asked.err
 
 
+def test_the_ts_servers_task_lost_with_its_stdio_process_is_started_over_on_resume(
+    process: Any, everything: str
+) -> None:
+    """The exit-3 hint says to resume with --answer; the task died with the server process, so the resume calls
+    again (not "expired": its ttl had not passed) and the new task's question takes the answer."""
+    asked = process(
+        "call", "simulate-research-query", "-a", "topic=y", "-a", "ambiguous=true", "-s", everything,
+        "--no-input", "--json",
+    )  # fmt: skip
+    assert asked.code == 3, asked.err
+    session_id = json.loads(asked.out)["session_id"]
+    assert f"mcpcli resume {session_id} --answer" in asked.err
+    r = process("resume", session_id, "--answer", "interpretation=technical")
+    assert r.code == 0 and 'After receiving clarification ("technical")' in r.out, r.err
+    assert "expired" not in r.err
+    said = [line for line in r.err.splitlines() if "not found on the server" in line]
+    assert len(said) == 1 and "Starting the call over" in said[0], r.err
+
+
 def test_the_ts_servers_task_tool_runs_as_a_2025_task_over_streamable_http(
     process: Any, everything: str, tmp_path: Path
 ) -> None:

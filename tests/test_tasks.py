@@ -4,6 +4,7 @@ input answered by the usual sources and sent once, its id kept in the session â€
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -431,3 +432,128 @@ def test_a_task_moved_to_another_machine_in_a_bundle_is_finished_there(
     done = run_inprocess("resume", session_id, "--answer", "confirm=true")
     assert (done.code, done.out) == (0, "confirm=true\n"), done.err
     assert answers_received(state) == {only().task["id"]: {"confirm-1": 1}}
+
+
+# --- a hostile server's poll interval and task id ---------------------------------------------------------------------
+
+
+def _polled_at(state: Path) -> list[float]:
+    times: list[float] = json.loads(state.read_text()).get("got_at", [])
+    return times
+
+
+def _busiest_second(times: list[float]) -> int:
+    """The most ``tasks/get`` requests the server received within any one second."""
+    return max((sum(1 for t in times if start <= t < start + 1) for start in times), default=0)
+
+
+@pytest.mark.parametrize(("poll_ms", "most_a_second"), [(0, 10), (-5, 2)])
+def test_a_task_polled_at_an_interval_of_zero_or_less_is_polled_at_most_ten_times_a_second(
+    poll_ms: int, most_a_second: int, tmp_path: Path
+) -> None:
+    """pollIntervalMs 0 once made 4,256 tasks/get in 3 s: the interval is held at 100 ms or more (a negative one is
+    no suggestion: 1 s), and an unchanged task is polled less and less often."""
+    state = tmp_path / "server-state.json"
+    r = run_inprocess("call", "stuck", "-s", stdio(state, f"--poll-ms={poll_ms}"), "--timeout", "4")
+    assert r.code == 4 and "did not finish within 4 s" in r.err, r.err
+    times = _polled_at(state)
+    assert 2 <= len(times) <= 4 / 0.1, times  # one a poll; the floor alone would allow 40 in 4 s
+    assert _busiest_second(times) <= most_a_second, times
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert gaps[-1] > gaps[0], gaps  # backed off: the task never changes after its first poll
+
+
+def test_a_task_whose_interval_is_ten_to_the_twelve_ms_is_polled_again_within_the_five_second_cap(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "server-state.json"
+    started = time.monotonic()
+    r = run_inprocess("call", "slow_ok", "-a", "polls=0", "-s", stdio(state, f"--poll-ms={10**12}"), "--timeout", "60")
+    waited = time.monotonic() - started
+    assert (r.code, r.out) == (0, "slow_ok finished after 0 polls\n"), r.err
+    assert waited < 5 + 15, waited  # the 5 s cap, and a loaded machine's start-up
+    assert len(_polled_at(state)) == 1
+
+
+def test_a_ten_kilobyte_task_id_is_cut_in_status_lines_and_kept_whole_in_the_session(tmp_path: Path) -> None:
+    state = tmp_path / "server-state.json"
+    r = run_inprocess("call", "slow_ok", "-a", "polls=2", "-s", stdio(state, "--id-size=10240"))
+    assert r.code == 0, r.err
+    (task_id,) = json.loads(state.read_text())["tasks"]
+    assert len(task_id) == 10240
+    status = [line for line in r.err.splitlines() if line.startswith("task ")]
+    assert len(status) >= 3 and all(len(line) < 200 for line in status), status
+    assert "characters)" in status[0] and task_id not in r.err
+    assert only().task["id"] == task_id
+
+
+# --- a task the server no longer has ---------------------------------------------------------------------------------
+
+
+def test_a_task_lost_with_its_stdio_server_is_started_over_on_resume_replaying_the_answers(tmp_path: Path) -> None:
+    """No --state: the server's tasks live in its process, which ends with each command (as a real stdio server's)."""
+    server = shlex.join([PY, str(TASK_SERVERS)])
+    asked = run_inprocess("call", "ask_twice", "-s", server, "--answer", "name=Ada", "--no-input")
+    assert asked.code == 3, asked.err
+    session = only()
+    r = run_inprocess("resume", session.id, "--answer", "region=eu")
+    assert (r.code, r.out) == (0, "Provisioned 'Ada' in eu.\n"), r.err
+    assert "expired" not in r.err
+    said = [line for line in r.err.splitlines() if "not found on the server" in line]
+    assert len(said) == 1 and "a stdio server's tasks end with its process" in said[0], r.err
+    assert "Starting the call over and replaying your answers" in said[0]
+    assert only().task["id"] != session.task["id"] and only().status == "done"
+
+
+def test_a_task_lost_with_a_killed_server_replays_an_acknowledged_answer_once_to_the_identical_question(
+    tmp_path: Path,
+) -> None:
+    """The server is killed between rounds and comes back without its tasks (a fresh state): the resume starts the
+    call over; the new task's identical question gets the answer the lost task had acknowledged, sent once."""
+    port = free_port()
+    server = HttpServer([PY, str(TASK_SERVERS), "--http", f"127.0.0.1:{port}"], port, tmp_path / "tasks.log")
+    first, second = tmp_path / "before.json", tmp_path / "after.json"
+    server.start(["--state", str(first)])
+    try:
+        asked = run_inprocess("call", "ask_twice", "-s", server.url, "--answer", "name=Ada", "--no-input")
+        assert asked.code == 3, asked.err
+        (lost,) = answers_received(first).values()
+        assert lost == {"name-1": 1}  # acknowledged by the task about to be lost
+        server.proc.kill()  # type: ignore[union-attr]
+        server.proc.wait()  # type: ignore[union-attr]
+        server.start(["--state", str(second)])
+        session = only()
+        r = run_inprocess("resume", session.id, "--answer", "region=eu")
+        assert (r.code, r.out) == (0, "Provisioned 'Ada' in eu.\n"), r.err
+        assert "not found on the server" in r.err and "expired" not in r.err
+        (now,) = answers_received(second).values()
+        assert now == {"name-1": 1, "region-2": 1}
+    finally:
+        server.stop()
+
+
+def test_a_task_lost_during_a_live_call_says_not_found_and_a_resume_starts_it_over(tmp_path: Path) -> None:
+    state = tmp_path / "server-state.json"
+    proc = spawn("call", "stuck", "-s", stdio(state, "--poll-ms=100"))
+    deadline = time.monotonic() + 60
+    while not (state.exists() and json.loads(state.read_text() or "{}").get("gets")):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    state.write_text("")  # the server forgets its tasks (as one restarted would)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4, err
+    assert "Task not found:" in err and "no longer has it" in err and "expired" not in err, err
+    assert "mcpcli resume" in err
+    assert only().status == "waiting"
+
+
+def test_a_lost_2025_task_is_started_over_and_its_answered_question_replayed_under_the_new_task_id() -> None:
+    """2025-11-25: the questions come over the back-channel tied to their task (``_meta`` related-task); the new
+    task's identical question, under its new id, takes the answer given to the lost one."""
+    server = shlex.join([PY, str(TASK_SERVERS), "--gen", "2025"])
+    asked = run_inprocess("call", "ask_twice", "-s", server, "--answer", "name=Ada", "--no-input")
+    assert asked.code == 3, asked.err
+    session = only()
+    r = run_inprocess("resume", session.id, "--answer", "region=eu")  # name is not given again: replayed
+    assert (r.code, r.out) == (0, "Provisioned 'Ada' in eu.\n"), r.err
+    assert "not found on the server" in r.err and "expired" not in r.err

@@ -11,11 +11,13 @@ Every step waits for the prompt it answers (``expect``), never for a time.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -190,6 +192,41 @@ def test_ctrl_c_at_the_prompt_exits_130_and_keeps_the_session(terms) -> None:
     assert session["status"] == "waiting"
     resumed = run_process("resume", str(session["id"]), "--answer", "region=eu-west-1")
     assert (resumed.code, resumed.out) == (0, "Provisioned 'orders' in eu-west-1.\n"), resumed.err
+
+
+def _writer_of(marker: str) -> int:
+    """The pid of the process running the flow (mcpcli cold, the worker's child warm): the parent of the stdio
+    server that has ``marker`` as one of its arguments (mcpcli's own ``-s`` holds it inside a longer one)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes().split(b"\0"):
+                    return int((entry / "stat").read_text().rsplit(")", 1)[-1].split()[1])
+        time.sleep(0.05)
+    raise AssertionError("the stdio server never started")
+
+
+def test_ctrl_c_while_a_forms_header_prints_counts_at_once(terms, tmp_path: Path) -> None:
+    """Ctrl-C after the form's header started printing, before its first read: the run stops there (exit 130, the
+    session kept), instead of the Ctrl-C waiting for the whole form to be answered. The terminal is paused (XOFF)
+    so that the flow is caught in the header's write; the line discipline resumes output on Ctrl-C."""
+    record = tmp_path / "legs.jsonl"
+    term = terms("-s", stdio_server("recorder", "--record", str(record)), "call", "two_rounds", "-a", "item=x")
+    term.child.send("\x13")  # XOFF: whatever mcpcli writes to the terminal now waits
+    flow = _writer_of(str(record))
+    deadline = time.monotonic() + 60
+    while not (record.exists() and record.read_text().strip()):  # the server was called, and asks
+        assert time.monotonic() < deadline, term.seen
+        time.sleep(0.05)
+    while Path(f"/proc/{flow}/syscall").read_text().split()[:2] != ["1", "0x2"]:  # blocked writing to stderr
+        assert time.monotonic() < deadline, term.seen
+        time.sleep(0.05)
+    term.child.sendintr()
+    assert term.finish() == 130, term.seen
+    assert "Interrupted; session" in term.seen
+    assert "Record it?" not in term.seen.split("^C", 1)[-1].split("Interrupted", 1)[-1]
+    assert only_session()["status"] == "waiting"
 
 
 @pytest.mark.parametrize("key", ["ctrl-c", "ctrl-d"])

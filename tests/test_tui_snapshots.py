@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Button, OptionList
-from tuikit import SIZE, finished, make_app, pick, rounds_server, screen_of, until
+from tuikit import SIZE, finished, make_app, mounted, pick, rounds_server, screen_of, settled, until
 
 from mcpcli.commands.jobs import CallJob
 from mcpcli.config import Paths
@@ -48,6 +48,7 @@ def test_a_filled_form_with_an_error_shown(snap_compare: Any) -> None:
         await screen_of(pilot, RoundScreen)
         await pilot.press(*"Data team", "tab", *"data@example", "tab", *"https://data.example.com", "tab")
         await pilot.press(*"2026-12-01", "tab", *"2026-12-01T09:30", "tab", "ctrl+u", *"51")
+        await settled(pilot)
 
     assert snap_compare(onboard(), terminal_size=SIZE, run_before=run_before)
 
@@ -55,8 +56,9 @@ def test_a_filled_form_with_an_error_shown(snap_compare: Any) -> None:
 def test_the_secret_field_is_masked_with_a_warning(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await screen_of(pilot, RoundScreen)
-        screen.query_one("#req0-f13-input").focus()
+        (await mounted(pilot, screen, "#req0-f13-input")).focus()
         await pilot.press(*"hunter2hunter2")
+        await settled(pilot)  # scrolled down to the field: on a loaded machine, over many frames
 
     assert snap_compare(onboard(), terminal_size=SIZE, run_before=run_before)
 
@@ -66,7 +68,8 @@ def test_the_form_without_colour_marks_what_is_picked(snap_compare: Any, monkeyp
 
     async def run_before(pilot: Pilot[Any]) -> None:
         screen = await screen_of(pilot, RoundScreen)
-        screen.query_one("#req0-f12-list").focus()  # the channels checklist, its highlight on "email"
+        (await mounted(pilot, screen, "#req0-f12-list")).focus()  # the channels checklist, its highlight on "email"
+        await settled(pilot)
 
     assert snap_compare(onboard(), terminal_size=SIZE, run_before=run_before)
 
@@ -87,6 +90,7 @@ def test_a_round_of_two_requests(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await screen_of(pilot, RoundScreen)
         await pilot.press(*"Ada", "tab", *"ada@example.org")
+        await settled(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 

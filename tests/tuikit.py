@@ -62,8 +62,14 @@ async def until(pilot: Pilot[Any], holds: Callable[[], bool], what: str, limit: 
 
 
 async def screen_of(pilot: Pilot[Any], kind: type[S]) -> S:
-    """Wait until the top screen is a ``kind``; return it."""
-    await until(pilot, lambda: isinstance(pilot.app.screen, kind) and pilot.app.screen.is_mounted, kind.__name__)
+    """Wait until the top screen is a ``kind`` and has painted once (a round screen's forms are all composed by
+    then: keys pressed before would go nowhere on a loaded machine); return it."""
+
+    def ready() -> bool:
+        screen = pilot.app.screen
+        return isinstance(screen, kind) and screen.is_mounted and getattr(screen, "painted_at", 0) is not None
+
+    await until(pilot, ready, kind.__name__)
     screen = pilot.app.screen
     assert isinstance(screen, kind)
     return screen
@@ -115,3 +121,40 @@ def rounds_server() -> str:
     entry = f"[mcpServers.rounds]\ncommand = {json.dumps(sys.executable)}\nargs = {args}\n"
     (home / "config.toml").write_text(entry, encoding="utf-8")
     return "rounds"
+
+
+async def settled(pilot: Pilot[Any], limit: float = 30.0) -> None:
+    """Wait until the screen stands still, as a snapshot must catch it: the focused widget scrolled entirely into
+    view, no scroll animating or still to go, and nothing moved over one more idle cycle. A loaded machine runs
+    the scroll that a focus starts over many frames; a snapshot taken on time alone catches it mid-way."""
+    app = pilot.app
+
+    def offsets() -> list[tuple[float, float]]:
+        return [(w.scroll_x, w.scroll_y) for w in app.screen.walk_children(Widget) if isinstance(w, Widget)]
+
+    def still() -> bool:
+        screen = app.screen
+        for widget in (screen, *screen.walk_children(Widget)):
+            if (widget.scroll_x, widget.scroll_y) != (widget.scroll_target_x, widget.scroll_target_y):
+                return False
+            if app.animator.is_being_animated(widget, "scroll_y") or app.animator.is_being_animated(widget, "scroll_x"):
+                return False
+        return app.focused is None or screen.can_view_entire(app.focused)
+
+    deadline = time.monotonic() + limit
+    while True:
+        await pilot.wait_for_scheduled_animations()
+        await until(pilot, still, "the screen to stop scrolling", max(deadline - time.monotonic(), 0.1))
+        before = offsets()
+        await pilot.pause()
+        if still() and offsets() == before:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the screen kept moving; screen is {app.screen!r}")
+
+
+async def mounted(pilot: Pilot[Any], screen: Screen[Any], selector: str) -> Widget:
+    """Wait until ``selector`` names a mounted widget of ``screen`` (a form's fields are composed after the screen
+    itself, later still on a loaded machine); return it."""
+    await until(pilot, lambda: any(w.is_mounted for w in screen.query(selector)), selector)
+    return screen.query_one(selector)

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mcpcli.cli.app import app, global_values, run_guarded
-from mcpcli.cli.flows import _StopSignals, answer_options, until_stopped
+from mcpcli.cli.flows import answer_options
 from mcpcli.cli.options import ANSWERS, CONNECTION, STORE, shared
-from mcpcli.runtime import Globals, Runtime, run_async
+from mcpcli.runtime import Globals, Runtime, StopSignals, run_async, until_stopped
 
 if TYPE_CHECKING:
     from mcpcli.flow import Flow
@@ -69,7 +69,7 @@ def batch(
         rt = Runtime(g, json_out=True)
         flows: list[Flow] = []
 
-        def stopped(stops: _StopSignals) -> int:
+        def stopped(stops: StopSignals) -> int:
             interrupted(rt, flows, stops.what())
             return stops.exit_code()
 

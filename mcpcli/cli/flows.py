@@ -4,8 +4,6 @@ resume, tui). Each parses, builds the options and runs one command body from ``m
 
 from __future__ import annotations
 
-import contextlib
-import signal
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,8 +25,7 @@ from mcpcli.cli.options import (
     complete_tools,
     shared,
 )
-from mcpcli.errors import ExitCode
-from mcpcli.runtime import AnswerOptions, Globals, Runtime, lone, run_async
+from mcpcli.runtime import AnswerOptions, Globals, Runtime, StopSignals, run_async, until_stopped
 
 if TYPE_CHECKING:
     from mcpcli.commands.jobs import CallJob, ResumeJob
@@ -45,7 +42,7 @@ def _discovery(ctx: typer.Context, what: str, values: dict[str, Any]) -> None:
         from mcpcli.commands.discovery import discover
 
         rt = Runtime(g, json_out=values["json"])
-        return run_async(lambda: discover(rt, what)) or 0
+        return until_stopped(rt, lambda: run_async(lambda: discover(rt, what)) or 0)
 
     run_guarded(body, g.debug, json=g.json or values["json"])
 
@@ -82,42 +79,6 @@ def info(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
 
 
 # --- flows -----------------------------------------------------------------------------------------------------------
-
-
-class _StopSignals:
-    """SIGTERM and SIGHUP stop a flow the way Ctrl-C does: the running flow is cancelled, so its session is put
-    back to waiting under its lease and a stdio server child is shut down (not left to init); the exit code is
-    128 + the signal's number (143, 129), as shells report a signal, and 130 for Ctrl-C."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self._old: dict[int, Any] = {}
-
-    def __enter__(self) -> _StopSignals:
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            with contextlib.suppress(ValueError, OSError):  # not the main thread, or no such signal here
-                self._old[signum] = signal.signal(signum, self._forward)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        for signum, old in self._old.items():
-            signal.signal(signum, old)
-
-    def _forward(self, signum: int, frame: Any) -> None:
-        self.signum = signum
-        # Whatever handles Ctrl-C right now (asyncio's runner cancels the main task; outside it, KeyboardInterrupt).
-        handler = signal.getsignal(signal.SIGINT)
-        if callable(handler):
-            handler(signal.SIGINT, frame)
-        else:
-            raise KeyboardInterrupt
-
-    def what(self) -> str:
-        names = {int(signal.SIGTERM): "Terminated (SIGTERM)", int(signal.SIGHUP): "Hung up (SIGHUP)"}
-        return names.get(self.signum or 0, "Interrupted")
-
-    def exit_code(self) -> int:
-        return 128 + self.signum if self.signum else int(ExitCode.INTERRUPTED)
 
 
 Start = Callable[[Runtime, AnswerOptions, "list[Flow]"], Coroutine[Any, Any, int]]
@@ -159,7 +120,7 @@ def _flow_command(
                 return _run_tui(rt, opts, flows, job=job() if job else None)  # the app runs its own event loop
             return run_async(lambda: start(rt, opts, flows)) or 0
 
-        def stopped(stops: _StopSignals) -> int:
+        def stopped(stops: StopSignals) -> int:
             from mcpcli.commands.flows import interrupted
             from mcpcli.commands.tasks import cancel_task_of, offer_task_cancel
 
@@ -181,24 +142,6 @@ def _flow_command(
         return until_stopped(rt, run, stopped)
 
     run_guarded(body, g.debug, json=opts.json)
-
-
-def until_stopped(rt: Runtime, run: Callable[[], int], stopped: Callable[[_StopSignals], int]) -> int:
-    """``run()`` under the stop signals, the runtime closed after it. Ctrl-C, SIGTERM or SIGHUP — even raised
-    inside a task group, which wraps what its body raised — is ``stopped``'s to say and to end with its exit code."""
-    stops = _StopSignals()
-    try:
-        with stops:
-            return run()
-    except BaseException as exc:
-        single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
-        if isinstance(single, KeyboardInterrupt):
-            return stopped(stops)
-        if single is not exc:
-            raise single from None
-        raise
-    finally:
-        rt.close()
 
 
 def _run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJob | ResumeJob | None) -> int:

@@ -15,12 +15,13 @@ if TYPE_CHECKING:
 
 def refresh(given: str | None) -> int:
     """``mcpcli _refresh-cache [TARGET]``: list the server's tools and prompts and rewrite their cache."""
-    from mcpcli.runtime import Globals, Runtime, run_async
+    from mcpcli.runtime import Globals, Runtime, StopSignals, run_async
 
     try:
         rt = Runtime(Globals(server=given))
         target = rt.target()
-        run_async(lambda: _refresh(rt, target))
+        with StopSignals():  # SIGTERM (a shutdown, a supervisor) stops a stdio server it started, too
+            run_async(lambda: _refresh(rt, target))
     except BaseException as exc:  # boundary: nobody reads this process's output; the log says what went wrong
         import logging
 

@@ -29,7 +29,9 @@ def render_task(rt: Runtime, outcome: Outcome) -> int:
     saying so); a task cancelled at the user's request: a line saying the cancellation was sent."""
     session = outcome.session
     assert session is not None and session.task is not None
-    task_id = str(session.task.get("id"))
+    from mcpcli.display import short_id
+
+    task_id = short_id(str(session.task.get("id")))
     if outcome.cancelled:
         if rt.json:
             rt.out.json({"status": "cancelled", "session_id": session.id, "task_id": session.task.get("id")})

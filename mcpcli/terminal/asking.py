@@ -21,7 +21,7 @@ from mcpcli.answers import Presets
 from mcpcli.display import has_invisible, is_web_link, reveal_invisible, safe, sanitize
 from mcpcli.flow import Question
 from mcpcli.sampling import Decision, SamplingView
-from mcpcli.terminal.inline import Terminal, ask_form, read_reply, refuse_form, shown
+from mcpcli.terminal.inline import Terminal, ask_form, interruptible, read_reply, refuse_form, shown
 
 
 @dataclass
@@ -37,6 +37,10 @@ class TerminalUser:
         request = question.request
         if not isinstance(request, t.ElicitRequest):
             return None
+        with interruptible():  # from the header on: a Ctrl-C while it prints stops the run, not only one in a read
+            return self._ask(question, request)
+
+    def _ask(self, question: Question, request: t.ElicitRequest) -> t.ElicitResult:
         if isinstance(request.params, t.ElicitRequestURLParams):
             return self._url_consent(question, request.params)
         # Asked on the event loop's own thread, on purpose: Ctrl-C then lands in input() and unwinds cleanly,
@@ -159,6 +163,10 @@ class TerminalApprover:
     term: Terminal
 
     async def review_request(self, view: SamplingView) -> Decision:
+        with interruptible():  # a Ctrl-C while the request prints counts, as one at the question
+            return self._review_request(view)
+
+    def _review_request(self, view: SamplingView) -> Decision:
         console = self.term.console
         console.print(Text.assemble(("? ", "bold cyan"), safe(view.server), " asks your LLM for a completion:"))
         console.print(Text(f"  model {view.provider}/{view.model}, at most {view.max_tokens} tokens", style="dim"))
@@ -175,8 +183,9 @@ class TerminalApprover:
 
     async def review_reply(self, view: SamplingView, reply: dict[str, Any]) -> Decision:
         text = _text_of(reply)
-        self.term.console.print(Text.assemble(("  reply: ", "bold"), shown(text)))
-        return self._decide("  Return it to the server? [y]es / [e]dit / [n]o: ", lambda: _edit_text(text))
+        with interruptible():
+            self.term.console.print(Text.assemble(("  reply: ", "bold"), shown(text)))
+            return self._decide("  Return it to the server? [y]es / [e]dit / [n]o: ", lambda: _edit_text(text))
 
     def _decide(self, prompt: str, edit: Callable[[], Any]) -> Decision:
         while True:

@@ -18,7 +18,7 @@ from typing import Any, Literal, NamedTuple
 from rich.console import Console
 from rich.text import Text
 
-from mcpcli.display import safe, sanitize
+from mcpcli.display import safe, sanitize, short_id
 from mcpcli.errors import UserStopped
 from mcpcli.forms import FieldError, FieldSpec, coerce, constraint_hint, defaults, display_value
 
@@ -54,22 +54,24 @@ class Terminal:
 
     def _input(self, prompt: str) -> str:
         # As Text, because a str prompt would be parsed as Rich markup.
-        with _interruptible():
+        with interruptible():
             return self.console.input(Text(prompt))
 
     def _input_secret(self, prompt: str) -> str:
-        with _interruptible():
+        with interruptible():
             return self.console.input(Text(prompt), password=True)
 
 
 @contextmanager
-def _interruptible() -> Iterator[None]:
-    """Let Ctrl-C raise ``KeyboardInterrupt`` inside a blocking read.
+def interruptible() -> Iterator[None]:
+    """Let Ctrl-C raise ``KeyboardInterrupt`` inside a blocking read — and, entered around a whole question (its
+    header, its fields, its reads), anywhere in it.
 
     ``asyncio.run`` (3.11+) replaces the SIGINT handler with one that only
-    cancels the main task; a task blocked in ``input()`` never sees that, so the
-    prompt would swallow Ctrl-C. Python's default handler raises in the read
-    itself, and the command maps that to exit 130 with the session kept.
+    cancels the main task; a task busy printing a form's header or blocked in ``input()`` never sees that (the
+    cancellation waits for its next ``await``, after the whole form), so the question would swallow Ctrl-C. Python's
+    default handler raises where the program is, and the command maps that to exit 130 with the session kept.
+    Nested uses are harmless (the inner one puts back the outer one's handler).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -339,9 +341,10 @@ def confirm_command(term: Terminal, command: str, *, cwd: str | None = None) -> 
 def detach_or_cancel(term: Terminal, task_id: str) -> bool:
     """Ctrl-C while the call runs as a task on the server: True to cancel the task there, False to leave it
     running (the default: Enter, ``d``, Ctrl-D or a second Ctrl-C) for a later ``mcpcli resume``."""
-    term.console.print(Text(f"Task {sanitize(task_id)} is still running on the server.", style="bold"))
     try:
-        answer = term.read_line("Detach (leave it running) or cancel it? [D/c] ").strip().lower()
+        with interruptible():
+            term.console.print(Text(f"Task {short_id(task_id)} is still running on the server.", style="bold"))
+            answer = term.read_line("Detach (leave it running) or cancel it? [D/c] ").strip().lower()
     except (EOFError, KeyboardInterrupt):
         return False
     return answer in ("c", "cancel")
