@@ -206,13 +206,20 @@ async def connect(
         # Offered only when the user's provider has a model that can use tools (a ``tools`` tag).
         "sampling_capabilities": t.SamplingCapability(tools=t.SamplingToolsCapability()) if sampling_tools else None,
     }
+    first_failure: str | None = None  # why the first attempt failed, once there is a second (one restart at most)
     async with AsyncExitStack() as stack:
         while True:
             trip = Tripwire(bounds)
             attempt = AsyncExitStack()
             held_roots: list[bool] = []
             server, log, guard = _server_for(
-                target, paths, attempt, creds, trip, functools.partial(held_roots.append, True)
+                target,
+                paths,
+                attempt,
+                creds,
+                trip,
+                functools.partial(held_roots.append, True),
+                fresh=first_failure is not None,
             )
             if tracer is not None:
                 tracer.register_headers(target.headers)
@@ -234,14 +241,29 @@ async def connect(
                 await attempt.enter_async_context(client)
             except Exception as exc:  # boundary: transports raise many shapes (ExceptionGroup, httpx2 errors)
                 await attempt.aclose()  # the server is stopped: its log is complete
-                if mode == "legacy" and given == "auto" and trip.error is None and isinstance(_inner(exc), MCPError):
+                refused = given == "auto" and trip.error is None and isinstance(_inner(exc), MCPError)
+                if refused and first_failure is None and mode == "legacy":
                     # The handshake that worked last time was refused: the server changed. Ask it afresh.
                     remember(paths, target, legacy=False)
-                    mode = "auto"
+                    mode, first_failure = "auto", f"the initialize handshake ({_describe(exc)})"
                     continue
+                if refused and first_failure is None and mode == "auto" and target.kind == "stdio":
+                    # A strict server (rmcp: the Rust SDK) ends the process, or spoils the connection, when its first
+                    # message is not ``initialize``: start it once more, speaking the handshake from the start.
+                    first_failure = f"the 2026-07-28 probe, server/discover ({_describe(exc)})"
+                    mode = "legacy"
+                    continue
+                if first_failure is not None and trip.error is None:
+                    both = f"it failed on {first_failure}, then on {_second(mode)} ({_describe(exc)})"
+                    raise _start_failure(target, log, both) from None
                 raise trip.error or _connect_failure(target, log, creds, exc, trip.http_status) from None
             break
         await stack.enter_async_context(attempt)
+        if first_failure is not None and mode == "legacy":
+            _say(
+                f"{target.label} did not survive {first_failure}; started it again with the initialize handshake "
+                "(remembered: next time it gets the handshake at once)."
+            )
         if guard is not None:
             guard.connected()
         if learn:
@@ -341,6 +363,11 @@ def back_channel_failure(client: Client) -> McpcliError | None:
     return failed[0] if failed else None
 
 
+def _second(mode: str) -> str:
+    """The second attempt of ``connect``, named for the one line that says both failed."""
+    return "the initialize handshake" if mode == "legacy" else "the 2026-07-28 probe, server/discover"
+
+
 def _inner(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
@@ -361,7 +388,11 @@ def _server_for(
     credentials: Credentials,
     trip: Tripwire,
     asks_roots: Callable[[], None],
+    *,
+    fresh: bool = False,
 ) -> tuple[Any, _ServerLog | None, Guard | None]:
+    """The transport for ``target``; ``fresh``: a kept-alive server's process is started anew (the first attempt
+    spoiled it)."""
     from mcpcli.transports import Guard
 
     if target.kind == "demo":
@@ -403,7 +434,9 @@ def _server_for(
         from mcpcli.attach import attached, worker_socket
 
         if (where := worker_socket()) is not None:
-            kept = attached(where, target, max_message_bytes=bounds.max_message_bytes, note=_say, asks_roots=asks_roots)
+            kept = attached(
+                where, target, max_message_bytes=bounds.max_message_bytes, note=_say, asks_roots=asks_roots, fresh=fresh
+            )
             guard = Guard(kept, trip)
             return guard, None, guard
         _say(f"Not keeping {target.label} alive: that needs the background worker (it is off here); starting it.")

@@ -1,0 +1,105 @@
+"""Servers that do not survive the 2026-07-28 probe (rmcp, the Rust SDK, ends the process when its first message is
+not ``initialize``): ``auto`` starts them once more with the handshake, says so in one line, and remembers it — cold,
+through the worker and for a kept-alive server. Stand-ins: tests/picky.py."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import PY, ROOT
+
+PICKY = Path(__file__).resolve().parent / "picky.py"
+
+
+def picky(kind: str, record: Path) -> str:
+    return shlex.join([PY, str(PICKY), kind, "--record", str(record)])
+
+
+def mcpcli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [PY, "-m", "mcpcli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.fixture
+def warm(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("MCPCLI_WORKER", "1")
+    monkeypatch.delenv("CI", raising=False)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    assert mcpcli("worker", "start").returncode == 0
+    yield
+    mcpcli("worker", "stop")
+
+
+def _starts(record: Path) -> list[list[str]]:
+    """The methods each process of the server was sent, one list per process."""
+    runs: list[list[str]] = []
+    for line in record.read_text().splitlines():
+        if line == "start":
+            runs.append([])
+        else:
+            runs[-1].append(line)
+    return runs
+
+
+@pytest.mark.parametrize("kind", ["exits", "refuses_32600", "refuses_32603"])
+def test_a_server_that_does_not_survive_the_probe_is_started_again_with_the_handshake_and_that_is_remembered(
+    kind: str, home: Path, tmp_path: Path
+) -> None:
+    record = tmp_path / "methods.txt"
+    target = picky(kind, record)
+    first = mcpcli("-s", target, "call", "echo", "-a", "text=hi")
+    assert (first.returncode, first.stdout) == (0, "echo: hi\n"), first.stderr
+    assert len(first.stderr.strip().splitlines()) == 1, first.stderr
+    assert "did not survive the 2026-07-28 probe" in first.stderr and "initialize handshake" in first.stderr
+    runs = _starts(record)
+    assert [run[0] for run in runs] == ["server/discover", "initialize"]  # one restart, straight to the handshake
+    assert "legacy" in (home / "cache" / "handshakes.json").read_text()
+    record.unlink()
+    second = mcpcli("-s", target, "call", "echo", "-a", "text=again")
+    assert (second.returncode, second.stdout, second.stderr) == (0, "echo: again\n", "")
+    assert [run[0] for run in _starts(record)] == ["initialize"]  # one process, no probe
+
+
+def test_a_server_that_dies_on_the_handshake_too_is_one_error_naming_both_attempts(home: Path, tmp_path: Path) -> None:
+    record = tmp_path / "methods.txt"
+    r = mcpcli("-s", picky("dies", record), "tools")
+    assert r.returncode == 4
+    assert "Traceback" not in r.stderr
+    first_line = r.stderr.splitlines()[0]
+    assert "server/discover" in first_line and "then on the initialize handshake" in first_line
+    assert "expect initialized request, but received: initialize" in r.stderr  # its stderr's tail
+    assert "did not survive" not in r.stderr  # no note about a restart that did not help
+    assert len(_starts(record)) == 2  # bounded: one restart
+    assert (
+        not (home / "cache" / "handshakes.json").exists()
+        or "legacy" not in (home / "cache" / "handshakes.json").read_text()
+    )
+
+
+def test_a_server_that_does_not_survive_the_probe_works_through_the_worker_and_kept_alive(
+    warm: None, home: Path, tmp_path: Path
+) -> None:
+    record = tmp_path / "methods.txt"
+    first = mcpcli("-s", picky("refuses_32600", record), "call", "echo", "-a", "text=warm")
+    assert (first.returncode, first.stdout) == (0, "echo: warm\n"), first.stderr
+    assert "did not survive" in first.stderr
+    kept_record = tmp_path / "kept.txt"
+    kept = picky("refuses_32600", kept_record)  # spoiled by the probe, alive: the worker must start it anew
+    one = mcpcli("-s", kept, "--keep-alive", "call", "echo", "-a", "text=1")
+    assert (one.returncode, one.stdout) == (0, "echo: 1\n"), one.stderr
+    assert "did not survive" in one.stderr and "had stopped" not in one.stderr
+    two = mcpcli("-s", kept, "--keep-alive", "call", "echo", "-a", "text=2")
+    assert (two.returncode, two.stdout, two.stderr) == (0, "echo: 2\n", "")
+    assert [run[0] for run in _starts(kept_record)] == ["server/discover", "initialize"]  # the second process kept
