@@ -10,6 +10,13 @@ gets each method the process is sent, one a line, after a ``start`` line for eac
   on stderr.
 
 Once initialized each is a 2025-11-25 server with one tool, ``echo(text)``.
+
+Two more take the probe as most servers do (-32601), and ask for sampling mid-call (``tools/call summarize``):
+
+- ``samples``: when the client refuses, it finishes anyway: "no summary (the client said: ...)".
+- ``samples_then_fails``: when the client refuses, the call fails with a JSON-RPC error.
+
+Either, given a completion, returns "summary: <its text>".
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ TOOL = {
     "name": "echo",
     "inputSchema": {"type": "object", "properties": {"text": {"type": ["string", "null"]}}, "required": ["text"]},
 }
+
+SUMMARIZE = {"name": "summarize", "inputSchema": {"type": "object", "properties": {}}}
 
 
 def reply(rid: Any, result: dict[str, Any] | None = None, *, code: int = 0, message: str = "") -> None:
@@ -43,13 +52,29 @@ def main() -> None:
             f.write("start\n")
     first = True
     spoiled = False
+    asking = args.kind.startswith("samples")
+    calls: dict[str, Any] = {}
     for line in sys.stdin:
         message = json.loads(line)
         method, rid = message.get("method"), message.get("id")
+        if method is None and rid in calls:  # the client's answer to our sampling request
+            call_id = calls.pop(rid)
+            if "result" in message:
+                content = message["result"].get("content") or {}
+                reply(call_id, {"content": [{"type": "text", "text": f"summary: {content.get('text')}"}]})
+            elif args.kind == "samples":
+                said = (message.get("error") or {}).get("message")
+                reply(call_id, {"content": [{"type": "text", "text": f"no summary (the client said: {said})"}]})
+            else:
+                reply(call_id, code=-32603, message="sampling was refused: cannot summarize")
+            continue
+        if asking and first and method != "initialize":
+            reply(rid, code=-32601, message="Method not found")
+            continue
         if args.record:
             with args.record.open("a") as f:
                 f.write(f"{method}\n")
-        if first and (method != "initialize" or args.kind == "dies"):
+        if first and not asking and (method != "initialize" or args.kind == "dies"):
             sys.stderr.write(f"Error: expect initialized request, but received: {method}\n")
             if args.kind in ("exits", "dies"):
                 raise SystemExit(1)
@@ -67,7 +92,18 @@ def main() -> None:
             info = {"name": f"picky-{args.kind}", "version": "1"}
             reply(rid, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": info})
         elif method == "tools/list":
-            reply(rid, {"tools": [TOOL]})
+            reply(rid, {"tools": [SUMMARIZE if asking else TOOL]})
+        elif method == "tools/call" and asking:
+            calls[f"s{rid}"] = rid
+            ask = {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Summarize MCP."}}],
+                "maxTokens": 50,
+            }
+            sys.stdout.write(
+                json.dumps({"jsonrpc": "2.0", "id": f"s{rid}", "method": "sampling/createMessage", "params": ask})
+            )
+            sys.stdout.write("\n")
+            sys.stdout.flush()
         elif method == "tools/call":
             text = ((message.get("params") or {}).get("arguments") or {}).get("text")
             reply(rid, {"content": [{"type": "text", "text": f"echo: {text}"}]})

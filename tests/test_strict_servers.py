@@ -4,6 +4,7 @@ through the worker and for a kept-alive server. Stand-ins: tests/picky.py."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 from collections.abc import Iterator
@@ -103,3 +104,27 @@ def test_a_server_that_does_not_survive_the_probe_works_through_the_worker_and_k
     two = mcpcli("-s", kept, "--keep-alive", "call", "echo", "-a", "text=2")
     assert (two.returncode, two.stdout, two.stderr) == (0, "echo: 2\n", "")
     assert [run[0] for run in _starts(kept_record)] == ["server/discover", "initialize"]  # the second process kept
+
+
+# --- a complete result after a refused back-channel question ----------------------------------------------------------
+
+
+def _sessions() -> list[dict[str, str]]:
+    listed = mcpcli("sessions", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    return list(json.loads(listed.stdout))
+
+
+def test_a_result_after_a_refused_sampling_request_is_printed_and_leaves_no_session_waiting(tmp_path: Path) -> None:
+    r = mcpcli("-s", picky("samples", tmp_path / "m.txt"), "call", "summarize")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "no summary (the client said: The user is not available to answer.)\n"
+    assert r.stderr.count("warning:") == 1 and "sampling-1" in r.stderr and "Input required" not in r.stderr
+    assert [s["status"] for s in _sessions()] == ["done"]  # resume prints this result again, never calls again
+
+
+def test_a_server_that_fails_after_the_refusal_leaves_the_session_waiting_as_before(tmp_path: Path) -> None:
+    r = mcpcli("-s", picky("samples_then_fails", tmp_path / "m.txt"), "call", "summarize")
+    assert r.returncode == 3, r.stderr
+    assert "cannot be deferred" in r.stderr
+    assert [s["status"] for s in _sessions()] == ["waiting"]

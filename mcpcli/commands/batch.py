@@ -350,9 +350,7 @@ class Batch:
                 if (failure := back_channel_failure(client)) is not None:
                     raise failure from None  # e.g. a bad answer to its question: why mcpcli refused is the news
                 raise
-            if (failure := back_channel_failure(client)) is not None:
-                raise failure
-            return outcome
+            return outcome  # a complete result after a refused question stands (Outcome.refused names it)
 
     # --- the lines ---------------------------------------------------------------------------------------------------
 

@@ -269,12 +269,13 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                 raise
             finally:
                 rt.out.stop_progress()
-            if (failure := back_channel_failure(client)) is not None:
-                raise failure  # e.g. a bad --answer to a pre-2026 server's question: exit 2, as on 2026-07-28
             _say_unmatched(rt, flow)
             # Printed before the connection closes: the result is final, whatever the server takes to exit.
             code = render(rt, flow.call.method if flow.call else "tools/call", error_result(outcome))
             printed.append(code)
+            if outcome.refused:
+                # A pre-2026 server finished without what it asked: its result stands (the session is done).
+                rt.out.warning(f"The server finished without an answer to {'; '.join(outcome.refused)}.")
             if (
                 code == ExitCode.TOOL_ERROR
                 and client.protocol_version == "2026-07-28"
