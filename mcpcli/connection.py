@@ -112,6 +112,43 @@ class _FlowLegs:
 
 
 LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
+BACK_CHANNEL = frozenset({"sampling", "elicitation", "roots"})
+
+
+class _Offers:
+    """Dispatcher wrapper for the handshake: ``initialize`` declares only the back-channel capabilities this run
+    can answer (``offers``). On the handshake a question cannot wait for a later ``resume``, so a capability
+    declared without an answerer only earns the server a refusal — and a server that would have done without
+    (the SDK's own client declares nothing it cannot answer) may fail instead. The 2026-07-28 probe and every
+    modern request keep declaring them all: there a question waits in the session."""
+
+    def __init__(self, inner: Any, offers: frozenset[str]) -> None:
+        self._inner = inner
+        self._offers = offers
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: dict[str, Any] | None = None, **kw: Any
+    ) -> dict[str, Any]:
+        if method == "initialize" and params and isinstance(params.get("capabilities"), dict):
+            kept = {k: v for k, v in params["capabilities"].items() if k not in BACK_CHANNEL or k in self._offers}
+            params = {**params, "capabilities": kept}
+        raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
+        return raw
+
+
+class _Client(Client):
+    """The SDK's client, its session's dispatcher wrapped before the handshake (``_Offers``)."""
+
+    handshake_offers: frozenset[str] | None = None
+
+    async def _build_session(self, exit_stack: AsyncExitStack) -> Any:
+        session = await super()._build_session(exit_stack)
+        if self.handshake_offers is not None:
+            session._dispatcher = _Offers(session._dispatcher, self.handshake_offers)  # type: ignore[assignment]  # see module docstring
+        return session
 
 
 def _install_flow_legs(client: Client, on_refused: Callable[[], None] | None) -> None:
@@ -174,20 +211,24 @@ async def connect(
     log_level: str | None = None,
     on_log: LoggingFnT | None = None,
     bounds: Bounds | None = None,
+    handshake_offers: frozenset[str] | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
 
     ``protocol`` is ``--protocol`` (None: not given — the target's own ``protocol`` setting, else ``auto``, which
     starts with the handshake a server spoke last time: ``mcpcli.handshakes``).
 
-    Every connection declares the same client capabilities — elicitation (form and URL), roots and sampling
-    (with tool use when ``sampling_tools``: the user's provider has a ``tools`` model) — whatever the command:
-    a server may decide what it lists by them, so ``tools`` must see what ``call`` can run. The back-channel
+    On 2026-07-28 every connection declares the same client capabilities — elicitation (form and URL), roots and
+    sampling (with tool use when ``sampling_tools``: the user's provider has a ``tools`` model) — whatever the
+    command: a server may decide what it lists by them, so ``tools`` must see what ``call`` can run; on the
+    handshake, only ``handshake_offers`` (the commands decide them alike for every command). The back-channel
     callbacks serve pre-2026 servers; a command that answers nothing (discovery) refuses what is asked.
     On 2026-07-28 nothing flows server → client. ``credentials`` decide how an HTTP server is signed in to
     (default: OAuth, never interactive). ``tracer`` taps every message (none: no tap at all); ``log_level``
     opts in to the server's log messages, which go to ``on_log``. ``bounds`` (default: ``[limits]``'s defaults
-    and their environment variables) bound the handshake, every read and every message.
+    and their environment variables) bound the handshake, every read and every message. ``handshake_offers``:
+    of ``sampling``, ``elicitation`` and ``roots``, those the pre-2026 handshake declares — what this run can
+    answer (None: all three); the 2026-07-28 era declares them all, a later ``resume`` may answer there.
     """
     given = protocol if protocol is not None else target.protocol or "auto"
     if given not in ("auto", "legacy", "2026-07-28"):
@@ -224,7 +265,7 @@ async def connect(
             if tracer is not None:
                 tracer.register_headers(target.headers)
                 server = traced(server, tracer)
-            client = Client(
+            client = _Client(
                 server,
                 mode=mode,
                 client_info=t.Implementation(name="mcpcli", version=__version__),
@@ -235,6 +276,7 @@ async def connect(
                 log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
                 **callbacks,
             )
+            client.handshake_offers = handshake_offers
             try:
                 # No cancel scope around this: the client's task group must outlive it (anyio scopes nest strictly).
                 # The guard bounds it instead, by ending the stream the handshake waits on.

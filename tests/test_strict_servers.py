@@ -128,3 +128,41 @@ def test_a_server_that_fails_after_the_refusal_leaves_the_session_waiting_as_bef
     assert r.returncode == 3, r.stderr
     assert "cannot be deferred" in r.stderr
     assert [s["status"] for s in _sessions()] == ["waiting"]
+
+
+# --- capabilities that tell the truth --------------------------------------------------------------------------------
+
+
+def _declared(trace: Path, method: str) -> set[str]:
+    for line in trace.read_text().splitlines():
+        message = json.loads(line).get("message") or {}
+        if message.get("method") == method and "id" in message:
+            params = message.get("params") or {}
+            caps = params.get("capabilities") or (params.get("_meta") or {}).get(
+                "io.modelcontextprotocol/clientCapabilities", {}
+            )
+            return set(caps) & {"sampling", "elicitation", "roots"}
+    raise AssertionError(f"no {method} in the trace")
+
+
+def test_the_handshake_declares_only_what_this_run_can_answer(home: Path, tmp_path: Path) -> None:
+    target = picky("samples", tmp_path / "m.txt")
+    trace = tmp_path / "trace.ndjson"
+    assert mcpcli("-s", target, "call", "--trace", str(trace), "summarize").returncode == 0
+    assert _declared(trace, "initialize") == {"roots"}  # no provider, nobody at the terminal, no presets
+    assert mcpcli("-s", target, "call", "--trace", str(trace), "summarize", "--answer", "x=1").returncode == 0
+    assert _declared(trace, "initialize") == {"roots", "elicitation"}
+    (home / "config.toml").write_text(
+        '[providers.fake]\napi = "openai-chat"\nbase_url = "http://127.0.0.1:9/v1"\nmodels = ["m"]\n'
+        '[sampling]\nprovider = "fake"\npolicy = "always"\n'
+    )
+    mcpcli("-s", target, "call", "--trace", str(trace), "summarize")  # the provider is not there: only the ad counts
+    assert _declared(trace, "initialize") == {"roots", "sampling"}
+
+
+def test_the_2026_era_declares_every_back_channel_capability_as_before(tmp_path: Path) -> None:
+    from test_bounds import hostile
+
+    trace = tmp_path / "trace.ndjson"
+    assert mcpcli("-s", hostile("no_cache_hints"), "call", "--trace", str(trace), "work").returncode == 0
+    assert _declared(trace, "server/discover") == {"roots", "sampling", "elicitation"}

@@ -172,12 +172,35 @@ def server_logs(rt: Runtime, say: Callable[[str], None]) -> dict[str, Any]:
     return {"log_level": level, "on_log": log_printer(level, say)}
 
 
-def declared(rt: Runtime, llm_name: str | None = None) -> dict[str, Any]:
+def declared(
+    rt: Runtime,
+    llm_name: str | None = None,
+    *,
+    person: bool | None = None,
+    presets: bool = False,
+    sampling_policy: str | None = None,
+) -> dict[str, Any]:
     """What every connection of this run declares and is bounded by — the one place that decides it, so that
-    ``tools``, the app's lists and completion see what ``call`` sees: the protocol, the limits, and whether
-    sampling offers tool use (only when the provider that would answer, ``--llm`` or the default, has a
-    ``tools`` model). The back-channel capabilities themselves are always declared (``connection.connect``)."""
-    return {"protocol": rt.protocol(), "bounds": rt.bounds(), "sampling_tools": _sampling_tools(rt, llm_name)}
+    ``tools``, the app's lists and completion see what ``call`` sees: the protocol, the limits, whether sampling
+    offers tool use (only when the provider that would answer, ``--llm`` or the default, has a ``tools`` model),
+    and which back-channel capabilities the pre-2026 handshake declares: only what this run can answer, since
+    such a question cannot wait for a resume — roots always (the working directory answers), elicitation with a
+    ``person`` to ask (default: a terminal) or ``presets``, sampling with a provider whose policy lets it answer
+    (``ask`` needs the person). The 2026-07-28 era declares all three (``connection.connect``)."""
+    person = at_terminal() if person is None else person
+    offers = {"roots"}
+    if person or presets:
+        offers.add("elicitation")
+    if rt.settings.providers:
+        policy = sampling_policy or rt.settings.sampling.policy
+        if policy == "always" or (person and policy != "never"):
+            offers.add("sampling")
+    return {
+        "protocol": rt.protocol(),
+        "bounds": rt.bounds(),
+        "sampling_tools": _sampling_tools(rt, llm_name),
+        "handshake_offers": frozenset(offers),
+    }
 
 
 def _sampling_tools(rt: Runtime, llm_name: str | None) -> bool:
