@@ -166,3 +166,14 @@ def test_the_2026_era_declares_every_back_channel_capability_as_before(tmp_path:
     trace = tmp_path / "trace.ndjson"
     assert mcpcli("-s", hostile("no_cache_hints"), "call", "--trace", str(trace), "work").returncode == 0
     assert _declared(trace, "server/discover") == {"roots", "sampling", "elicitation"}
+
+
+def test_server_info_at_the_top_of_a_discover_result_names_the_server() -> None:
+    """C# SDK 2.0 puts ``serverInfo`` beside ``capabilities`` in its ``server/discover`` result, not in ``_meta``."""
+    from test_bounds import hostile
+
+    r = mcpcli("-s", hostile("no_cache_hints"), "info", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["server"] == {"name": "hostile", "version": "1"}
+    plain = mcpcli("-s", hostile("no_cache_hints"), "info")
+    assert "hostile 1" in plain.stdout

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from mcpcli.arguments import usable_schema
 from mcpcli.auth import Credentials
-from mcpcli.connection import connect
+from mcpcli.connection import connect, server_info
 from mcpcli.errors import McpcliError, ServerError
 from mcpcli.flow import dump
 
@@ -140,7 +140,7 @@ def _prompt_args(prompt: dict[str, Any]) -> str:
 
 
 def _info(rt: Runtime, client: Client) -> int:
-    server = client.server_info
+    server = server_info(client)
     caps = dump(client.server_capabilities)
     doc = {
         "server": dump(server) if server else None,
