@@ -302,13 +302,13 @@ async def connect(
                 await attempt.enter_async_context(client)
             except Exception as exc:  # boundary: transports raise many shapes (ExceptionGroup, httpx2 errors)
                 await attempt.aclose()  # the server is stopped: its log is complete
-                refused = given == "auto" and trip.error is None and isinstance(_inner(exc), MCPError)
-                if refused and first_failure is None and mode == "legacy":
+                answered = given == "auto" and trip.error is None and isinstance(_inner(exc), MCPError)
+                if answered and first_failure is None and mode == "legacy":
                     # The handshake that worked last time was refused: the server changed. Ask it afresh.
                     remember(paths, target, legacy=False)
                     mode, first_failure = "auto", f"the initialize handshake ({_describe(exc)})"
                     continue
-                if refused and first_failure is None and mode == "auto" and target.kind == "stdio":
+                if answered and first_failure is None and mode == "auto" and target.kind == "stdio":
                     # A strict server (rmcp: the Rust SDK) ends the process, or spoils the connection, when its first
                     # message is not ``initialize``: start it once more, speaking the handshake from the start.
                     first_failure = f"the 2026-07-28 probe, server/discover ({_describe(exc)})"

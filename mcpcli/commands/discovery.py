@@ -131,7 +131,12 @@ def _emit(rt: Runtime, doc: dict[str, Any], title: str, cols: tuple[str, ...], r
 def _args_summary(schema: Any) -> str:
     usable = usable_schema(schema)
     props, required = usable.get("properties") or {}, set(usable.get("required") or [])
-    parts = [f"{name}{'' if name in required else '?'}: {prop.get('type', 'any')}" for name, prop in props.items()]
+    from mcpcli.schemas import text
+
+    parts = [
+        f"{name}{'' if name in required else '?'}: {text(prop, usable, optional=name not in required)}"
+        for name, prop in props.items()
+    ]
     return ", ".join(parts)
 
 
