@@ -3,6 +3,7 @@ tests/test_schema_shapes.py; run as a script it is a raw 2025-11-25 stdio server
 ``shapes`` (every property, all optional), ``rust_like`` and ``union`` (what the snapshot shows), each answering
 with the arguments it got."""
 
+# ruff: noqa: E501  (the table reads best one case a line)
 from __future__ import annotations
 
 import json
