@@ -688,3 +688,66 @@ def test_the_rust_server_over_streamable_http_in_auto_mode(cortex: str, tmp_path
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+# --- a C# server (the official C# SDK) --------------------------------------------------------------------------------
+
+AZURE = "@azure/mcp-linux-x64@2.0.5"
+"""Azure MCP Server 2.0.5: C#, on the official C# SDK (ModelContextProtocol), 2025-11-25; a self-contained binary on
+npm. Its best-practice tools answer without an Azure account."""
+
+
+@pytest.fixture(scope="session")
+def azure() -> str:
+    """A ``-s`` command line for the C# server, ``npm pack``ed once into the cache (no install scripts run)."""
+    import platform
+    import tarfile
+
+    if not shutil.which("npm"):
+        _unavailable("needs npm")
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the pinned C# server is a linux-x64 binary")
+    folder = _cache() / "azure"
+    binary = folder / "package" / "dist" / "azmcp"
+    if not binary.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["npm", "pack", "--silent", AZURE], capture_output=True, text=True, timeout=600, cwd=folder
+        )
+        packed = folder / done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else None
+        if packed is None or not packed.is_file():
+            _unavailable(f"npm pack {AZURE} failed: {done.stderr[-500:]}")
+        with tarfile.open(packed) as tar:
+            tar.extractall(folder, filter="data")
+        binary.chmod(0o755)
+    return shlex.join([str(binary), "server", "start"])
+
+
+def test_the_csharp_server_is_discovered_like_the_sdk_client_does_and_answers_without_an_account(
+    azure: str, tmp_path: Path
+) -> None:
+    env = {"HOME": str(tmp_path), "AZURE_MCP_COLLECT_TELEMETRY": "false"}
+    info = run_in(tmp_path, "info", "--json", "-s", azure, env=env, timeout=120)
+    assert info.code == 0, info.err
+    assert (info.json()["server"]["name"], info.json()["protocolVersion"]) == ("Azure MCP Server", "2025-11-25")
+    command, *args = shlex.split(azure)
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    async def sdk_tools() -> list[dict[str, Any]]:
+        async with Client(StdioServerParameters(command=command, args=args, env=env), mode="legacy") as client:
+            return [
+                t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools
+            ]
+
+    tools = run_in(tmp_path, "tools", "--json", "-s", azure, env=env, timeout=120)
+    assert tools.code == 0 and tools.json()["tools"] == anyio.run(sdk_tools), tools.err
+    ask = ["-a", "intent=terraform", "-a", "command=azureterraformbestpractices_get", "-a", "parameters={}"]
+    practices = run_in(tmp_path, "call", "azureterraformbestpractices", *ask, "-s", azure, env=env, timeout=120)
+    assert practices.code == 0 and "Terraform" in practices.out, practices.err
+    missing = run_in(tmp_path, "call", "azureterraformbestpractices", "-s", azure, env=env, timeout=120)
+    assert missing.code == 2 and "intent" in missing.err
+    for r in (info, tools, practices, missing):
+        assert "Traceback" not in r.err and "Internal error" not in r.err
+    assert left_running(tmp_path) == []
