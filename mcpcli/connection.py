@@ -35,7 +35,7 @@ from mcpcli.auth import Credentials
 from mcpcli.bounds import Bounds, Tripwire
 from mcpcli.config import Paths, Target, private_dir
 from mcpcli.errors import McpcliError, ServerError, UsageError
-from mcpcli.handshakes import remember, remembered
+from mcpcli.handshakes import HandshakeClient, remember, remembered
 from mcpcli.tasks import CREATED_TASK_META, TasksExtension
 from mcpcli.trace import Tracer, traced
 
@@ -112,62 +112,6 @@ class _FlowLegs:
 
 
 LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
-BACK_CHANNEL = frozenset({"sampling", "elicitation", "roots"})
-
-
-class _Handshake:
-    """Dispatcher wrapper for the handshake.
-
-    ``initialize`` declares only the back-channel capabilities this run can answer (``offers``; None: all). On the
-    handshake a question cannot wait for a later ``resume``, so a capability declared without an answerer only
-    earns the server a refusal — and a server that would have done without (the SDK's own client declares nothing
-    it cannot answer) may fail instead. The 2026-07-28 probe and every modern request keep declaring them all:
-    there a question waits in the session.
-
-    A ``server/discover`` result's ``serverInfo`` is kept when the server put it at the top level of the result
-    (C# SDK 2.0) rather than in ``_meta``, where the SDK looks (its model drops the unknown field): ``server_info``.
-    """
-
-    def __init__(self, inner: Any, offers: frozenset[str] | None, client: _Client) -> None:
-        self._inner = inner
-        self._offers = offers
-        self._client = client
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def send_raw_request(
-        self, method: str, params: Mapping[str, Any] | None, opts: dict[str, Any] | None = None, **kw: Any
-    ) -> dict[str, Any]:
-        offers = self._offers
-        if method == "initialize" and offers is not None and params and isinstance(params.get("capabilities"), dict):
-            kept = {k: v for k, v in params["capabilities"].items() if k not in BACK_CHANNEL or k in offers}
-            params = {**params, "capabilities": kept}
-        raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
-        if method == "server/discover" and isinstance(raw, dict) and isinstance(info := raw.get("serverInfo"), dict):
-            from pydantic import ValidationError
-
-            with contextlib.suppress(ValidationError):  # display-only, as the SDK reads the _meta stamp
-                self._client.top_level_info = t.Implementation.model_validate(info)
-        return raw
-
-
-class _Client(Client):
-    """The SDK's client, its session's dispatcher wrapped before the handshake (``_Handshake``)."""
-
-    handshake_offers: frozenset[str] | None = None
-    top_level_info: t.Implementation | None = None
-
-    async def _build_session(self, exit_stack: AsyncExitStack) -> Any:
-        session = await super()._build_session(exit_stack)
-        session._dispatcher = _Handshake(session._dispatcher, self.handshake_offers, self)  # type: ignore[assignment]  # see module docstring
-        return session
-
-
-def server_info(client: Client) -> t.Implementation | None:
-    """Who the server says it is, wherever it said it: the handshake's ``serverInfo``, the discover result's
-    ``_meta`` stamp, or the discover result's top level."""
-    return client.server_info or (client.top_level_info if isinstance(client, _Client) else None)
 
 
 def _install_flow_legs(client: Client, on_refused: Callable[[], None] | None) -> None:
@@ -284,7 +228,7 @@ async def connect(
             if tracer is not None:
                 tracer.register_headers(target.headers)
                 server = traced(server, tracer)
-            client = _Client(
+            client = HandshakeClient(
                 server,
                 mode=mode,
                 client_info=t.Implementation(name="mcpcli", version=__version__),

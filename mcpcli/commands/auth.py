@@ -32,7 +32,8 @@ def _http_target(rt: Runtime, what: str) -> Target:
 async def login(rt: Runtime, *, open_browser: bool) -> int:
     """Sign in afresh (the stored login stays until the new one succeeds), then say as whom and until when."""
     from mcpcli.auth import Credentials
-    from mcpcli.connection import connect, server_info
+    from mcpcli.connection import connect
+    from mcpcli.handshakes import server_info
 
     target = _http_target(rt, "login")
     if target.bearer_token_env or any(k.lower() == "authorization" for k in target.headers) or rt.g.bearer:

@@ -18,9 +18,10 @@ from pydantic import ValidationError
 
 from mcpcli.arguments import usable_schema
 from mcpcli.auth import Credentials
-from mcpcli.connection import connect, server_info
+from mcpcli.connection import connect
 from mcpcli.errors import McpcliError, ServerError
 from mcpcli.flow import dump
+from mcpcli.handshakes import server_info
 
 if TYPE_CHECKING:
     from mcpcli.config import Target
