@@ -150,7 +150,11 @@ class Outcome:
     """The session's task was cancelled at the user's request (``resume --cancel-task``)."""
     refused: tuple[str, ...] = ()
     """What a pre-2026 server asked mid-call and did not get (nobody could answer, or mcpcli could not use the
-    answer given) before it finished anyway: the front end prints the result and warns once, naming them."""
+    answer given) before it finished anyway: the front end prints the result and warns once (``refusal``)."""
+
+    def refusal(self) -> str | None:
+        """The one warning that goes with the result when ``refused`` names anything."""
+        return f"The server finished without an answer to {'; '.join(self.refused)}." if self.refused else None
 
 
 @dataclass

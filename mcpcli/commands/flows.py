@@ -285,9 +285,8 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
             # Printed before the connection closes: the result is final, whatever the server takes to exit.
             code = render(rt, flow.call.method if flow.call else "tools/call", error_result(outcome))
             printed.append(code)
-            if outcome.refused:
-                # A pre-2026 server finished without what it asked: its result stands (the session is done).
-                rt.out.warning(f"The server finished without an answer to {'; '.join(outcome.refused)}.")
+            if (refusal := outcome.refusal()) is not None:
+                rt.out.warning(refusal)  # a pre-2026 server finished without what it asked: its result stands
             if (
                 code == ExitCode.TOOL_ERROR
                 and client.protocol_version == "2026-07-28"
