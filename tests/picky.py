@@ -16,7 +16,8 @@ Two more take the probe as most servers do (-32601), and ask for sampling mid-ca
 - ``samples``: when the client refuses, it finishes anyway: "no summary (the client said: ...)".
 - ``samples_then_fails``: when the client refuses, the call fails with a JSON-RPC error.
 
-Either, given a completion, returns "summary: <its text>".
+Either, given a completion, returns "summary: <its text>"; with ``--strict`` either exits on a first message other
+than ``initialize``, as ``exits`` does.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("kind")
     parser.add_argument("--record", type=Path)
+    parser.add_argument(
+        "--strict", action="store_true", help="the samples kinds exit on a first message but initialize"
+    )
     args = parser.parse_args()
     if args.record:
         with args.record.open("a") as f:
@@ -69,6 +73,8 @@ def main() -> None:
                 reply(call_id, code=-32603, message="sampling was refused: cannot summarize")
             continue
         if asking and first and method != "initialize":
+            if args.strict:
+                raise SystemExit(1)
             reply(rid, code=-32601, message="Method not found")
             continue
         if args.record:

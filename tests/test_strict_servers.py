@@ -177,3 +177,17 @@ def test_server_info_at_the_top_of_a_discover_result_names_the_server() -> None:
     assert json.loads(r.stdout)["server"] == {"name": "hostile", "version": "1"}
     plain = mcpcli("-s", hostile("no_cache_hints"), "info")
     assert "hostile 1" in plain.stdout
+
+
+def test_resume_survives_the_probe_too(home: Path, tmp_path: Path) -> None:
+    """A waiting session of a strict server, resumed with the probe asked for (``--protocol auto``; nothing is
+    remembered any more): the resume restarts the server with the handshake, as a call does."""
+    target = shlex.join([PY, str(PICKY), "samples_then_fails", "--strict"])
+    first = mcpcli("-s", target, "call", "summarize")
+    assert first.returncode == 3, first.stderr
+    (session,) = _sessions()
+    (home / "cache" / "handshakes.json").unlink()
+    again = mcpcli("resume", session["id"], "--protocol", "auto")
+    assert again.returncode == 3, again.stderr  # asked again, refused again: still waiting, not a dead connection
+    assert "did not survive the 2026-07-28 probe" in again.stderr and "Connection failed" not in again.stderr
+    assert "legacy" in (home / "cache" / "handshakes.json").read_text()
