@@ -255,9 +255,10 @@ class Flow:
     _refused: list[str] = field(default_factory=list)
     """Back-channel questions of legs that completed anyway, described for ``Outcome.refused``."""
     _refused_key: str | None = None
+    """The request key of the question ``_back_channel_refused`` answered."""
     _back_channel_refused: McpcliError | None = None
-    """Why mcpcli refused a back-channel question (an invalid --answer): the server's result after that is not the
-    flow's, which stays waiting, as on 2026-07-28."""
+    """Why mcpcli refused a back-channel question (an invalid --answer, asked as ``_refused_key``): the leg's error,
+    when the server then failed it; named beside its result when it finished anyway (``_settle_back_channel``)."""
     _in_flight: bool = False
     _roots_given_at: float | None = None
     """When a ``roots/list`` that came before the call was answered (``_before_the_call``), on the monotonic clock."""
