@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcpcli import schemas
 from mcpcli.errors import UsageError
 
 _BOOLS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
@@ -64,7 +65,7 @@ def build_arguments(
             _check_known(key, schema or {}, what, warn)
         if raw.startswith("@") and len(raw) > 1:
             raw = read_input(raw[1:], f"--arg {key}")
-        arguments[key] = typed_value(key, raw, properties.get(key))
+        arguments[key] = typed_value(key, raw, properties.get(key), schema)
     if schema:
         check(schema, arguments, what)
     return arguments
@@ -88,9 +89,10 @@ def _check_known(key: str, schema: Mapping[str, Any], what: str, warn: Callable[
         warn(f"--arg {key}: the {what} does not list that argument; sent as given. {listed}.")
 
 
-def typed_value(key: str, raw: str, prop: Any) -> Any:
-    """One ``--arg`` value, typed by its property schema (unknown property: JSON if it parses, else text)."""
-    kinds = _types(prop)
+def typed_value(key: str, raw: str, prop: Any, root: Mapping[str, Any] | None = None) -> Any:
+    """One ``--arg`` value, typed by its property schema, read as ``schemas.read`` reads it (``root``: the whole
+    schema, for its ``$ref``s); an unknown property: JSON if it parses, else text."""
+    kinds = schemas.accepted(schemas.read(prop, root))
     if not kinds or kinds == {"string"}:
         if kinds == {"string"} or prop is not None:
             return raw
@@ -143,37 +145,6 @@ def _parse(kind: str, raw: str) -> Any:
     if kind == "array":
         return value if isinstance(value, list) else _FAIL
     return value if isinstance(value, dict) else _FAIL
-
-
-def _types(prop: Any) -> set[str]:
-    if not isinstance(prop, Mapping):
-        return set()
-    kind = prop.get("type")
-    if isinstance(kind, str):
-        return {kind}
-    if isinstance(kind, list):
-        return {k for k in kind if isinstance(k, str)}
-    found: set[str] = set()
-    for branch in (*_listed(prop.get("anyOf")), *_listed(prop.get("oneOf"))):
-        found |= _types(branch)
-    if not found:  # an untyped enum or const: its values say what may be given
-        values = [*_listed(prop.get("enum")), *([prop["const"]] if "const" in prop else [])]
-        found = {_json_type(v) for v in values}
-    return found
-
-
-def _listed(value: Any) -> list[Any]:
-    """A schema keyword that should be a list (``anyOf``, ``enum``…), or nothing when it is not one."""
-    return value if isinstance(value, list) else []
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    kinds = {str: "string", float: "number", list: "array", dict: "object"}
-    return next((kind for cls, kind in kinds.items() if isinstance(value, cls)), "null")
 
 
 def _json_or_text(raw: str) -> Any:

@@ -76,11 +76,13 @@ async def attached(
     max_message_bytes: int,
     note: Callable[[str], None],
     asks_roots: Callable[[], None] | None = None,
+    fresh: bool = False,
 ) -> AsyncIterator[Any]:
     """The kept-alive server for ``target``, through the worker at ``path``, as an SDK transport.
 
     ``asks_roots`` is told when the server already asked an earlier command for its roots: it holds that
-    command's, not this one's (the caller says they changed)."""
+    command's, not this one's (the caller says they changed). ``fresh``: the worker starts the server anew even
+    when its process still runs (the command's first attempt left it unable to serve)."""
     from mcpcli.transports import _parse, write_lines
 
     stream = await anyio.connect_unix(path)
@@ -92,6 +94,7 @@ async def attached(
         "server": server_key(target),
         "env": dict(os.environ),
         "cwd": str(Path.cwd()),
+        "fresh": fresh,
     }
     body = json.dumps(request).encode()
     await stream.send(struct.pack(">I", len(body)) + body)
@@ -109,7 +112,7 @@ async def attached(
         raise ServerError(f"Cannot start the kept-alive server {target.label!r}: {reply.get('why', 'unknown')}.")
     if reply.get("asks_roots") and asks_roots is not None:
         asks_roots()
-    if reply.get("restarted"):
+    if reply.get("restarted") and not fresh:  # a fresh start was asked for: the caller said why
         note(f"The kept-alive server {target.label} had stopped; started it again (pid {reply.get('pid')}).")
 
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)

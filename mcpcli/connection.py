@@ -35,7 +35,7 @@ from mcpcli.auth import Credentials
 from mcpcli.bounds import Bounds, Tripwire
 from mcpcli.config import Paths, Target, private_dir
 from mcpcli.errors import McpcliError, ServerError, UsageError
-from mcpcli.handshakes import remember, remembered
+from mcpcli.handshakes import HandshakeClient, remember, remembered
 from mcpcli.tasks import CREATED_TASK_META, TasksExtension
 from mcpcli.trace import Tracer, traced
 
@@ -174,20 +174,24 @@ async def connect(
     log_level: str | None = None,
     on_log: LoggingFnT | None = None,
     bounds: Bounds | None = None,
+    handshake_offers: frozenset[str] | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
 
     ``protocol`` is ``--protocol`` (None: not given — the target's own ``protocol`` setting, else ``auto``, which
     starts with the handshake a server spoke last time: ``mcpcli.handshakes``).
 
-    Every connection declares the same client capabilities — elicitation (form and URL), roots and sampling
-    (with tool use when ``sampling_tools``: the user's provider has a ``tools`` model) — whatever the command:
-    a server may decide what it lists by them, so ``tools`` must see what ``call`` can run. The back-channel
+    On 2026-07-28 every connection declares the same client capabilities — elicitation (form and URL), roots and
+    sampling (with tool use when ``sampling_tools``: the user's provider has a ``tools`` model) — whatever the
+    command: a server may decide what it lists by them, so ``tools`` must see what ``call`` can run; on the
+    handshake, only ``handshake_offers`` (the commands decide them alike for every command). The back-channel
     callbacks serve pre-2026 servers; a command that answers nothing (discovery) refuses what is asked.
     On 2026-07-28 nothing flows server → client. ``credentials`` decide how an HTTP server is signed in to
     (default: OAuth, never interactive). ``tracer`` taps every message (none: no tap at all); ``log_level``
     opts in to the server's log messages, which go to ``on_log``. ``bounds`` (default: ``[limits]``'s defaults
-    and their environment variables) bound the handshake, every read and every message.
+    and their environment variables) bound the handshake, every read and every message. ``handshake_offers``:
+    of ``sampling``, ``elicitation`` and ``roots``, those the pre-2026 handshake declares — what this run can
+    answer (None: all three); the 2026-07-28 era declares them all, a later ``resume`` may answer there.
     """
     given = protocol if protocol is not None else target.protocol or "auto"
     if given not in ("auto", "legacy", "2026-07-28"):
@@ -206,18 +210,25 @@ async def connect(
         # Offered only when the user's provider has a model that can use tools (a ``tools`` tag).
         "sampling_capabilities": t.SamplingCapability(tools=t.SamplingToolsCapability()) if sampling_tools else None,
     }
+    first_failure: str | None = None  # why the first attempt failed, once there is a second (one restart at most)
     async with AsyncExitStack() as stack:
         while True:
             trip = Tripwire(bounds)
             attempt = AsyncExitStack()
             held_roots: list[bool] = []
             server, log, guard = _server_for(
-                target, paths, attempt, creds, trip, functools.partial(held_roots.append, True)
+                target,
+                paths,
+                attempt,
+                creds,
+                trip,
+                functools.partial(held_roots.append, True),
+                fresh=first_failure is not None,
             )
             if tracer is not None:
                 tracer.register_headers(target.headers)
                 server = traced(server, tracer)
-            client = Client(
+            client = HandshakeClient(
                 server,
                 mode=mode,
                 client_info=t.Implementation(name="mcpcli", version=__version__),
@@ -228,20 +239,36 @@ async def connect(
                 log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
                 **callbacks,
             )
+            client.handshake_offers = handshake_offers
             try:
                 # No cancel scope around this: the client's task group must outlive it (anyio scopes nest strictly).
                 # The guard bounds it instead, by ending the stream the handshake waits on.
                 await attempt.enter_async_context(client)
             except Exception as exc:  # boundary: transports raise many shapes (ExceptionGroup, httpx2 errors)
                 await attempt.aclose()  # the server is stopped: its log is complete
-                if mode == "legacy" and given == "auto" and trip.error is None and isinstance(_inner(exc), MCPError):
+                answered = given == "auto" and trip.error is None and isinstance(_inner(exc), MCPError)
+                if answered and first_failure is None and mode == "legacy":
                     # The handshake that worked last time was refused: the server changed. Ask it afresh.
                     remember(paths, target, legacy=False)
-                    mode = "auto"
+                    mode, first_failure = "auto", f"the initialize handshake ({_describe(exc)})"
                     continue
+                if answered and first_failure is None and mode == "auto" and target.kind == "stdio":
+                    # A strict server (rmcp: the Rust SDK) ends the process, or spoils the connection, when its first
+                    # message is not ``initialize``: start it once more, speaking the handshake from the start.
+                    first_failure = f"the 2026-07-28 probe, server/discover ({_describe(exc)})"
+                    mode = "legacy"
+                    continue
+                if first_failure is not None and trip.error is None:
+                    both = f"it failed on {first_failure}, then on {_second(mode)} ({_describe(exc)})"
+                    raise _start_failure(target, log, both) from None
                 raise trip.error or _connect_failure(target, log, creds, exc, trip.http_status) from None
             break
         await stack.enter_async_context(attempt)
+        if first_failure is not None and mode == "legacy":
+            _say(
+                f"{target.label} did not survive {first_failure}; started it again with the initialize handshake "
+                "(remembered: next time it gets the handshake at once)."
+            )
         if guard is not None:
             guard.connected()
         if learn:
@@ -341,6 +368,11 @@ def back_channel_failure(client: Client) -> McpcliError | None:
     return failed[0] if failed else None
 
 
+def _second(mode: str) -> str:
+    """The second attempt of ``connect``, named for the one line that says both failed."""
+    return "the initialize handshake" if mode == "legacy" else "the 2026-07-28 probe, server/discover"
+
+
 def _inner(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
@@ -361,7 +393,11 @@ def _server_for(
     credentials: Credentials,
     trip: Tripwire,
     asks_roots: Callable[[], None],
+    *,
+    fresh: bool = False,
 ) -> tuple[Any, _ServerLog | None, Guard | None]:
+    """The transport for ``target``; ``fresh``: a kept-alive server's process is started anew (the first attempt
+    spoiled it)."""
     from mcpcli.transports import Guard
 
     if target.kind == "demo":
@@ -403,7 +439,9 @@ def _server_for(
         from mcpcli.attach import attached, worker_socket
 
         if (where := worker_socket()) is not None:
-            kept = attached(where, target, max_message_bytes=bounds.max_message_bytes, note=_say, asks_roots=asks_roots)
+            kept = attached(
+                where, target, max_message_bytes=bounds.max_message_bytes, note=_say, asks_roots=asks_roots, fresh=fresh
+            )
             guard = Guard(kept, trip)
             return guard, None, guard
         _say(f"Not keeping {target.label} alive: that needs the background worker (it is off here); starting it.")

@@ -148,6 +148,13 @@ class Outcome:
     """The call became a task left running on the server (``--detach``): no result yet, the session continues it."""
     cancelled: bool = False
     """The session's task was cancelled at the user's request (``resume --cancel-task``)."""
+    refused: tuple[str, ...] = ()
+    """What a pre-2026 server asked mid-call and did not get (nobody could answer, or mcpcli could not use the
+    answer given) before it finished anyway: the front end prints the result and warns once (``refusal``)."""
+
+    def refusal(self) -> str | None:
+        """The one warning that goes with the result when ``refused`` names anything."""
+        return f"The server finished without an answer to {'; '.join(self.refused)}." if self.refused else None
 
 
 @dataclass
@@ -245,9 +252,13 @@ class Flow:
     _attempt: int = 1
     _back_channel_count: dict[str, int] = field(default_factory=dict)
     _back_channel_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _refused: list[str] = field(default_factory=list)
+    """Back-channel questions of legs that completed anyway, described for ``Outcome.refused``."""
+    _refused_key: str | None = None
+    """The request key of the question ``_back_channel_refused`` answered."""
     _back_channel_refused: McpcliError | None = None
-    """Why mcpcli refused a back-channel question (an invalid --answer): the server's result after that is not the
-    flow's, which stays waiting, as on 2026-07-28."""
+    """Why mcpcli refused a back-channel question (an invalid --answer, asked as ``_refused_key``): the leg's error,
+    when the server then failed it; named beside its result when it finished anyway (``_settle_back_channel``)."""
     _in_flight: bool = False
     _roots_given_at: float | None = None
     """When a ``roots/list`` that came before the call was answered (``_before_the_call``), on the monotonic clock."""
@@ -440,6 +451,15 @@ class Flow:
 
     async def _send(self, call: Call, responses: dict[str, Any] | None, state: str | None) -> Any:
         """One leg: the same method, name and arguments; only the responses and the state change."""
+        finished = False
+        try:
+            result = await self._leg(call, responses, state)
+            finished = True
+            return result
+        finally:
+            await self._settle_back_channel(finished=finished)
+
+    async def _leg(self, call: Call, responses: dict[str, Any] | None, state: str | None) -> Any:
         typed = _typed_responses(for_server(responses)) if responses is not None else None
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
@@ -478,15 +498,29 @@ class Flow:
             raise
         except Exception as exc:  # boundary: transports fail in many shapes (httpx2 errors, closed streams, groups)
             raise await self._fail(f"The connection to the server failed: {_innermost(exc)}") from exc
-        finally:
-            if self._back_channel_failed:
-                pending = dict(self._back_channel_failed)
-                self._back_channel_failed.clear()
-                await self._keep("waiting")
-                assert self.session is not None
-                raise NeedInput(self.session, pending, deferred=False)
-            if (refused := self.take_refusal()) is not None:
-                raise refused
+
+    async def _settle_back_channel(self, *, finished: bool) -> None:
+        """After a leg, what became of the questions a pre-2026 server asked during it that got no answer.
+
+        The leg failed: the flow waits (such a question cannot be deferred; exit 3, or the refusal's own error).
+        The leg brought a complete result anyway: that result is the flow's — printed, the session done, so that
+        no ``resume`` repeats a call that completed — and what was refused is named once (``Outcome.refused``).
+        """
+        pending = dict(self._back_channel_failed)
+        self._back_channel_failed.clear()
+        refused = self.take_refusal()
+        if finished:
+            if pending:
+                self._refused.append(f"{some_of(list(pending), 10)} (nobody could answer)")
+            if refused is not None:
+                self._refused.append(f"{self._refused_key or 'a question'} ({refused.message.rstrip('.')})")
+            return
+        if pending:
+            await self._keep("waiting")
+            assert self.session is not None
+            raise NeedInput(self.session, pending, deferred=False)
+        if refused is not None:
+            raise refused
 
     def take_refusal(self) -> McpcliError | None:
         """The error a back-channel answer failed with during the last leg, once (see ``_back_channel_refused``)."""
@@ -620,7 +654,8 @@ class Flow:
                 self._back_channel_failed[key] = requests[key]
                 return t.ErrorData(code=t.INVALID_REQUEST, message="The user is not available to answer.")
             except UsageError as exc:  # a bad answer, kept waiting by _take_round; the server hears a refusal
-                self._back_channel_refused = self._back_channel_refused or exc
+                if self._back_channel_refused is None:
+                    self._back_channel_refused, self._refused_key = exc, key
                 raise
             typed: t.InputResponse = _typed_responses(for_server(answers))[key]
             return typed
@@ -683,7 +718,8 @@ class Flow:
         code = result_exit_code(self.call.method, result)
         self._event("result", session=self.session.id if self.session and self._saved else None, exit_code=int(code))
         await self.keeper.update(status="done", result=result, exit_code=int(code), last=True, **changes)
-        return Outcome(result=result, session=self.session if self._saved else None, exit_code=code)
+        session = self.session if self._saved else None
+        return Outcome(result=result, session=session, exit_code=code, refused=tuple(self._refused))
 
     def _event(self, kind: str, /, **fields: Any) -> None:
         if self.tracer is not None:

@@ -24,6 +24,8 @@ from itertools import pairwise
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from mcpcli.schemas import plain
+
 Kind = Literal["string", "number", "integer", "boolean", "select", "multiselect"]
 
 SECRET_MASK = "••••••"
@@ -92,7 +94,7 @@ def parse_schema(schema: Mapping[str, Any]) -> list[FieldSpec]:
     unknown = [name for name in required if name not in properties]
     if unknown:
         raise SchemaError(f"required properties are not defined: {', '.join(unknown)}")
-    return [_parse_property(str(name), prop, name in required) for name, prop in properties.items()]
+    return [_parse_property(str(name), plain(prop, schema), name in required) for name, prop in properties.items()]
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def parse_schema_lenient(schema: Mapping[str, Any]) -> tuple[list[FieldSpec], li
     unsupported: list[Unsupported] = []
     for name, prop in schema.get("properties", {}).items():
         try:
-            fields.append(_parse_property(str(name), prop, name in required))
+            fields.append(_parse_property(str(name), plain(prop, schema), name in required))
         except SchemaError as exc:
             unsupported.append(Unsupported(str(name), str(exc), name in required))
     known = {field.name for field in fields} | {item.name for item in unsupported}

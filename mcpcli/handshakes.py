@@ -8,14 +8,23 @@ and next time starts with ``initialize``. Should that fail (the server was upgra
 and ``auto`` runs as if nothing were known. A modern server needs no entry: its discover succeeds first time.
 
 A cache: unreadable or missing means nothing is known, and a failed write costs only the round trip.
+
+Also what the handshake itself says (``HandshakeClient``): the back-channel capabilities ``initialize`` declares,
+and the ``serverInfo`` of a discover result, wherever the server put it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
+
+import mcp_types as t
+from mcp import Client
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -68,3 +77,61 @@ def remember(paths: Paths, target: Target, legacy: bool) -> None:
         write_private(_file(paths), json.dumps(doc), durable=False)
     except OSError:
         logging.getLogger(__name__).debug("could not write %s", _file(paths), exc_info=True)
+
+
+BACK_CHANNEL = frozenset({"sampling", "elicitation", "roots"})
+
+
+class _Handshake:
+    """Dispatcher wrapper for the handshake.
+
+    ``initialize`` declares only the back-channel capabilities this run can answer (``offers``; None: all). On the
+    handshake a question cannot wait for a later ``resume``, so a capability declared without an answerer only
+    earns the server a refusal — and a server that would have done without (the SDK's own client declares nothing
+    it cannot answer) may fail instead. The 2026-07-28 probe and every modern request keep declaring them all:
+    there a question waits in the session.
+
+    A ``server/discover`` result's ``serverInfo`` is kept when the server put it at the top level of the result
+    (C# SDK 2.0) rather than in ``_meta``, where the SDK looks (its model drops the unknown field): ``server_info``.
+    """
+
+    def __init__(self, inner: Any, offers: frozenset[str] | None, client: HandshakeClient) -> None:
+        self._inner = inner
+        self._offers = offers
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: dict[str, Any] | None = None, **kw: Any
+    ) -> dict[str, Any]:
+        offers = self._offers
+        if method == "initialize" and offers is not None and params and isinstance(params.get("capabilities"), dict):
+            kept = {k: v for k, v in params["capabilities"].items() if k not in BACK_CHANNEL or k in offers}
+            params = {**params, "capabilities": kept}
+        raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
+        if method == "server/discover" and isinstance(raw, dict) and isinstance(info := raw.get("serverInfo"), dict):
+            from pydantic import ValidationError
+
+            with contextlib.suppress(ValidationError):  # display-only, as the SDK reads the _meta stamp
+                self._client.top_level_info = t.Implementation.model_validate(info)
+        return raw
+
+
+class HandshakeClient(Client):
+    """The SDK's client, its session's dispatcher wrapped before the handshake (``_Handshake``)."""
+
+    handshake_offers: frozenset[str] | None = None
+    top_level_info: t.Implementation | None = None
+
+    async def _build_session(self, exit_stack: AsyncExitStack) -> Any:
+        session = await super()._build_session(exit_stack)
+        session._dispatcher = _Handshake(session._dispatcher, self.handshake_offers, self)  # type: ignore[assignment]  # see module docstring
+        return session
+
+
+def server_info(client: Client) -> t.Implementation | None:
+    """Who the server says it is, wherever it said it: the handshake's ``serverInfo``, the discover result's
+    ``_meta`` stamp, or the discover result's top level."""
+    return client.server_info or (client.top_level_info if isinstance(client, HandshakeClient) else None)

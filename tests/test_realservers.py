@@ -566,3 +566,207 @@ def test_the_fetch_servers_page_text_reaches_the_terminal_with_its_escapes_made_
     refused = run_in(tmp_path, "call", "fetch", "-a", f"url={web_page}", "-s", _pypi_server(*FETCH), "--no-worker")
     assert refused.code == 1 and "not a public address" in refused.out + refused.err, refused.err
     assert left_running(tmp_path) == []
+
+
+# --- a Rust server (rmcp) ---------------------------------------------------------------------------------------------
+
+CORTEX = "@temporal-cortex/cortex-mcp-linux-x64@0.9.1"
+"""Temporal Cortex (Rust, rmcp 1.1.1; 2025-06-18), a prebuilt binary on npm: it ends its process when the first
+message is not ``initialize``, so ``auto`` must start it again with the handshake."""
+
+
+@pytest.fixture(scope="session")
+def cortex() -> str:
+    """The path of the rmcp server's binary, ``npm pack``ed once into the cache (no install scripts run)."""
+    import platform
+    import tarfile
+
+    if not shutil.which("npm"):
+        _unavailable("needs npm")
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the pinned rmcp server is a linux-x64 binary")
+    folder = _cache() / "cortex"
+    binary = folder / "package" / "bin" / "cortex-mcp"
+    if not binary.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["npm", "pack", "--silent", CORTEX], capture_output=True, text=True, timeout=300, cwd=folder
+        )
+        packed = folder / done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else None
+        if packed is None or not packed.is_file():
+            _unavailable(f"npm pack {CORTEX} failed: {done.stderr[-500:]}")
+        with tarfile.open(packed) as tar:
+            tar.extractall(folder, filter="data")
+        binary.chmod(0o755)
+    return str(binary)
+
+
+def _sdk_listing(command: str, env: dict[str, str]) -> dict[str, Any]:
+    """What the SDK's own client lists (tools, prompts, resources), over the handshake it speaks to rmcp."""
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    async def listed() -> dict[str, Any]:
+        params = StdioServerParameters(command=command, env=env)
+        async with Client(params, mode="legacy") as client:
+            return {
+                "tools": [
+                    t.model_dump(mode="json", by_alias=True, exclude_none=True)
+                    for t in (await client.list_tools()).tools
+                ],
+                "prompts": [p.name for p in (await client.list_prompts()).prompts],
+                "resources": [r.uri for r in (await client.list_resources()).resources],
+            }
+
+    return anyio.run(listed)
+
+
+def test_the_rust_servers_first_run_restarts_it_with_the_handshake_and_the_second_goes_straight_there(
+    cortex: str, tmp_path: Path, home: Path
+) -> None:
+    env = {"HOME": str(tmp_path)}  # it writes its settings under ~/.config
+    first = run_in(tmp_path, "info", "--json", "-s", cortex, env=env)
+    assert first.code == 0, first.err
+    assert first.json()["server"]["name"] == "temporal-cortex-mcp"
+    assert "did not survive the 2026-07-28 probe" in first.err and len(first.err.strip().splitlines()) == 1
+    second = run_in(tmp_path, "info", "--json", "-s", cortex, env=env)
+    assert (second.code, second.err) == (0, ""), second.err
+    assert "legacy" in (home / "cache" / "handshakes.json").read_text()
+    sdk = _sdk_listing(cortex, env)
+    tools = run_in(tmp_path, "tools", "--json", "-s", cortex, env=env)
+    assert tools.code == 0 and tools.json()["tools"] == sdk["tools"], tools.err
+    prompts = run_in(tmp_path, "prompts", "--json", "-s", cortex, env=env)
+    assert [p["name"] for p in prompts.json()["prompts"]] == sdk["prompts"]
+    resources = run_in(tmp_path, "resources", "--json", "-s", cortex, env=env)
+    assert [r["uri"] for r in resources.json()["resources"]] == sdk["resources"]
+    listed = run_in(tmp_path, "tools", "-s", cortex, env={**env, "COLUMNS": "200"})
+    assert "timezone?: string" in listed.out and "'null'" not in listed.out  # schemars' ["string", "null"]
+    assert left_running(tmp_path) == []
+
+
+def test_the_rust_server_calls_prompts_reads_and_refuses_bad_input_cold_and_warm(
+    cortex: str, tmp_path: Path, worker_on: None
+) -> None:
+    env = {"HOME": str(tmp_path)}
+    for how in ("--no-worker", "-v"):  # cold, then through the worker; each time the first command meets the probe
+        (Path(os.environ["MCPCLI_HOME"]) / "cache" / "handshakes.json").unlink(missing_ok=True)
+        c = ["-s", cortex, how]
+        tokyo = run_in(
+            tmp_path, "call", "convert_timezone", "-a", "datetime=2026-03-01T12:00:00Z",
+            "-a", "target_timezone=Asia/Tokyo", *c, env=env,
+        )  # fmt: skip
+        assert tokyo.code == 0, tokyo.err
+        assert json.loads(tokyo.out)["local"] == "2026-03-01T21:00:00+09:00"
+        assert "did not survive" in tokyo.err
+        prompt = run_in(tmp_path, "prompt", "convert_time", "-a", "time=noon", "-a", "target_timezone=UTC", *c, env=env)
+        assert prompt.code == 0 and "Convert 'noon' to UTC" in prompt.out, prompt.err
+        read = run_in(tmp_path, "read", "cortex://docs/rrule-reference", *c, env=env)
+        assert read.code == 0 and "RRULE" in read.out, read.err
+        wrong = run_in(
+            tmp_path, "call", "convert_timezone", "-a", "datetime=soon", "-a", "target_timezone=UTC", *c, env=env
+        )
+        assert wrong.code == 1 and "Invalid datetime" in wrong.out, wrong.err
+        missing = run_in(tmp_path, "call", "convert_timezone", "-a", "datetime=x", *c, env=env)
+        assert missing.code == 2 and "target_timezone" in missing.err
+        nowhere = run_in(tmp_path, "read", "cortex://nope", *c, env=env)
+        assert nowhere.code == 4 and "resource not found" in nowhere.err
+        for r in (tokyo, prompt, read, wrong, missing, nowhere):
+            assert "Traceback" not in r.err and "Internal error" not in r.err
+    assert left_running(tmp_path) == []
+
+
+def test_the_rust_server_over_streamable_http_in_auto_mode(cortex: str, tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "HOME": str(tmp_path), "HTTP_PORT": str(port)}
+    server = subprocess.Popen(
+        [cortex], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            time.sleep(0.1)
+        info = run_in(tmp_path, "info", "--json", "-s", url)
+        assert info.code == 0 and info.json()["server"]["name"] == "temporal-cortex-mcp", info.err
+        called = run_in(
+            tmp_path,
+            "call",
+            "compute_duration",
+            "-a",
+            "start=2026-01-01T00:00:00Z",
+            "-a",
+            "end=2026-01-02T01:00:00Z",
+            "-s",
+            url,
+        )
+        assert called.code == 0 and json.loads(called.out)["total_seconds"] == 90000, called.err
+        assert "did not survive" not in info.err + called.err  # HTTP: the probe's error already fell back
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+# --- a C# server (the official C# SDK) --------------------------------------------------------------------------------
+
+AZURE = "@azure/mcp-linux-x64@2.0.5"
+"""Azure MCP Server 2.0.5: C#, on the official C# SDK (ModelContextProtocol), 2025-11-25; a self-contained binary on
+npm. Its best-practice tools answer without an Azure account."""
+
+
+@pytest.fixture(scope="session")
+def azure() -> str:
+    """A ``-s`` command line for the C# server, ``npm pack``ed once into the cache (no install scripts run)."""
+    import platform
+    import tarfile
+
+    if not shutil.which("npm"):
+        _unavailable("needs npm")
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the pinned C# server is a linux-x64 binary")
+    folder = _cache() / "azure"
+    binary = folder / "package" / "dist" / "azmcp"
+    if not binary.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["npm", "pack", "--silent", AZURE], capture_output=True, text=True, timeout=600, cwd=folder
+        )
+        packed = folder / done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else None
+        if packed is None or not packed.is_file():
+            _unavailable(f"npm pack {AZURE} failed: {done.stderr[-500:]}")
+        with tarfile.open(packed) as tar:
+            tar.extractall(folder, filter="data")
+        binary.chmod(0o755)
+    return shlex.join([str(binary), "server", "start"])
+
+
+def test_the_csharp_server_is_discovered_like_the_sdk_client_does_and_answers_without_an_account(
+    azure: str, tmp_path: Path
+) -> None:
+    env = {"HOME": str(tmp_path), "AZURE_MCP_COLLECT_TELEMETRY": "false"}
+    info = run_in(tmp_path, "info", "--json", "-s", azure, env=env, timeout=120)
+    assert info.code == 0, info.err
+    assert (info.json()["server"]["name"], info.json()["protocolVersion"]) == ("Azure MCP Server", "2025-11-25")
+    command, *args = shlex.split(azure)
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    async def sdk_tools() -> list[dict[str, Any]]:
+        async with Client(StdioServerParameters(command=command, args=args, env=env), mode="legacy") as client:
+            return [
+                t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools
+            ]
+
+    tools = run_in(tmp_path, "tools", "--json", "-s", azure, env=env, timeout=120)
+    assert tools.code == 0 and tools.json()["tools"] == anyio.run(sdk_tools), tools.err
+    ask = ["-a", "intent=terraform", "-a", "command=azureterraformbestpractices_get", "-a", "parameters={}"]
+    practices = run_in(tmp_path, "call", "azureterraformbestpractices", *ask, "-s", azure, env=env, timeout=120)
+    assert practices.code == 0 and "Terraform" in practices.out, practices.err
+    missing = run_in(tmp_path, "call", "azureterraformbestpractices", "-s", azure, env=env, timeout=120)
+    assert missing.code == 2 and "intent" in missing.err
+    for r in (info, tools, practices, missing):
+        assert "Traceback" not in r.err and "Internal error" not in r.err
+    assert left_running(tmp_path) == []

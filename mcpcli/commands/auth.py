@@ -33,6 +33,7 @@ async def login(rt: Runtime, *, open_browser: bool) -> int:
     """Sign in afresh (the stored login stays until the new one succeeds), then say as whom and until when."""
     from mcpcli.auth import Credentials
     from mcpcli.connection import connect
+    from mcpcli.handshakes import server_info
 
     target = _http_target(rt, "login")
     if target.bearer_token_env or any(k.lower() == "authorization" for k in target.headers) or rt.g.bearer:
@@ -42,7 +43,7 @@ async def login(rt: Runtime, *, open_browser: bool) -> int:
         )
     creds = Credentials(interactive=True, open_browser=open_browser, fresh=True, token_store=rt.process.token_store)
     async with connect(target, rt.paths, protocol=rt.protocol(), bounds=rt.bounds(), credentials=creds) as client:
-        server = client.server_info.name if client.server_info else target.label
+        server = info.name if (info := server_info(client)) is not None else target.label
     record = creds.login
     if record is None or not record.signed_in or not creds.signed_in_now:
         rt.out.note(f"{target.label} did not ask to sign in: it accepts requests without OAuth. Nothing was stored.")

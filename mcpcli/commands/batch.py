@@ -350,9 +350,7 @@ class Batch:
                 if (failure := back_channel_failure(client)) is not None:
                     raise failure from None  # e.g. a bad answer to its question: why mcpcli refused is the news
                 raise
-            if (failure := back_channel_failure(client)) is not None:
-                raise failure
-            return outcome
+            return outcome  # a complete result after a refused question stands (Outcome.refused names it)
 
     # --- the lines ---------------------------------------------------------------------------------------------------
 
@@ -405,7 +403,9 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     presets = presets_of(opts)
     creds = credentials(rt, interactive=False)  # nobody signs in mid-batch: mcpcli auth login first
     batch = Batch(rt, opts, flows, target, protocol, presets, creds, tally)
-    settings = declared(rt, opts.llm) | ({} if protocol is None else {"protocol": protocol})
+    # Nobody is asked mid-batch; each line may carry answers of its own.
+    offers = declared(rt, opts.llm, person=False, presets=True, sampling_policy=opts.approve_sampling)
+    settings = offers | ({} if protocol is None else {"protocol": protocol})
 
     async def roots_asked(request: Any) -> Any:  # the listing's connection answers nothing, but notes the question
         import mcp_types as t

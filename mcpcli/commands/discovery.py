@@ -21,6 +21,7 @@ from mcpcli.auth import Credentials
 from mcpcli.connection import connect
 from mcpcli.errors import McpcliError, ServerError
 from mcpcli.flow import dump
+from mcpcli.handshakes import server_info
 
 if TYPE_CHECKING:
     from mcpcli.config import Target
@@ -131,7 +132,12 @@ def _emit(rt: Runtime, doc: dict[str, Any], title: str, cols: tuple[str, ...], r
 def _args_summary(schema: Any) -> str:
     usable = usable_schema(schema)
     props, required = usable.get("properties") or {}, set(usable.get("required") or [])
-    parts = [f"{name}{'' if name in required else '?'}: {prop.get('type', 'any')}" for name, prop in props.items()]
+    from mcpcli.schemas import text
+
+    parts = [
+        f"{name}{'' if name in required else '?'}: {text(prop, usable, optional=name not in required)}"
+        for name, prop in props.items()
+    ]
     return ", ".join(parts)
 
 
@@ -140,7 +146,7 @@ def _prompt_args(prompt: dict[str, Any]) -> str:
 
 
 def _info(rt: Runtime, client: Client) -> int:
-    server = client.server_info
+    server = server_info(client)
     caps = dump(client.server_capabilities)
     doc = {
         "server": dump(server) if server else None,
@@ -172,12 +178,35 @@ def server_logs(rt: Runtime, say: Callable[[str], None]) -> dict[str, Any]:
     return {"log_level": level, "on_log": log_printer(level, say)}
 
 
-def declared(rt: Runtime, llm_name: str | None = None) -> dict[str, Any]:
+def declared(
+    rt: Runtime,
+    llm_name: str | None = None,
+    *,
+    person: bool | None = None,
+    presets: bool = False,
+    sampling_policy: str | None = None,
+) -> dict[str, Any]:
     """What every connection of this run declares and is bounded by — the one place that decides it, so that
-    ``tools``, the app's lists and completion see what ``call`` sees: the protocol, the limits, and whether
-    sampling offers tool use (only when the provider that would answer, ``--llm`` or the default, has a
-    ``tools`` model). The back-channel capabilities themselves are always declared (``connection.connect``)."""
-    return {"protocol": rt.protocol(), "bounds": rt.bounds(), "sampling_tools": _sampling_tools(rt, llm_name)}
+    ``tools``, the app's lists and completion see what ``call`` sees: the protocol, the limits, whether sampling
+    offers tool use (only when the provider that would answer, ``--llm`` or the default, has a ``tools`` model),
+    and which back-channel capabilities the pre-2026 handshake declares: only what this run can answer, since
+    such a question cannot wait for a resume — roots always (the working directory answers), elicitation with a
+    ``person`` to ask (default: a terminal) or ``presets``, sampling with a provider whose policy lets it answer
+    (``ask`` needs the person). The 2026-07-28 era declares all three (``connection.connect``)."""
+    person = at_terminal() if person is None else person
+    offers = {"roots"}
+    if person or presets:
+        offers.add("elicitation")
+    if rt.settings.providers:
+        policy = sampling_policy or rt.settings.sampling.policy
+        if policy == "always" or (person and policy != "never"):
+            offers.add("sampling")
+    return {
+        "protocol": rt.protocol(),
+        "bounds": rt.bounds(),
+        "sampling_tools": _sampling_tools(rt, llm_name),
+        "handshake_offers": frozenset(offers),
+    }
 
 
 def _sampling_tools(rt: Runtime, llm_name: str | None) -> bool:

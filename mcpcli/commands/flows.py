@@ -214,11 +214,23 @@ def connect_flow(
         elicitation=flow.back_channel("elicitation"),
         roots=flow.back_channel("roots"),
         sampling=flow.back_channel("sampling"),
-        **(declared(rt, opts.llm) | ({} if protocol is None else {"protocol": protocol})),
+        **(declared(rt, opts.llm, **_answerers(opts, flow)) | ({} if protocol is None else {"protocol": protocol})),
         credentials=flow.credentials,
         tracer=flow.tracer,
         **server_logs(rt, flow.reporter.note),
     )
+
+
+def _answerers(opts: AnswerOptions, flow: Flow) -> dict[str, Any]:
+    """Who answers this flow's questions, for what its handshake declares (``declared``): a person (the terminal,
+    the app), presets, the sampler's policy."""
+    from mcpcli.sampling import Sampler
+
+    sampler = next((s for s in flow.sources if isinstance(s, Sampler)), None)
+    person = any(s.interactive for s in flow.sources if s is not sampler)
+    given = bool(opts.answer or opts.answers or opts.decline or opts.cancel or opts.accept or opts.accept_defaults)
+    policy = "never" if sampler is None else sampler.policy
+    return {"person": person, "presets": given, "sampling_policy": policy}
 
 
 Body = Callable[[Client], Awaitable[Outcome]]
@@ -269,12 +281,12 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                 raise
             finally:
                 rt.out.stop_progress()
-            if (failure := back_channel_failure(client)) is not None:
-                raise failure  # e.g. a bad --answer to a pre-2026 server's question: exit 2, as on 2026-07-28
             _say_unmatched(rt, flow)
             # Printed before the connection closes: the result is final, whatever the server takes to exit.
             code = render(rt, flow.call.method if flow.call else "tools/call", error_result(outcome))
             printed.append(code)
+            if (refusal := outcome.refusal()) is not None:
+                rt.out.warning(refusal)  # a pre-2026 server finished without what it asked: its result stands
             if (
                 code == ExitCode.TOOL_ERROR
                 and client.protocol_version == "2026-07-28"

@@ -148,6 +148,8 @@ class RunScreen(Screen[None]):
         if outcome.session is not None:
             title += f" · session {outcome.session.id}"
         widgets = list(result_widgets(method, result)) or [Static("(empty result)", classes="muted")]
+        if (refusal := outcome.refusal()) is not None:
+            widgets.append(Static(plain(refusal), classes="muted"))
         self._show(*widgets, title=title, classes="-error" if error else "-ok")
 
     def show_error(self, exc: McpcliError) -> None:

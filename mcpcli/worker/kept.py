@@ -68,6 +68,9 @@ class Attachment:
     """The command's working directory (a server it starts runs there, unless its entry names a ``cwd``)."""
     buffer: bytearray = field(default_factory=bytearray)
     answered_from_cache: bool = False
+    fresh: bool = False
+    """The command asks for a new process: its first attempt left the running one unable to serve it (a strict
+    server spoiled by the 2026-07-28 probe)."""
 
 
 @dataclass
@@ -191,6 +194,7 @@ class Kept:
         env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
         cwd = request.get("cwd")
         attachment = Attachment(conn, self._numbers, env, cwd if isinstance(cwd, str) else None)
+        attachment.fresh = request.get("fresh") is True
         if server.current is None:
             self._lend(server, attachment)
         else:
@@ -198,6 +202,10 @@ class Kept:
 
     def _lend(self, server: KeptServer, attachment: Attachment) -> None:
         restarted = False
+        if attachment.fresh and server.proc is not None:
+            self._unregister(server.proc.stdout)
+            server.stop()
+            server.calls = max(server.calls, 1)
         if not server.alive:
             restarted = server.proc is not None or server.calls > 0
             if server.proc is not None:
