@@ -206,6 +206,8 @@ async def connect(
         # Offered only when the user's provider has a model that can use tools (a ``tools`` tag).
         "sampling_capabilities": t.SamplingCapability(tools=t.SamplingToolsCapability()) if sampling_tools else None,
     }
+    if tracer is not None:
+        tracer.fact("connect", target=recorded_target(target), protocol=given)
     async with AsyncExitStack() as stack:
         while True:
             trip = Tripwire(bounds)
@@ -244,6 +246,15 @@ async def connect(
         await stack.enter_async_context(attempt)
         if guard is not None:
             guard.connected()
+        if tracer is not None:
+            info = client.server_info
+            tracer.fact(
+                "connected",
+                protocol=client.protocol_version,
+                server_info=info.model_dump(mode="json", by_alias=True, exclude_none=True) if info else None,
+                capabilities=client.server_capabilities.model_dump(mode="json", by_alias=True, exclude_none=True),
+                instructions=client.instructions,
+            )
         if learn:
             remember(paths, target, legacy=client.protocol_version not in MODERN_PROTOCOL_VERSIONS)
         refused: list[bool] = []
@@ -274,6 +285,23 @@ async def connect(
             if trip.error is not None and not isinstance(_inner(exc), UsageError):
                 raise trip.error from None
             raise
+
+
+def recorded_target(target: Target) -> dict[str, Any]:
+    """What a recording keeps of the server: enough to reach it again, nothing secret (no header values, no
+    environment: their names only)."""
+    kept: dict[str, Any] = {"label": target.label, "kind": target.kind, "source": target.source}
+    if target.url:
+        kept["url"] = target.url
+    if target.command:
+        kept["command"] = [target.command, *target.args]
+        if target.cwd:
+            kept["cwd"] = target.cwd
+        if target.env:
+            kept["env_names"] = sorted(target.env)
+    if target.headers:
+        kept["header_names"] = sorted(target.headers)
+    return kept
 
 
 _ROOTS_ASKED_AGAIN: set[int] = set()

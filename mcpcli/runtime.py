@@ -36,6 +36,8 @@ class Globals:
     verbose: bool = False
     trace: str | None = None
     """``--trace FILE``: every JSON-RPC message of the run, redacted, as NDJSON."""
+    record: str | None = None
+    """``--record FILE``: a recording of the run (``mcpcli replay``, ``mcpcli mock`` read it)."""
     log_level: str | None = None
     """``--log-level LEVEL``: print the server's log messages at this level and above (none without it)."""
     bearer: str | None = None
@@ -174,8 +176,9 @@ class Runtime:
         from mcpcli.trace import Tracer, TraceSinks
 
         if self._trace is None:
-            self._trace = TraceSinks.open(self.g.trace, self.out.err if self.g.verbose else None, summarize)
-        if not (record or self._trace.file is not None or (summaries and self._trace.console is not None)):
+            console = self.out.err if self.g.verbose else None
+            self._trace = TraceSinks.open(self.g.trace, console, summarize, record=self.g.record)
+        if not (record or self._trace.writing or (summaries and self._trace.console is not None)):
             return None
         return Tracer(self._trace, record=record, summaries=summaries)
 

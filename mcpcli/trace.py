@@ -58,6 +58,9 @@ BUFFER_MAX_BYTES = 16 * 2**20
 MIN_SECRET = 4
 """Registered secrets shorter than this are ignored: redacting every "abc" would hide the trace, not a secret."""
 
+RECORDING_VERSION = 1
+"""The ``recording`` header line's version (``mcpcli.recording`` reads it)."""
+
 SECRET = "[secret]"
 REDACTED = "[redacted]"
 STATE_KEYS = frozenset({"request_state", "requestState"})
@@ -197,13 +200,38 @@ class TraceSinks:
     """Registered secret values (tokens, keys, secret answers): never written in any line."""
     start: float = field(default_factory=time.monotonic)
     """``t`` in every line counts from here."""
+    recording: IO[str] | None = None
+    """``--record FILE``, opened 0600: the same lines, whole, plus the facts a replay needs (``fact``)."""
+    recording_path: str | None = None
 
     @classmethod
     def open(
-        cls, path: str | None, console: Console | None, summarize: Callable[[Mapping[str, Any]], str] | None = None
+        cls,
+        path: str | None,
+        console: Console | None,
+        summarize: Callable[[Mapping[str, Any]], str] | None = None,
+        *,
+        record: str | None = None,
     ) -> TraceSinks:
         file = open_trace_file(Path(path)) if path else None
-        return cls(file=file, path=path, console=console, summarize=summarize)
+        recording = open_trace_file(Path(record), option="--record") if record else None
+        sinks = cls(file=file, path=path, console=console, summarize=summarize, recording=recording)
+        sinks.recording_path = record
+        if recording is not None:
+            from mcpcli import __version__
+
+            sinks.fact({"recording": RECORDING_VERSION, "mcpcli": __version__, "at": _at()})
+        return sinks
+
+    @property
+    def writing(self) -> bool:
+        """Whether lines are read as they come (a trace or a recording file)."""
+        return self.file is not None or self.recording is not None
+
+    def fact(self, entry: Mapping[str, Any]) -> None:
+        """A line for the recording alone (its header, the connection, where an answer came from)."""
+        if self.recording is not None:
+            self._put_recording(_json(_walk(dict(entry), tuple(self.secrets))))
 
     def summary(self, entry: Mapping[str, Any]) -> None:
         if self.console is not None and self.summarize is not None:
@@ -219,22 +247,44 @@ class TraceSinks:
                 self.file.flush()  # a trace is read after a crash too
             except OSError as exc:  # a full disk: the flow goes on, untraced, and says so once
                 self._give_up(exc)
+        if self.recording is not None:
+            self._put_recording(line)
+
+    def _put_recording(self, line: str) -> None:
+        assert self.recording is not None
+        try:
+            self.recording.write(line + "\n")
+            self.recording.flush()
+        except OSError as exc:  # as for the trace: the flow goes on, unrecorded, and says so once
+            import sys
+
+            why = exc.strerror or exc
+            where = self.recording_path or "its file"
+            sys.stderr.write(f"mcpcli: cannot write the recording to {where} ({why}); recording stopped.\n")
+            with contextlib.suppress(OSError):
+                self.recording.close()
+            self.recording = None
 
     def _give_up(self, exc: OSError) -> None:
         import sys
 
         why = exc.strerror or exc
         sys.stderr.write(f"mcpcli: cannot write the trace to {self.path or 'its file'} ({why}); tracing stopped.\n")
-        self.close()
-
-    def close(self) -> None:
         if self.file is not None:
-            with contextlib.suppress(OSError):  # what could not be written was said at the time
+            with contextlib.suppress(OSError):
                 self.file.close()
             self.file = None
 
+    def close(self) -> None:
+        for name in ("file", "recording"):
+            handle = getattr(self, name)
+            if handle is not None:
+                with contextlib.suppress(OSError):  # what could not be written was said at the time
+                    handle.close()
+                setattr(self, name, None)
 
-def open_trace_file(path: Path) -> IO[str]:
+
+def open_trace_file(path: Path, *, option: str = "--trace") -> IO[str]:
     """``path`` truncated and private (0600); missing parent directories are made 0700, existing ones left be."""
     from mcpcli.config import private_dir
 
@@ -243,8 +293,9 @@ def open_trace_file(path: Path) -> IO[str]:
         private_dir(path.parent)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     except OSError as exc:
+        what = "recording" if option == "--record" else "trace file"
         raise UsageError(
-            f"Cannot write the trace file {path}: {exc.strerror or exc}.", hint="Give --trace a writable file path."
+            f"Cannot write the {what} {path}: {exc.strerror or exc}.", hint=f"Give {option} a writable file path."
         ) from None
     if stat.S_ISREG(os.fstat(fd).st_mode):  # an existing file keeps its mode on O_CREAT: make it private too
         os.fchmod(fd, 0o600)
@@ -312,6 +363,14 @@ class Tracer:
         self.sinks.write(line)
         self._keep(line)
 
+    def fact(self, kind: str, /, **fields: Any) -> None:
+        """A fact for ``--record`` alone, in order with the messages: ``connect`` (the target, before the handshake),
+        ``connected`` (the protocol spoken), ``answer`` (a request key and where its answer came from)."""
+        if self.sinks.recording is None:
+            return
+        now, at = time.monotonic(), time.time()
+        self._later(lambda: self.sinks.fact({"t": self._t(now), "at": _at(at), "fact": kind, **fields}))
+
     def drain(self, *, everything: bool = True) -> list[str]:
         """The lines kept since the last call, for the store's next write (which commits them with it).
 
@@ -332,7 +391,7 @@ class Tracer:
         while the server works on the request just sent, or while the store writes the round (so redacting and
         encoding costs a round nothing). Every state change (the round, the secrets learnt) happens in the
         same order as the messages, so a line says exactly what it would have said at once."""
-        if self.sinks.file is not None or self.summaries or not self.record:
+        if self.sinks.writing or self.summaries or not self.record:
             render()
             return
         import asyncio
