@@ -73,6 +73,11 @@ SENSITIVE_KEYS = frozenset(
 # --- redaction ---------------------------------------------------------------------------------------------------
 
 
+def body_digest(body: str) -> str:
+    """A recorded message's checksum (its JSON as written): ``mcpcli.recording`` refuses a line edited by hand."""
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def state_digest(state: str) -> dict[str, Any]:
     """What a trace keeps of a ``request_state``: its length and hash — enough to compare, nothing to replay."""
     raw = state.encode("utf-8", "surrogatepass")
@@ -482,6 +487,8 @@ class Tracer:
         body = None if message is None else _json(message)
         if body is not None:
             head["bytes"] = len(body)
+            if self.sinks.recording is not None:  # a recording is read back: a hand edit must show
+                head["sha256"] = body_digest(body)
         line = _json(head) if body is None else _json(head)[:-1] + ',"message":' + body + "}"
         self.sinks.write(line)
         if self.summaries:
