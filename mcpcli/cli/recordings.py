@@ -85,3 +85,45 @@ def replay(
             rt.close()
 
     run_guarded(body, g.debug, json=json_out)
+
+
+@app.command()
+def mock(
+    files: Annotated[list[str], typer.Argument(help="One or more recordings, served together.", metavar="FILE...")],
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+            show_default=False,
+        ),
+    ] = None,
+    max_mb: MaxMb = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and SDK logs.")] = False,
+) -> None:
+    """Serve recordings as an MCP server, for any client: the recorded server's name, listings and flows.
+
+    Each recorded call answers with the same rounds: a 2026-07-28 client gets them as input-required results
+    (with a requestState of the mock's own), a pre-2026 client is asked over the back-channel. A retry must carry
+    the recorded answers (a [secret] one matches any value); another answer, or a call the recordings do not
+    have, is a JSON-RPC error naming the difference.
+
+    \b
+    Example: mcpcli mock flow.ndjson                       (stdio: -s "mcpcli mock flow.ndjson" in a client)
+             mcpcli mock a.ndjson b.ndjson --http 127.0.0.1:8765
+    """
+    g = Globals(debug=debug)
+
+    def body() -> int:
+        from mcpcli.commands.mock import mock as run
+
+        rt = Runtime(g)
+        try:
+            return run_async(lambda: run(rt, list(files), http=http, max_mb=max_mb)) or 0
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            rt.close()
+
+    run_guarded(body, debug)
