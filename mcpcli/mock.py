@@ -24,16 +24,19 @@ import json
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import mcp_types as t
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 from mcpcli.recording import HIDDEN, LISTING_METHODS, Exchange, Recording, back_channel_key
 from mcpcli.replay import ABSENT, first_difference, normalize
+
+M = TypeVar("M", bound=BaseModel)
 
 LOOSE = ("roots/list", "sampling/createMessage")
 """Questions whose recorded reply is not checked: the client's directory and its LLM differ from run to run."""
@@ -94,7 +97,7 @@ def flows_of(exchange: Exchange) -> Flow | None:
         if isinstance(result, dict) and result.get("resultType") == "input_required":
             if index + 1 >= len(legs):
                 return None  # the flow stopped here: there is no answer to check, nor a result to give
-            questions = result.get("inputRequests") if isinstance(result.get("inputRequests"), dict) else {}
+            questions = result["inputRequests"] if isinstance(result.get("inputRequests"), dict) else {}
             answers = legs[index + 1].params.get("inputResponses")
             steps.append(Step(dict(questions), dict(answers) if isinstance(answers, dict) else {}))
             continue
@@ -202,15 +205,15 @@ class Mock:
         named = [i for i, f in enumerate(self.what.flows) if f.method == method and f.name == name]
         kind = {"tools/call": "tool", "prompts/get": "prompt", "resources/read": "resource"}[method]
         if not named:
-            have = sorted({f.name for f in self.what.flows if f.method == method})
-            listed = ", ".join(have[:20]) or "none"
-            code = t.INVALID_PARAMS if method != "tools/call" or have else t.METHOD_NOT_FOUND
+            names = sorted({f.name for f in self.what.flows if f.method == method})
+            listed = ", ".join(names[:20]) or "none"
+            code = t.INVALID_PARAMS if method != "tools/call" or names else t.METHOD_NOT_FOUND
             raise MCPError(code, f"The recording has no {method} of {kind} {name!r}; it has: {listed}.")
         wanted = dict(arguments or {})
         matching = [i for i in named if (self.what.flows[i].arguments or {}) == wanted]
         if not matching:
             recorded = self.what.flows[named[0]].arguments or {}
-            pointer, want, have = first_difference(recorded, wanted) or ("", None, None)
+            pointer, want, have = first_difference(recorded, wanted) or ("", ABSENT, ABSENT)
             raise MCPError(
                 t.INVALID_PARAMS,
                 f"The recording has {kind} {name!r} with other arguments: at {pointer or '/'} recorded"
@@ -298,7 +301,7 @@ def build_server(recordings: Sequence[Recording]) -> Server[Any]:
     methods = {f.method for f in what.flows} | set(what.listings)
     handlers: dict[str, Any] = {}
 
-    def typed(model: Any, data: Mapping[str, Any]) -> Any:
+    def typed(model: type[M], data: Mapping[str, Any]) -> M:
         return model.model_validate(data)
 
     if "tools/list" in methods or "tools/call" in methods:

@@ -225,10 +225,10 @@ def _entries(path: str, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if text.lstrip().startswith("["):
         try:
             array = json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise Malformed(
                 f"{path}, line {exc.lineno}: not JSON ({exc.msg}): cut short, or edited?", hint=_REDO
-            ) from None  # type: ignore[attr-defined]
+            ) from None
         if not isinstance(array, list):
             raise Malformed(f"{path}: not a JSON array of trace lines.", hint=_REDO)
         for n, entry in enumerate(array, 1):
@@ -393,9 +393,10 @@ def _handshake(recording: Recording, leg: Leg) -> None:
         if isinstance(result.get("protocolVersion"), str):
             recording.protocol = recording.protocol or result["protocolVersion"]
     else:
-        meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+        meta = result["_meta"] if isinstance(result.get("_meta"), dict) else {}
         info = meta.get("io.modelcontextprotocol/serverInfo")
-        asked = leg.params.get("_meta", {}).get("io.modelcontextprotocol/protocolVersion") if leg.params else None
+        sent = leg.params.get("_meta")
+        asked = sent.get("io.modelcontextprotocol/protocolVersion") if isinstance(sent, dict) else None
         if isinstance(asked, str):
             recording.protocol = recording.protocol or asked
     if isinstance(info, dict) and recording.server_info is None:

@@ -350,7 +350,7 @@ class Replayer:
             return refuse
         reply = recorded.reply or {}
         if "error" in reply or not isinstance(reply.get("result"), dict):
-            error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+            error = reply["error"] if isinstance(reply.get("error"), dict) else {}
             return t.ErrorData(code=int(error.get("code", t.INVALID_REQUEST)), message=str(error.get("message", "")))
         result = fill(reply["result"], key_of([a.request for a in leg.asked], index), self.given)
         method = recorded.request.get("method")

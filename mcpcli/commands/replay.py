@@ -74,17 +74,17 @@ def hidden_values(
     by_field: dict[str, str] = {}
     by_key: dict[tuple[str, str], str] = {}
     for item in given:
-        name, sep, value = item.partition("=")
+        name, sep, text = item.partition("=")
         if not sep or not name:
             raise UsageError(f"--answer {sanitize(item)!r} is not FIELD=VALUE.", hint="Write --answer FIELD=VALUE.")
         key, dot, field = name.rpartition(".")
         if dot:
-            by_key[(key, field)] = value
+            by_key[(key, field)] = text
         else:
-            by_field[field] = value
+            by_field[field] = text
     values: dict[tuple[str, str], str] = {}
     for key, field in hidden_answers(recording):
-        value = by_key.get((key, field), by_field.get(field))
+        value: str | None = by_key.get((key, field), by_field.get(field))
         if value is None and terminal is not None:
             value = terminal.read_secret(f"{sanitize(key)}.{sanitize(field)} (hidden in the recording): ")
         if value is None:
