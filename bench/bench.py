@@ -23,7 +23,9 @@
   local PostgreSQL with its default fsync settings, and ``mcpcli sessions list`` over a store of
   10,000 sessions (target < 0.3 s on SQLite);
 - tasks: one ``tasks/get`` round trip against an ordinary tool call's, the durable write of a poll that saw a
-  change (an unchanged poll writes nothing), and a task of 100 polls driven to its result.
+  change (an unchanged poll writes nothing), and a task of 100 polls driven to its result;
+- recordings (``bench/recordings.py``): ``mcpcli mock`` serving a 40-round flow to the SDK's client against the
+  live server, and ``mcpcli replay`` of 100 recorded flows against the SDK's loop running them.
 
 Medians of N runs after 2 warm-up runs; the two sides of each comparison alternate, so
 drift in machine load hits both. Everything lives in a temporary ``MCPCLI_HOME``.
@@ -763,6 +765,10 @@ def main() -> None:
         store_figures(tmp, env, runs)
         print()
         task_figures(tmp, env, runs)
+        print()
+        from recordings import recording_figures  # bench/recordings.py: a mock's rounds, a replay of 100 flows
+
+        recording_figures(tmp, env, runs)
         if given.race:
             race_figure(tmp, env, given.race)
 

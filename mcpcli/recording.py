@@ -187,7 +187,7 @@ def read_recording(path: str | Path, *, max_bytes: int = MAX_BYTES) -> Recording
     return _assemble(shown, entries)
 
 
-_REDO = "Record it again with --record FILE (or: mcpcli sessions show ID --trace --json > FILE)."
+_REDO = "Record it again (--record FILE), or use the file as it was written."
 
 
 def _read_bounded(path: str, max_bytes: int) -> bytes:
@@ -301,7 +301,10 @@ def _assemble(path: str, entries: list[tuple[int, dict[str, Any]]]) -> Recording
     asked: dict[Any, Asked] = {}
     """Back-channel questions awaiting the client's reply, by id."""
     flows: dict[tuple[str, str], Exchange] = {}
-    """The flow each (method, name) continues with its next retry."""
+    """The flow each (method, name) continues with its next retry (when its state says nothing)."""
+    states: dict[str, Exchange] = {}
+    """The flow a ``requestState`` (its recorded hash) belongs to: flows run at once (``batch``) interleave."""
+    legs: dict[int, Exchange] = {}
     outstanding: list[Leg] = []
     """Flow legs sent and not answered yet: a back-channel question belongs to the last of them."""
     for n, entry in entries:
@@ -335,11 +338,13 @@ def _assemble(path: str, entries: list[tuple[int, dict[str, Any]]]) -> Recording
                 elif method in FLOW_METHODS:
                     params = leg.params
                     key = (method, str(params.get("uri") if method == "resources/read" else params.get("name")))
-                    if "requestState" in params and key in flows:
-                        flows[key].legs.append(leg)
+                    owner = states.get(_state_hash(params.get("requestState")) or "", flows.get(key))
+                    if "requestState" in params and owner is not None:
+                        owner.legs.append(leg)
                     else:
-                        flows[key] = Exchange(method, [leg])
-                        recording.exchanges.append(flows[key])
+                        owner = flows[key] = Exchange(method, [leg])
+                        recording.exchanges.append(owner)
+                    legs[id(leg)] = owner
                     outstanding.append(leg)
             elif kind in ("response", "error") and msg_id in asked:
                 asked.pop(msg_id).reply = message
@@ -353,9 +358,19 @@ def _assemble(path: str, entries: list[tuple[int, dict[str, Any]]]) -> Recording
             leg.response = message
             if leg in outstanding:
                 outstanding.remove(leg)
+            result = message.get("result")
+            state = _state_hash(result.get("requestState")) if isinstance(result, dict) else None
+            if state and id(leg) in legs:
+                states[state] = legs[id(leg)]
             if leg.request.get("method") in HANDSHAKE_METHODS:
                 _handshake(recording, leg)
     return recording
+
+
+def _state_hash(state: Any) -> str | None:
+    """The hash a recording keeps of a ``requestState`` (``trace.state_digest``)."""
+    digest = state.get("sha256") if isinstance(state, dict) else None
+    return f"{digest}:{state.get('length')}" if isinstance(digest, str) else None
 
 
 def _fact(recording: Recording, path: str, n: int, entry: dict[str, Any]) -> None:
