@@ -96,8 +96,9 @@ def recording_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
 async def _sdk_survey(mock: str, live: str, runs: int) -> tuple[float, float]:
     """Median seconds of the SDK's own loop through the whole survey: against the mock, against the live server."""
     import mcp_types as t
-    from bench import WARMUP
     from mcp import Client
+
+    from bench import WARMUP
 
     async def elicit(ctx: Any, params: Any) -> t.ElicitResult:
         return t.ElicitResult(action="accept", content={"value": "x"})
