@@ -340,3 +340,20 @@ def test_the_reference_typescript_servers_back_channel_flow_records_replays_and_
     assert replayed.code == 0, replayed.err + replayed.out
     mocked = cli("-s", mock_command(path), *args)
     assert (mocked.code, mocked.out) == (0, live.out), mocked.err
+
+
+def test_prompts_and_resource_reads_that_ask_record_replay_and_mock_too(cli: Any, tmp_path: Path) -> None:
+    prompt, read = tmp_path / "prompt.ndjson", tmp_path / "read.ndjson"
+    asks = {
+        prompt: ("prompt", "note", "-a", "topic=cats", "-A", "tone=pirate"),
+        read: ("read", "demo://report/x", "-A", "private=true"),
+    }
+    outputs = {}
+    for path, args in asks.items():
+        live = cli("-s", "demo", "--record", str(path), *args)
+        assert live.code == 0, live.err
+        outputs[path] = live.out
+    for path, args in asks.items():
+        assert cli("replay", str(path)).code == 0
+        mocked = cli("-s", mock_command(prompt, read), *args)
+        assert (mocked.code, mocked.out) == (0, outputs[path]), mocked.err
