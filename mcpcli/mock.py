@@ -114,16 +114,16 @@ def served(recordings: Sequence[Recording]) -> Served:
         out.version = str(first.server_info.get("version") or "")
     out.instructions = next((r.instructions for r in recordings if r.instructions), None)
     for recording in recordings:
-        for method in LISTING_METHODS:
-            listing = recording.listing(method)
-            if listing is None:
+        for exchange in recording.exchanges:  # every page of every listing, one item per name
+            method, response = exchange.method, exchange.legs[0].response or {}
+            result = response.get("result")
+            if method not in LISTING_METHODS or not isinstance(result, dict):
                 continue
-            if method not in out.listings:
-                out.listings[method] = {LIST_ITEMS[method]: []}
-            items = out.listings[method][LIST_ITEMS[method]]
+            items = out.listings.setdefault(method, {LIST_ITEMS[method]: []})[LIST_ITEMS[method]]
             have = {_item_name(i) for i in items}
-            items += [i for i in listing.get(LIST_ITEMS[method], []) if _item_name(i) not in have]
-        out.flows += [f for x in recording.flows if (f := flows_of(x)) is not None]
+            found = result.get(LIST_ITEMS[method])
+            items += [i for i in found if _item_name(i) not in have] if isinstance(found, list) else []
+        out.flows += [f for x in recording.flows if not x.mid_flow and (f := flows_of(x)) is not None]
     return out
 
 

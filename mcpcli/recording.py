@@ -94,6 +94,11 @@ class Exchange:
     def is_flow(self) -> bool:
         return self.method in FLOW_METHODS
 
+    @property
+    def mid_flow(self) -> bool:
+        """A flow recorded from a retry on (``resume``): its start, and the state it echoes, are not in the file."""
+        return self.is_flow and "requestState" in self.legs[0].params
+
     def label(self) -> str:
         return f"{self.method} {self.name}".strip()
 

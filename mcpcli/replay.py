@@ -361,6 +361,9 @@ class Replayer:
         return t.ElicitResult.model_validate(result)
 
 
-def replayable(recording: Recording) -> list[Exchange]:
-    """The exchanges a replay runs: listings and flows with at least one recorded response."""
-    return [x for x in recording.exchanges if x.legs and x.legs[0].response is not None]
+def replayable(recording: Recording) -> tuple[list[Exchange], int]:
+    """The exchanges a replay runs — listings and flows with a recorded response — and how many flows it skips
+    because they were recorded from a retry on (``resume``): their start is not in the file."""
+    answered = [x for x in recording.exchanges if x.legs and x.legs[0].response is not None]
+    runs = [x for x in answered if not x.mid_flow]
+    return runs, len(answered) - len(runs)

@@ -357,3 +357,43 @@ def test_prompts_and_resource_reads_that_ask_record_replay_and_mock_too(cli: Any
         assert cli("replay", str(path)).code == 0
         mocked = cli("-s", mock_command(prompt, read), *args)
         assert (mocked.code, mocked.out) == (0, outputs[path]), mocked.err
+
+
+def test_a_flow_recorded_from_a_resume_is_skipped_with_a_note(cli: Any, tmp_path: Path) -> None:
+    waiting = cli("call", "provision", "-a", "name=zz", "--no-input", "--json")
+    assert waiting.code == 3
+    path = tmp_path / "resumed.ndjson"
+    assert cli("--record", str(path), "resume", waiting.json()["session_id"], "-A", "region=x").code == 0
+    r = cli("replay", str(path))
+    assert "Skipping 1 flow(s) recorded from a retry on (a resume)" in r.err
+
+
+# --- comparing, unit by unit -----------------------------------------------------------------------------------------
+
+
+def test_volatile_fields_and_ignored_pointers_leave_the_comparison() -> None:
+    from mcpcli.replay import ABSENT, first_difference, normalize, parse_pointer
+
+    recorded = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": {
+            "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "at 12:00"}],
+            "requestState": {"redacted": "request_state", "length": 3, "sha256": "x"},
+            "_meta": {"progressToken": 1, "io.example/timestamp": "t1", "kept": True},
+        },
+    }
+    live = json.loads(json.dumps(recorded))
+    live.update(id="mcpcli-9")
+    live["result"]["content"][1]["text"] = "at 12:01"
+    live["result"]["requestState"]["sha256"] = "y"
+    live["result"]["_meta"].update(progressToken=2, **{"io.example/timestamp": "t2"})
+    assert first_difference(normalize(recorded), normalize(live)) == ("/result/content/1/text", "at 12:00", "at 12:01")
+    ignore = [parse_pointer("/result/content/1/text")]
+    assert first_difference(normalize(recorded, ignore), normalize(live, ignore)) is None
+    live["result"]["_meta"]["kept"] = False
+    assert first_difference(normalize(recorded), normalize(live))[0] == "/result/_meta/kept"
+    assert first_difference({"a": 1}, {})[1:] == (1, ABSENT)
+    assert first_difference(1, 1.0) is not None  # an integer that became a number is a change
+    with pytest.raises(ValueError):
+        parse_pointer("result")

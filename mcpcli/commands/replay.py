@@ -195,9 +195,16 @@ async def replay(rt: Runtime, options: ReplayOptions) -> int:
 
         terminal = Terminal(rt.out.err)
     given, secrets = hidden_values(recording, options.answers, terminal)
-    exchanges = replayable(recording)
+    exchanges, skipped = replayable(recording)
+    if skipped:
+        rt.out.note(
+            f"Skipping {skipped} flow(s) recorded from a retry on (a resume): their first call is not in the file."
+        )
     if not exchanges:
-        raise UsageError(f"{sanitize(recording.path)} holds no exchange to replay.", hint=None)
+        raise UsageError(
+            f"{sanitize(recording.path)} holds no exchange to replay.",
+            hint="Record the flow from its first call (--record on call, prompt or read).",
+        )
     target = recorded_target(rt, recording, options, terminal)
     protocol = rt.protocol() or ("legacy" if recording.legacy else None)
     tracer, capture = live_tracer(secrets)
