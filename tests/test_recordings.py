@@ -76,7 +76,7 @@ def test_a_recorded_demo_flow_replays_equal_and_says_so_in_json(cli: Any, tmp_pa
     assert doc["status"] == "equal" and [x["label"] for x in doc["exchanges"]] == ["tools/list", "tools/call provision"]
 
 
-def test_a_sessions_stored_trace_is_a_recording_replay_accepts(cli: Any, tmp_path: Path) -> None:
+def test_a_sessions_stored_trace_is_a_recording_replay_and_mock_accept(cli: Any, tmp_path: Path) -> None:
     assert cli(*PROVISION).code == 0
     (session,) = json.loads(cli("sessions", "list", "--json").out)
     trace = tmp_path / "session.json"
@@ -84,6 +84,8 @@ def test_a_sessions_stored_trace_is_a_recording_replay_accepts(cli: Any, tmp_pat
     r = cli("replay", str(trace))  # no target in it: the session it names says which server
     assert r.code == 0, r.err
     assert "Equal" in r.out
+    mocked = cli("-s", mock_command(trace), *PROVISION)
+    assert (mocked.code, mocked.out.strip()) == (0, "Provisioned 'orders' in eu-west-1."), mocked.err
 
 
 @pytest.mark.parametrize(
@@ -397,3 +399,55 @@ def test_volatile_fields_and_ignored_pointers_leave_the_comparison() -> None:
     assert first_difference(1, 1.0) is not None  # an integer that became a number is a change
     with pytest.raises(ValueError):
         parse_pointer("result")
+
+
+# --- at a terminal ---------------------------------------------------------------------------------------------------
+
+
+def _spawn(*args: str) -> Any:
+    import os
+    import sys
+
+    import pexpect
+    from conftest import ROOT
+
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "mcpcli", *args],
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
+        cwd=str(ROOT),
+        dimensions=(40, 120),
+        encoding="utf-8",
+        timeout=60,
+    )
+
+
+def test_at_a_terminal_a_hidden_answer_is_asked_without_echo_and_a_foreign_command_is_confirmed(
+    cli: Any, tmp_path: Path
+) -> None:
+    import pexpect
+
+    path = tmp_path / "vault.ndjson"
+    unlock = ("call", "unlock", "-a", "door=front", "-A", "user=ann", "-A", "password=s3cret-value", "-A", "yes=true")
+    assert cli("--record", str(path), "-s", stdio_server("vault"), *unlock).code == 0
+    child = _spawn("replay", str(path))
+    child.expect_exact("creds.password (hidden in the recording): ")
+    child.sendline("s3cret-value")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert "s3cret-value" not in (child.before or "")
+
+    command, mark = marker_server(tmp_path)
+    lines = entries(path)
+    for line in lines:
+        if line.get("fact") == "connect":
+            line["target"] = {"label": command, "kind": "stdio", "source": "command", "command": shlex.split(command)}
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    child = _spawn("replay", str(path), "-A", "password=x")
+    child.expect_exact("This recording starts its server with a command that did not come from you")
+    child.expect_exact("Run it? [y/N] ")
+    child.sendline("n")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 5 and not mark.exists()
