@@ -36,8 +36,9 @@ from mcpcli.bounds import Bounds, Tripwire
 from mcpcli.config import Paths, Target, private_dir
 from mcpcli.errors import McpcliError, ServerError, UsageError
 from mcpcli.handshakes import remember, remembered
+from mcpcli.tap import traced
 from mcpcli.tasks import CREATED_TASK_META, TasksExtension
-from mcpcli.trace import Tracer, traced
+from mcpcli.trace import Tracer
 
 if TYPE_CHECKING:
     from mcpcli.transports import Guard
