@@ -451,3 +451,36 @@ def test_at_a_terminal_a_hidden_answer_is_asked_without_echo_and_a_foreign_comma
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 5 and not mark.exists()
+
+
+def test_the_mock_refuses_a_request_state_it_did_not_seal(cli: Any, tmp_path: Path) -> None:
+    import mcp_types as t
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    from mcpcli.mock import build_server
+
+    path = tmp_path / "flow.ndjson"
+    assert cli("--record", str(path), *PROVISION).code == 0
+    server = build_server([read_recording(path)])
+
+    async def main() -> tuple[Any, Any]:
+        async with Client(server) as client:
+            first = await client.session.call_tool("provision", {"name": "orders"}, allow_input_required=True)
+            assert isinstance(first, t.InputRequiredResult) and first.request_state
+            forged = first.request_state[:-1] + ("0" if first.request_state[-1] != "0" else "1")
+            answer = {"region": t.ElicitResult(action="accept", content={"region": "eu-west-1"})}
+            with pytest.raises(MCPError) as refused:
+                await client.session.call_tool(
+                    "provision", {"name": "orders"}, input_responses=answer, request_state=forged,
+                    allow_input_required=True,
+                )  # fmt: skip
+            done = await client.session.call_tool(
+                "provision", {"name": "orders"}, input_responses=answer, request_state=first.request_state,
+                allow_input_required=True,
+            )  # fmt: skip
+            return refused.value, done
+
+    refused, done = anyio.run(main)
+    assert (refused.code, refused.error.message) == (-32602, "Invalid or expired requestState")
+    assert isinstance(done, t.CallToolResult) and done.content[0].text == "Provisioned 'orders' in eu-west-1."
