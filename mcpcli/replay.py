@@ -192,11 +192,15 @@ class Capture:
 
     A ``TraceSinks`` file: each line is parsed as it is written (the tap writes at once when a file reads it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, inner: Any = None) -> None:
         self.response: dict[str, Any] | None = None
         self.questions: list[dict[str, Any]] = []
+        self.inner = inner
+        """The run's own ``--trace`` file, written to as well."""
 
     def write(self, text: str) -> int:
+        if self.inner is not None:
+            self.inner.write(text)
         for line in text.splitlines():
             entry = json.loads(line)
             if entry.get("dir") != "recv" or not isinstance(entry.get("message"), dict):
@@ -209,16 +213,21 @@ class Capture:
         return len(text)
 
     def flush(self) -> None:
-        pass
+        if self.inner is not None:
+            self.inner.flush()
 
     def close(self) -> None:
-        pass
+        if self.inner is not None:
+            self.inner.close()
 
 
-def live_tracer(secrets: Sequence[str]) -> tuple[Tracer, Capture]:
-    """A tap for the replay's connection, redacting as the recording did; the given secrets never show."""
-    capture = Capture()
-    tracer = Tracer(TraceSinks(file=capture))  # type: ignore[arg-type]  # a file-like sink
+def live_tracer(secrets: Sequence[str], sinks: TraceSinks | None = None) -> tuple[Tracer, Capture]:
+    """A tap for the replay's connection, redacting as the recording did; the given secrets never show. ``sinks``:
+    the run's own (``--trace``, ``--record``, ``-v``), which see the live messages too."""
+    sinks = sinks or TraceSinks()
+    capture = Capture(sinks.file)
+    sinks.file = capture  # type: ignore[assignment]  # a file-like sink that reads what it is given
+    tracer = Tracer(sinks)
     for secret in secrets:
         tracer.register_secret(secret)
     return tracer, capture

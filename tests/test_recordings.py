@@ -484,3 +484,11 @@ def test_the_mock_refuses_a_request_state_it_did_not_seal(cli: Any, tmp_path: Pa
     refused, done = anyio.run(main)
     assert (refused.code, refused.error.message) == (-32602, "Invalid or expired requestState")
     assert isinstance(done, t.CallToolResult) and done.content[0].text == "Provisioned 'orders' in eu-west-1."
+
+
+def test_a_replay_can_itself_be_recorded_and_that_recording_replays_equal(cli: Any, tmp_path: Path) -> None:
+    first, second = tmp_path / "first.ndjson", tmp_path / "second.ndjson"
+    assert cli("--record", str(first), *PROVISION).code == 0
+    assert cli("--record", str(second), "replay", str(first)).code == 0
+    assert [x.label() for x in read_recording(second).exchanges] == ["tools/list", "tools/call provision"]
+    assert cli("replay", str(second)).code == 0

@@ -207,7 +207,7 @@ async def replay(rt: Runtime, options: ReplayOptions) -> int:
         )
     target = recorded_target(rt, recording, options, terminal)
     protocol = rt.protocol() or ("legacy" if recording.legacy else None)
-    tracer, capture = live_tracer(secrets)
+    tracer, capture = live_tracer(secrets, rt.trace_sinks())
     creds = credentials(rt, interactive=terminal is not None)
     replayer: Replayer | None = None
 
