@@ -275,10 +275,16 @@ class Replayer:
 
     def _differs(self, what: str, expected: Any, got: Any) -> bool:
         number, label, leg = self._where
-        found = first_difference(normalize(expected, self.ignore), normalize(got, self.ignore))
+        expected, got = normalize(expected, self.ignore), normalize(got, self.ignore)
+        found = first_difference(expected, got)
         if found is None:
             return False
         pointer, was, now = found
+        rounds = _kind(expected), _kind(got)
+        if what == "result" and rounds[0] != rounds[1]:  # one side finished, the other asks again: say so first
+            what = {"input_required": "another round where the recording finished"}.get(rounds[1], "")
+            what = what or "the flow finished where the recording had another round"
+            pointer, was, now = "/result", expected.get("result"), got.get("result")
         self.report.difference = Difference(number, label, leg, what, pointer, was, now)
         return True
 
@@ -368,6 +374,14 @@ class Replayer:
         if method == "sampling/createMessage":
             return t.CreateMessageResult.model_validate(result)
         return t.ElicitResult.model_validate(result)
+
+
+def _kind(message: Any) -> str:
+    """``input_required``, ``complete`` or ``error``: what a response says about the flow."""
+    result = message.get("result") if isinstance(message, dict) else None
+    if not isinstance(result, dict):
+        return "error"
+    return "input_required" if result.get("resultType") == "input_required" else "complete"
 
 
 def replayable(recording: Recording) -> tuple[list[Exchange], int]:

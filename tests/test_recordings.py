@@ -92,7 +92,7 @@ def test_a_sessions_stored_trace_is_a_recording_replay_and_mock_accept(cli: Any,
     ("variant", "where"),
     [
         ("text", "round 2, result, at /result/content/0/text"),
-        ("question", "round 2, result, at /result/content"),
+        ("question", "round 2, another round where the recording finished, at /result"),
         ("schema", "round 1, result, at /result/inputRequests/size/params/requestedSchema/properties/size/type"),
     ],
 )
