@@ -14,6 +14,7 @@ import anyio
 import pytest
 from conftest import PY, free_port, stdio_server
 from test_realservers import EVERYTHING, _npm_server
+from test_worker import mcpcli, served, warm  # noqa: F401  (warm: the worker fixture)
 
 from mcpcli.recording import Malformed, read_recording
 
@@ -492,3 +493,20 @@ def test_a_replay_can_itself_be_recorded_and_that_recording_replays_equal(cli: A
     assert cli("--record", str(second), "replay", str(first)).code == 0
     assert [x.label() for x in read_recording(second).exchanges] == ["tools/list", "tools/call provision"]
     assert cli("replay", str(second)).code == 0
+
+
+def test_through_the_worker_a_recording_lands_in_the_callers_directory_and_replay_is_served_as_cold(
+    warm: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    before = served(warm)
+    recorded = mcpcli("--record", "flow.ndjson", *PROVISION, cwd=tmp_path)
+    assert recorded.returncode == 0, recorded.stderr
+    assert (tmp_path / "flow.ndjson").exists() and served(warm) == before + 1
+    hot = mcpcli("replay", "flow.ndjson", cwd=tmp_path)
+    cold = mcpcli("replay", "flow.ndjson", cwd=tmp_path, env={"MCPCLI_WORKER": "0"})
+    assert served(warm) == before + 2
+    assert (hot.returncode, hot.stdout) == (cold.returncode, cold.stdout) == (0, cold.stdout), hot.stderr
+    mocked = mcpcli("-s", mock_command(tmp_path / "flow.ndjson"), *PROVISION)
+    assert mocked.returncode == 0, mocked.stderr
+    assert served(warm) == before + 3  # the call went through the worker; the mock it started did not
