@@ -291,9 +291,19 @@ async def connect(
 def recorded_target(target: Target) -> dict[str, Any]:
     """What a recording keeps of the server: enough to reach it again, nothing secret (no header values, no
     environment: their names only)."""
-    kept: dict[str, Any] = {"label": target.label, "kind": target.kind, "source": target.source}
+    from urllib.parse import urlsplit, urlunsplit
+
+    def bare(url: str) -> str:  # a password in the URL stays out
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit(parts._replace(netloc=f"{parts.username}:[redacted]@{host}"))
+
+    label = bare(target.label) if target.kind == "http" else target.label
+    kept: dict[str, Any] = {"label": label, "kind": target.kind, "source": target.source}
     if target.url:
-        kept["url"] = target.url
+        kept["url"] = bare(target.url)
     if target.command:
         kept["command"] = [target.command, *target.args]
         if target.cwd:

@@ -510,3 +510,16 @@ def test_through_the_worker_a_recording_lands_in_the_callers_directory_and_repla
     mocked = mcpcli("-s", mock_command(tmp_path / "flow.ndjson"), *PROVISION)
     assert mocked.returncode == 0, mocked.stderr
     assert served(warm) == before + 3  # the call went through the worker; the mock it started did not
+
+
+def test_a_recorded_target_keeps_no_password_header_value_or_environment() -> None:
+    from mcpcli.config import Target
+    from mcpcli.connection import recorded_target
+
+    http = Target(label="https://ann:pw-123456@h.example/mcp", kind="http", url="https://ann:pw-123456@h.example/mcp")
+    http.headers["Authorization"] = f"Bearer {TOKEN}"
+    stdio = Target(label="srv", kind="stdio", command="srv", args=("--x",), env={"API_KEY": "k-123456789"})
+    kept = json.dumps([recorded_target(http), recorded_target(stdio)])
+    assert "pw-123456" not in kept and TOKEN not in kept and "k-123456789" not in kept
+    assert recorded_target(http)["header_names"] == ["Authorization"]
+    assert recorded_target(stdio)["env_names"] == ["API_KEY"]
