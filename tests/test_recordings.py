@@ -523,3 +523,14 @@ def test_a_recorded_target_keeps_no_password_header_value_or_environment() -> No
     assert "pw-123456" not in kept and TOKEN not in kept and "k-123456789" not in kept
     assert recorded_target(http)["header_names"] == ["Authorization"]
     assert recorded_target(stdio)["env_names"] == ["API_KEY"]
+
+
+def test_the_mock_takes_any_value_for_an_answer_the_recording_hides(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "vault.ndjson"
+    unlock = ("call", "unlock", "-a", "door=front", "-A", "user=ann", "-A", "yes=true")
+    assert cli("--record", str(path), "-s", stdio_server("vault"), *unlock, "-A", "password=first-secret").code == 0
+    other = cli("-s", mock_command(path), *unlock, "-A", "password=another-one")
+    assert other.code == 0, other.err
+    assert other.out.strip() == "[redacted]"  # what the recording holds of a text that held the secret
+    wrong_user = cli("-s", mock_command(path), *unlock[:-4], "-A", "user=bob", "-A", "password=x", "--no-input")
+    assert wrong_user.code == 4 and '"ann"' in wrong_user.err and '"bob"' in wrong_user.err
