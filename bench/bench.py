@@ -25,6 +25,8 @@
 - tasks: one ``tasks/get`` round trip against an ordinary tool call's, the durable write of a poll that saw a
   change (an unchanged poll writes nothing), and a task of 100 polls driven to its result (the cost a poll adds to
   the 100 ms floor between polls).
+- recordings (``bench/recordings.py``): ``mcpcli mock`` serving a 40-round flow to the SDK's client against the
+  live server, and ``mcpcli replay`` of 100 recorded flows against the SDK's loop running them.
 
 Medians of N runs after 2 warm-up runs; the two sides of each comparison alternate, so
 drift in machine load hits both. Everything lives in a temporary ``MCPCLI_HOME``.
@@ -768,6 +770,10 @@ def main() -> None:
         store_figures(tmp, env, runs)
         print()
         task_figures(tmp, env, runs)
+        print()
+        from recordings import recording_figures  # bench/recordings.py: a mock's rounds, a replay of 100 flows
+
+        recording_figures(tmp, env, runs)
         if given.race:
             race_figure(tmp, env, given.race)
 

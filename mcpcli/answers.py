@@ -340,6 +340,8 @@ class Roots:
 
     paths: Sequence[Path]
     interactive = False
+    origin = "roots"
+    """Where its answers came from, as a recording says (``Flow._answered``)."""
 
     async def answer(self, question: Question) -> t.InputResponse | None:
         if not isinstance(question.request, t.ListRootsRequest):

@@ -36,8 +36,9 @@ from mcpcli.bounds import Bounds, Tripwire
 from mcpcli.config import Paths, Target, private_dir
 from mcpcli.errors import McpcliError, ServerError, UsageError
 from mcpcli.handshakes import HandshakeClient, remember, remembered
+from mcpcli.tap import traced
 from mcpcli.tasks import CREATED_TASK_META, TasksExtension
-from mcpcli.trace import Tracer, traced
+from mcpcli.trace import Tracer
 
 if TYPE_CHECKING:
     from mcpcli.transports import Guard
@@ -211,6 +212,8 @@ async def connect(
         "sampling_capabilities": t.SamplingCapability(tools=t.SamplingToolsCapability()) if sampling_tools else None,
     }
     first_failure: str | None = None  # why the first attempt failed, once there is a second (one restart at most)
+    if tracer is not None:
+        tracer.fact("connect", target=recorded_target(target), protocol=given)
     async with AsyncExitStack() as stack:
         while True:
             trip = Tripwire(bounds)
@@ -271,6 +274,15 @@ async def connect(
             )
         if guard is not None:
             guard.connected()
+        if tracer is not None:
+            info = client.server_info
+            tracer.fact(
+                "connected",
+                protocol=client.protocol_version,
+                server_info=info.model_dump(mode="json", by_alias=True, exclude_none=True) if info else None,
+                capabilities=client.server_capabilities.model_dump(mode="json", by_alias=True, exclude_none=True),
+                instructions=client.instructions,
+            )
         if learn:
             remember(paths, target, legacy=client.protocol_version not in MODERN_PROTOCOL_VERSIONS)
         refused: list[bool] = []
@@ -301,6 +313,33 @@ async def connect(
             if trip.error is not None and not isinstance(_inner(exc), UsageError):
                 raise trip.error from None
             raise
+
+
+def recorded_target(target: Target) -> dict[str, Any]:
+    """What a recording keeps of the server: enough to reach it again, nothing secret (no header values, no
+    environment: their names only)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    def bare(url: str) -> str:  # a password in the URL stays out
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit(parts._replace(netloc=f"{parts.username}:[redacted]@{host}"))
+
+    label = bare(target.label) if target.kind == "http" else target.label
+    kept: dict[str, Any] = {"label": label, "kind": target.kind, "source": target.source}
+    if target.url:
+        kept["url"] = bare(target.url)
+    if target.command:
+        kept["command"] = [target.command, *target.args]
+        if target.cwd:
+            kept["cwd"] = target.cwd
+        if target.env:
+            kept["env_names"] = sorted(target.env)
+    if target.headers:
+        kept["header_names"] = sorted(target.headers)
+    return kept
 
 
 _ROOTS_ASKED_AGAIN: set[int] = set()

@@ -597,6 +597,8 @@ class Flow:
         if together is not None and unanswered:
             given = await together.answer_round(unanswered)
             answers.update({key: dump(answer) for key, answer in given.items()})
+            for key in given:
+                self._answered(key, "prompt")
         for question in unanswered:
             if question.key in answers:
                 continue
@@ -618,14 +620,22 @@ class Flow:
             explicit = [s for s in candidates if getattr(s, "explicit", False)]
             for source in explicit:
                 if (answer := await source.answer(question)) is not None:
+                    self._answered(question.key, "preset")
                     return answer
             if (replayed := await self._replay(question)) is not None:
+                self._answered(question.key, "replay")
                 return replayed
             candidates = [s for s in candidates if s not in explicit]
         for source in candidates:
             if (answer := await source.answer(question)) is not None:
+                self._answered(question.key, getattr(source, "origin", "prompt" if interactive else "preset"))
                 return answer
         return None
+
+    def _answered(self, key: str, source: str) -> None:
+        """Where an answer came from, for a recording (``--record``): preset, replay, prompt, roots, llm."""
+        if self.tracer is not None:
+            self.tracer.fact("answer", key=key, source=source)
 
     async def _replay(self, question: Question) -> t.InputResponse | None:
         """An answer given in an earlier attempt of this flow to the identical question (same key, same request)."""

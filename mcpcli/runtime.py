@@ -37,6 +37,8 @@ class Globals:
     verbose: bool = False
     trace: str | None = None
     """``--trace FILE``: every JSON-RPC message of the run, redacted, as NDJSON."""
+    record: str | None = None
+    """``--record FILE``: a recording of the run (``mcpcli replay``, ``mcpcli mock`` read it)."""
     log_level: str | None = None
     """``--log-level LEVEL``: print the server's log messages at this level and above (none without it)."""
     bearer: str | None = None
@@ -168,17 +170,25 @@ class Runtime:
 
         return Bounds.from_settings(self.settings)
 
+    def trace_sinks(self) -> TraceSinks:
+        """Where this run's trace lines go: ``--trace``, ``--record``, ``-v`` (opened once, closed with the run)."""
+        from mcpcli.terminal.trace_lines import summarize
+        from mcpcli.trace import TraceSinks
+
+        if self._trace is None:
+            console = self.out.err if self.g.verbose else None
+            self._trace = TraceSinks.open(self.g.trace, console, summarize, record=self.g.record)
+        return self._trace
+
     def tracer(self, *, record: bool = False, summaries: bool = True) -> Tracer | None:
         """The tap for one connection: ``--trace``, ``-v`` summaries (unless ``summaries`` is off: the app owns
         the terminal) and, with ``record``, the lines a flow's session keeps. None when nobody would read it."""
-        from mcpcli.terminal.trace_lines import summarize
-        from mcpcli.trace import Tracer, TraceSinks
+        from mcpcli.trace import Tracer
 
-        if self._trace is None:
-            self._trace = TraceSinks.open(self.g.trace, self.out.err if self.g.verbose else None, summarize)
-        if not (record or self._trace.file is not None or (summaries and self._trace.console is not None)):
+        sinks = self.trace_sinks()
+        if not (record or sinks.writing or (summaries and sinks.console is not None)):
             return None
-        return Tracer(self._trace, record=record, summaries=summaries)
+        return Tracer(sinks, record=record, summaries=summaries)
 
     def log_level(self) -> str | None:
         """``--log-level`` checked (exit 2 with the levels when it is none of them)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 import mcp_types as t
 
@@ -101,6 +101,8 @@ def usage_of(answers: Mapping[str, Any]) -> tuple[int, int]:
 class Sampler:
     """Answers sampling requests through the configured provider, when the policy and the budget allow."""
 
+    origin: ClassVar[str] = "llm"
+    """Where its answers came from, as a recording says."""
     server: str
     policy: Policy
     complete: Callable[[Sequence[str], dict[str, Any], int], Awaitable[Any]]

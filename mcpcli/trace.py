@@ -1,15 +1,17 @@
 """Traces: every JSON-RPC message of a run, redacted, one JSON object per line — and the server's own logs.
 
-One tap, three readers:
+One tap, four readers:
 
+- ``--record FILE``: the same lines plus ``fact`` lines and each message's checksum (``mcpcli.recording`` reads it
+  back for ``mcpcli replay`` and ``mcpcli mock``);
 - ``--trace FILE``: the whole run as NDJSON in a 0600 file (``{"t", "at", "dir", "kind", "id", "method",
   "message"}`` per message, ``{"t", "at", "event", ...}`` for the flow's rounds, restarts and result);
 - ``-v``: one sanitized summary line per message on stderr (worded by ``terminal.trace_lines``);
 - the flow's session: the same lines (each message cut at 64 KiB) handed to the ``Keeper``, which stores them
   with its next write; ``mcpcli sessions show ID --trace`` prints them.
 
-The tap wraps the transport given to the SDK ``Client`` (``traced``): both memory streams are forwarded and
-recorded, so what is traced is exactly what the JSON-RPC dispatcher sends and receives, whatever the
+The tap (``mcpcli.tap.traced``) wraps the transport given to the SDK ``Client``: both memory streams are forwarded
+and recorded, so what is traced is exactly what the JSON-RPC dispatcher sends and receives, whatever the
 transport. A connection without a ``Tracer`` has no wrapper at all.
 
 Nothing secret reaches a line (``redact``): ``request_state`` becomes its length and hash; answers to secret
@@ -17,9 +19,8 @@ form fields (``vault.secret_fields`` decides, from the questions seen in this fl
 are then treated as registered secrets; any string holding a registered secret (tokens, API keys, those
 answers) becomes ``"[redacted]"``; so does the value of a header-like key (``authorization``…).
 
-No SDK import at module level (the SDK's transports are imported when a connection is tapped).
-``terminal.trace_lines`` turns lines into readable text; ``terminal.server_logs`` prints the server's own log
-messages.
+No SDK import here. ``terminal.trace_lines`` turns lines into readable text; ``terminal.server_logs`` prints
+the server's own log messages.
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ BUFFER_MAX_BYTES = 16 * 2**20
 MIN_SECRET = 4
 """Registered secrets shorter than this are ignored: redacting every "abc" would hide the trace, not a secret."""
 
+RECORDING_VERSION = 1
+"""The ``recording`` header line's version (``mcpcli.recording`` reads it)."""
+
 SECRET = "[secret]"
 REDACTED = "[redacted]"
 STATE_KEYS = frozenset({"request_state", "requestState"})
@@ -68,6 +72,11 @@ SENSITIVE_KEYS = frozenset(
 
 
 # --- redaction ---------------------------------------------------------------------------------------------------
+
+
+def body_digest(body: str) -> str:
+    """A recorded message's checksum (its JSON as written): ``mcpcli.recording`` refuses a line edited by hand."""
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def state_digest(state: str) -> dict[str, Any]:
@@ -197,13 +206,38 @@ class TraceSinks:
     """Registered secret values (tokens, keys, secret answers): never written in any line."""
     start: float = field(default_factory=time.monotonic)
     """``t`` in every line counts from here."""
+    recording: IO[str] | None = None
+    """``--record FILE``, opened 0600: the same lines, whole, plus the facts a replay needs (``fact``)."""
+    recording_path: str | None = None
 
     @classmethod
     def open(
-        cls, path: str | None, console: Console | None, summarize: Callable[[Mapping[str, Any]], str] | None = None
+        cls,
+        path: str | None,
+        console: Console | None,
+        summarize: Callable[[Mapping[str, Any]], str] | None = None,
+        *,
+        record: str | None = None,
     ) -> TraceSinks:
         file = open_trace_file(Path(path)) if path else None
-        return cls(file=file, path=path, console=console, summarize=summarize)
+        recording = open_trace_file(Path(record), option="--record") if record else None
+        sinks = cls(file=file, path=path, console=console, summarize=summarize, recording=recording)
+        sinks.recording_path = record
+        if recording is not None:
+            from mcpcli import __version__
+
+            sinks.fact({"recording": RECORDING_VERSION, "mcpcli": __version__, "at": _at()})
+        return sinks
+
+    @property
+    def writing(self) -> bool:
+        """Whether lines are read as they come (a trace or a recording file)."""
+        return self.file is not None or self.recording is not None
+
+    def fact(self, entry: Mapping[str, Any]) -> None:
+        """A line for the recording alone (its header, the connection, where an answer came from)."""
+        if self.recording is not None:
+            self._put("recording", _json(_walk(dict(entry), tuple(self.secrets))))
 
     def summary(self, entry: Mapping[str, Any]) -> None:
         if self.console is not None and self.summarize is not None:
@@ -213,28 +247,43 @@ class TraceSinks:
             self.console.print(Text(text, style="dim"), markup=False, highlight=False, soft_wrap=True)
 
     def write(self, line: str) -> None:
-        if self.file is not None:
-            try:
-                self.file.write(line + "\n")
-                self.file.flush()  # a trace is read after a crash too
-            except OSError as exc:  # a full disk: the flow goes on, untraced, and says so once
-                self._give_up(exc)
+        self._put("file", line)
+        self._put("recording", line)
 
-    def _give_up(self, exc: OSError) -> None:
-        import sys
+    def _put(self, which: Literal["file", "recording"], line: str) -> None:
+        """Write to the trace or the recording; a failure (a full disk) stops that file with one line, never the
+        flow."""
+        handle = getattr(self, which)
+        if handle is None:
+            return
+        try:
+            handle.write(line + "\n")
+            handle.flush()  # read after a crash too
+        except OSError as exc:
+            import sys
 
-        why = exc.strerror or exc
-        sys.stderr.write(f"mcpcli: cannot write the trace to {self.path or 'its file'} ({why}); tracing stopped.\n")
-        self.close()
+            what, where, stopped = (
+                ("trace", self.path, "tracing") if which == "file" else ("recording", "", "recording")
+            )
+            where = (self.path if which == "file" else self.recording_path) or "its file"
+            sys.stderr.write(
+                f"mcpcli: cannot write the {what} to {where} ({exc.strerror or exc}); {stopped} stopped.\n"
+            )
+            self._close(which)
+
+    def _close(self, which: Literal["file", "recording"]) -> None:
+        handle = getattr(self, which)
+        if handle is not None:
+            with contextlib.suppress(OSError):  # what could not be written was said at the time
+                handle.close()
+            setattr(self, which, None)
 
     def close(self) -> None:
-        if self.file is not None:
-            with contextlib.suppress(OSError):  # what could not be written was said at the time
-                self.file.close()
-            self.file = None
+        self._close("file")
+        self._close("recording")
 
 
-def open_trace_file(path: Path) -> IO[str]:
+def open_trace_file(path: Path, *, option: str = "--trace") -> IO[str]:
     """``path`` truncated and private (0600); missing parent directories are made 0700, existing ones left be."""
     from mcpcli.config import private_dir
 
@@ -243,8 +292,9 @@ def open_trace_file(path: Path) -> IO[str]:
         private_dir(path.parent)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     except OSError as exc:
+        what = "recording" if option == "--record" else "trace file"
         raise UsageError(
-            f"Cannot write the trace file {path}: {exc.strerror or exc}.", hint="Give --trace a writable file path."
+            f"Cannot write the {what} {path}: {exc.strerror or exc}.", hint=f"Give {option} a writable file path."
         ) from None
     if stat.S_ISREG(os.fstat(fd).st_mode):  # an existing file keeps its mode on O_CREAT: make it private too
         os.fchmod(fd, 0o600)
@@ -312,6 +362,14 @@ class Tracer:
         self.sinks.write(line)
         self._keep(line)
 
+    def fact(self, kind: str, /, **fields: Any) -> None:
+        """A fact for ``--record`` alone, in order with the messages: ``connect`` (the target, before the handshake),
+        ``connected`` (the protocol spoken), ``answer`` (a request key and where its answer came from)."""
+        if self.sinks.recording is None:
+            return
+        now, at = time.monotonic(), time.time()
+        self._later(lambda: self.sinks.fact({"t": self._t(now), "at": _at(at), "fact": kind, **fields}))
+
     def drain(self, *, everything: bool = True) -> list[str]:
         """The lines kept since the last call, for the store's next write (which commits them with it).
 
@@ -332,7 +390,7 @@ class Tracer:
         while the server works on the request just sent, or while the store writes the round (so redacting and
         encoding costs a round nothing). Every state change (the round, the secrets learnt) happens in the
         same order as the messages, so a line says exactly what it would have said at once."""
-        if self.sinks.file is not None or self.summaries or not self.record:
+        if self.sinks.writing or self.summaries or not self.record:
             render()
             return
         import asyncio
@@ -423,6 +481,8 @@ class Tracer:
         body = None if message is None else _json(message)
         if body is not None:
             head["bytes"] = len(body)
+            if self.sinks.recording is not None:  # a recording is read back: a hand edit must show
+                head["sha256"] = body_digest(body)
         line = _json(head) if body is None else _json(head)[:-1] + ',"message":' + body + "}"
         self.sinks.write(line)
         if self.summaries:
@@ -451,102 +511,3 @@ class Tracer:
 
 def _at(at: float | None = None) -> str:
     return (datetime.now(UTC) if at is None else datetime.fromtimestamp(at, UTC)).isoformat(timespec="microseconds")
-
-
-# --- the tap -----------------------------------------------------------------------------------------------------
-
-
-class _TapRead:
-    """The client's read stream, recording every item it yields."""
-
-    def __init__(self, inner: Any, tracer: Tracer) -> None:
-        self._inner = inner
-        self._tracer = tracer
-
-    @property
-    def last_context(self) -> Any:  # the dispatcher restores the sender's context from it
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        item = await self._inner.receive()
-        self._tracer.message("recv", item)
-        return item
-
-    def __aiter__(self) -> _TapRead:
-        return self
-
-    async def __anext__(self) -> Any:
-        item = await self._inner.__anext__()
-        self._tracer.message("recv", item)
-        return item
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _TapRead:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(*exc_info)
-        return result
-
-
-class _TapWrite:
-    """The client's write stream, recording every message before it goes."""
-
-    def __init__(self, inner: Any, tracer: Tracer) -> None:
-        self._inner = inner
-        self._tracer = tracer
-
-    async def send(self, item: Any) -> None:
-        self._tracer.message("send", item)
-        await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _TapWrite:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(*exc_info)
-        return result
-
-
-class _TappedTransport:
-    """A ``Transport`` (async context manager of the two streams) whose streams are tapped."""
-
-    def __init__(self, inner: Any, tracer: Tracer) -> None:
-        self._inner = inner
-        self._tracer = tracer
-
-    async def __aenter__(self) -> tuple[_TapRead, _TapWrite]:
-        read, write = await self._inner.__aenter__()
-        return _TapRead(read, self._tracer), _TapWrite(write, self._tracer)
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(*exc_info)
-        return result
-
-
-def traced(server: Any, tracer: Tracer) -> Any:
-    """What to give ``Client`` instead of ``server`` so that every message is recorded.
-
-    An in-process server (the demo) is served over the SDK's in-memory JSON-RPC streams — the same dual-era
-    loop a stdio server runs — since its direct in-process path has no messages to tap.
-    """
-    from mcp.client._memory import InMemoryTransport  # the SDK's own in-process transport (a private module)
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.server import Server
-    from mcp.server.mcpserver import MCPServer
-
-    if isinstance(server, Server | MCPServer):
-        server = InMemoryTransport(server)
-    elif isinstance(server, str):
-        server = streamable_http_client(server)
-    elif isinstance(server, StdioServerParameters):
-        server = stdio_client(server)
-    return _TappedTransport(server, tracer)

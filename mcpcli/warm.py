@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 
 VALUE_OPTIONS = frozenset(
-    {"-s", "--server", "-H", "--header", "--protocol", "--store", "--trace", "--log-level", "--bearer"}
+    {"-s", "--server", "-H", "--header", "--protocol", "--store", "--trace", "--record", "--log-level", "--bearer"}
 )
 """Global options that take a value (so the word after them is not the subcommand)."""
 

@@ -20,6 +20,8 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
 - ``crash``: writes to stderr and exits at once (a server that fails to start).
 - ``chatty``: a tool that logs at every level (one message full of escape sequences); it honours
   ``logging/setLevel`` on pre-2026 connections and says which level that asked for.
+- ``shifting``: ``plan`` asks a size, then says the plan; ``--variant text|question|schema`` changes its wording,
+  adds a round, or changes the question's schema (a server that changed since a recording).
 - ``calls_back``: a tool that asks its question the pre-2026 way (``ctx.elicit``, over the back-channel) for an
   integer ``n``, and says what it got; on 2026-07-28 the SDK refuses that with -32600.
 - ``rounds``: for the TUI — ``trip`` asks two forms in one round, ``odd`` asks a form with a part no form can
@@ -415,6 +417,32 @@ def chatty() -> MCPServer:
     return server
 
 
+def shifting(variant: str = "same") -> MCPServer:
+    """``plan(topic)`` asks a size (an integer), then says the plan. ``variant`` changes one thing, as a server changes
+    between two releases: ``text`` the result's wording, ``question`` one more round (a confirmation), ``schema`` the
+    size asked as a string."""
+    server = MCPServer("shifting", version="1.0")
+
+    @server.tool()
+    async def plan(topic: str, ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Plans a topic; asks its size."""
+        answers = json.loads(ctx.request_state or "{}")
+        for key, response in (ctx.input_responses or {}).items():
+            answers[key] = response.model_dump(mode="json", exclude_none=True)
+        if "size" not in answers:
+            kind = "string" if variant == "schema" else "integer"
+            ask = _form(f"How big is {topic}?", "size", {"type": kind, "title": "Size"})
+            return t.InputRequiredResult(input_requests={"size": ask}, request_state=json.dumps(answers))
+        if variant == "question" and "sure" not in answers:
+            ask = _form("Sure?", "sure", {"type": "boolean"})
+            return t.InputRequiredResult(input_requests={"sure": ask}, request_state=json.dumps(answers))
+        size = (answers["size"].get("content") or {}).get("size")
+        text = f"Plan for {topic}, size {size}" if variant == "text" else f"Plan for {topic}: size {size}"
+        return t.CallToolResult(content=[t.TextContent(type="text", text=text)])
+
+    return server
+
+
 def calls_back() -> MCPServer:
     from pydantic import BaseModel
 
@@ -539,6 +567,7 @@ def main() -> None:
     parser.add_argument("--http")
     parser.add_argument("--record", type=Path)
     parser.add_argument("--slow", type=float, default=0.0)
+    parser.add_argument("--variant", default="same")
     args = parser.parse_args()
     if args.kind == "crash":
         sys.stderr.write("fatal: missing DATABASE_URL\n")
@@ -554,6 +583,9 @@ def main() -> None:
     kinds["counter"] = counter
     kinds["calls_back"] = calls_back
     server = kinds.get(args.kind)
+    if args.kind == "shifting":
+        serve(shifting(args.variant), args.http)
+        return
     built = recorder(args.record, args.slow) if args.kind == "recorder" else server() if server else None
     if built is None:
         raise SystemExit(f"unknown server kind {args.kind}")

@@ -68,7 +68,7 @@ def _main(
 
 def global_values(values: dict[str, Any]) -> dict[str, Any]:
     """The global options among a command's values, named as ``Globals`` fields."""
-    names = {"server", "protocol", "store", "debug", "verbose", "bearer", "trace", "log_level", "keep_alive"}
+    names = {"server", "protocol", "store", "debug", "verbose", "bearer", "trace", "record", "log_level", "keep_alive"}
     found = {k: v for k, v in values.items() if k in names}
     if values.get("header"):
         found["headers"] = list(values["header"])

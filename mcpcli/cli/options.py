@@ -61,6 +61,12 @@ Verbose = _opt(
     "-v", "--verbose", help="Say what happens round by round, and each JSON-RPC message in one line.", kind=bool | None
 )
 TraceOpt = _opt("--trace", help="Write every JSON-RPC message, redacted, as NDJSON to FILE (0600).", metavar="FILE")
+RecordOpt = _opt(
+    "--record",
+    help="Write a recording of the run to FILE (0600): the --trace lines with bodies whole, the answers' sources"
+    " and the connection; replay it with 'mcpcli replay FILE', serve it with 'mcpcli mock FILE'.",
+    metavar="FILE",
+)
 LogLevel = _opt(
     "--log-level",
     help="Print the server's log messages at LEVEL and up: debug|info|notice|warning|error|critical|alert|emergency.",
@@ -82,6 +88,7 @@ CONNECTION: dict[str, tuple[Any, Any]] = {
     "debug": (Debug, None),
     "verbose": (Verbose, None),
     "trace": (TraceOpt, None),
+    "record": (RecordOpt, None),
     "log_level": (LogLevel, None),
     "keep_alive": (KeepAlive, None),
 }

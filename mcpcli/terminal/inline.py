@@ -322,11 +322,11 @@ def _confirm(term: Terminal, fields: Sequence[FieldSpec], content: Mapping[str, 
         term.console.print(Text("Answer y, n, decline or cancel.", style="red"))
 
 
-def confirm_command(term: Terminal, command: str, *, cwd: str | None = None) -> bool:
+def confirm_command(term: Terminal, command: str, *, cwd: str | None = None, holder: str = "This session") -> bool:
     """Ask before running a stored server command line that did not come from the user (``command`` is
     sanitized by the caller). Only ``y``/``yes`` runs it; Enter, ``n`` or Ctrl-D does not."""
     term.console.print(
-        Text("This session starts its server with a command that did not come from you or your config:", style="bold")
+        Text(f"{holder} starts its server with a command that did not come from you or your config:", style="bold")
     )
     term.console.print(Text("  " + command, style="yellow"))
     if cwd:
