@@ -196,8 +196,10 @@ class Keeper:
                 continue
             except SessionBusy as busy:
                 # A holder in this very process is alive (another flow of it): busy, like any other driver.
-                if take or busy.host != self.host or busy.pid == self.pid or _alive(busy.pid):
+                if take or busy.host != self.host:
                     raise
+                if busy.pid == self.pid or _alive(busy.pid):
+                    raise busy.with_holder("alive") from None
                 if note is not None:
                     note(f"The previous driver of this session (pid {busy.pid}) is gone; taking over.")
                 take = True

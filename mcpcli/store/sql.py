@@ -20,6 +20,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -42,11 +43,12 @@ from mcpcli.store.base import (
     utcnow,
 )
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """1: sessions and rounds. 2: the lease columns and ``version``. 3: the ``trace`` table and ``identity``.
 4: ``connection`` (how the flow was connected, so a resume reconnects the same way). 5: ``lease_owner`` (each
 flow its own lease owner: two flows of one process no longer pass for one driver). 6: ``task`` (the server-side task
-a tool call became: id, status, poll position, acknowledged answers)."""
+a tool call became: id, status, poll position, acknowledged answers). 7: ``lease_locked`` (the holder also holds the
+session's lock in the database: gone the moment its connection is)."""
 
 _DELETE_CHUNK = 500  # stays under SQLite's limit on bound parameters
 _TRACE_CHUNK = 200  # rows per INSERT of trace lines: three parameters each, under SQLite's limit
@@ -54,7 +56,10 @@ _CLAIM_TRIES = 5
 
 SESSION_FIELDS = tuple(SessionRecord.model_fields)  # the columns are named after the fields
 _SESSION_COLUMNS = ", ".join(SESSION_FIELDS)
-_RELEASED = "lease_host = NULL, lease_pid = NULL, lease_acquired = NULL, lease_expires = NULL, lease_owner = NULL"
+_RELEASED = (
+    "lease_host = NULL, lease_pid = NULL, lease_acquired = NULL, lease_expires = NULL, lease_owner = NULL,"
+    " lease_locked = FALSE"
+)
 """The assignments that give a lease back (the version stays: it only ever goes up)."""
 _ROUND_COLUMNS = "session_id, round_index, attempt, requests, request_state, answers, received, answered"
 _TIME_FIELDS = frozenset({"created", "updated", "lease_acquired", "lease_expires"})
@@ -65,7 +70,19 @@ _LEASE_CLEARED = {
     "lease_acquired": None,
     "lease_expires": None,
     "lease_owner": None,
+    "lease_locked": False,
 }
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What ``_take_lock`` got: the lock (``locked``), whether this call took it anew (``new``: give it up again if
+    the claim fails), and whether getting it proves that a lock-holding lease's holder is gone (``proves_gone``:
+    nobody else held it, in this process or any other)."""
+
+    locked: bool = False
+    new: bool = False
+    proves_gone: bool = False
 
 
 class Cursor(Protocol):
@@ -193,6 +210,19 @@ class SqlStore:
     def _lock_schema(self, tx: Tx) -> None:
         """Serialise schema creation and migration between processes (beyond what the transaction does)."""
 
+    def _take_lock(self, tx: Tx, session_id: str, owner: str) -> Taken:
+        """Take the session's lock in the database for ``owner``, in ``tx``, if the engine has such locks (one that
+        the database gives up by itself when this process's connection ends). SQLite has none."""
+        return Taken()
+
+    def _drop_lock(self, session_id: str, owner: str) -> None:
+        """Give up the lock ``owner`` took on the session (``_take_lock``); nothing when it holds none."""
+
+    def gone_holders(self, sessions: Sequence[SessionRecord]) -> set[str]:
+        """The ids of ``sessions`` whose lease holder the store can tell is gone though its lease has not run out:
+        its lock in the database was given up (its connection ended). Empty for an engine without locks."""
+        return set()
+
     def _not_a_store(self) -> StoreError:
         raise NotImplementedError
 
@@ -264,6 +294,9 @@ class SqlStore:
         return RoundRecord.model_validate(fields)
 
     def _insert_session(self, tx: Tx, session: SessionRecord) -> None:
+        if session.lease_owner is not None:  # created holding the lease: holding the lock too, where there is one
+            taken = self._take_lock(tx, session.id, session.lease_owner)
+            session = session.model_copy(update={"lease_locked": taken.locked})
         marks = ", ".join("?" * len(SESSION_FIELDS))
         inserted = tx.run(
             f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({marks}) ON CONFLICT (id) DO NOTHING",
@@ -472,6 +505,8 @@ class SqlStore:
             self._append_trace(tx, session_id, trace)
             row = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
         assert row is not None  # held above, in this transaction
+        if release and lease is not None:
+            self._drop_lock(session_id, lease.owner)
         return self._session_from_row(row)
 
     def trace_lines(self, session_id: str) -> builtins.list[str]:
@@ -528,22 +563,37 @@ class SqlStore:
         for _ in range(_CLAIM_TRIES):
             now = self.clock()
             expires = now + length
-            conditions = ""
-            params: builtins.list[Any] = [host, pid, owner, self._time(now), self._time(expires), session_id]
-            if not steal:  # free, expired, or this very owner's already (never merely this host and pid's)
-                conditions += " AND (lease_expires IS NULL OR lease_expires < ? OR lease_owner = ?)"
-                params += [self._time(now), owner]
-            if seen is not None:  # still the session the caller decided from
-                conditions += " AND version = ? AND status = ? AND round = ?"
-                params += [seen.version, seen.status, seen.round]
-            with self._transaction(write=True) as tx:
-                # One conditional UPDATE: concurrent claims serialise on the row, and only one finds it free.
-                won = tx.all(
-                    "UPDATE sessions SET version = version + 1, lease_host = ?, lease_pid = ?, lease_owner = ?,"
-                    f" lease_acquired = ?, lease_expires = ? WHERE id = ?{conditions} RETURNING version",
-                    params,
-                )
-                holder = None if won else tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
+            won: builtins.list[dict[str, Any]] = []
+            holder: dict[str, Any] | None = None
+            taken, committed = Taken(), False
+            try:
+                with self._transaction(write=True) as tx:
+                    # The lock first (where the engine has one): got while a lock-holding lease is on the row, it
+                    # proves that holder gone — its connection ended — so its lease is free without waiting it out.
+                    taken = self._take_lock(tx, session_id, owner)
+                    conditions = ""
+                    params: builtins.list[Any] = [host, pid, owner, self._time(now), self._time(expires)]
+                    params += [taken.locked, session_id]
+                    if not steal:  # free, expired, this owner's already (never merely this host and pid's), or gone
+                        conditions += " AND (lease_expires IS NULL OR lease_expires < ? OR lease_owner = ?"
+                        conditions += " OR (lease_locked AND ?))"
+                        params += [self._time(now), owner, taken.proves_gone]
+                    if seen is not None:  # still the session the caller decided from
+                        conditions += " AND version = ? AND status = ? AND round = ?"
+                        params += [seen.version, seen.status, seen.round]
+                    # One conditional UPDATE: concurrent claims serialise on the row, and only one finds it free.
+                    won = tx.all(
+                        "UPDATE sessions SET version = version + 1, lease_host = ?, lease_pid = ?, lease_owner = ?,"
+                        f" lease_acquired = ?, lease_expires = ?, lease_locked = ? WHERE id = ?{conditions}"
+                        " RETURNING version",
+                        params,
+                    )
+                    if not won:
+                        holder = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
+                committed = True
+            finally:
+                if taken.new and not (committed and won):  # refused, or failed: the lock goes back with it
+                    self._drop_lock(session_id, owner)
             if won:
                 return Lease(
                     session_id=session_id,
@@ -567,7 +617,16 @@ class SqlStore:
                 and held.lease_expires is not None
                 and held.lease_expires >= now
             ):
-                raise SessionBusy(session_id, host=held.lease_host, pid=held.lease_pid, since=held.lease_acquired)
+                raise SessionBusy(
+                    session_id,
+                    host=held.lease_host,
+                    pid=held.lease_pid,
+                    since=held.lease_acquired,
+                    expires=held.lease_expires,
+                    # Its lock is held by someone else (or by another flow of this process): it is alive.
+                    holder="alive" if held.lease_locked and not taken.proves_gone else "unknown",
+                    now=now,
+                )
             # Released or expired between the UPDATE and the SELECT (PostgreSQL reads the latest commit): again.
         raise StoreError(f"Could not claim session {session_id}: its lease kept changing hands.", hint="Try again.")
 
@@ -586,6 +645,7 @@ class SqlStore:
     def release(self, lease: Lease) -> None:
         with self._transaction(write=True) as tx:
             tx.run(f"UPDATE sessions SET {_RELEASED} WHERE id = ? AND version = ?", (lease.session_id, lease.version))
+        self._drop_lock(lease.session_id, lease.owner)
 
     # -- moving and pruning ----------------------------------------------------
 
