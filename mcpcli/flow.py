@@ -287,11 +287,11 @@ class Flow:
         if self._roots_given_at is not None:
             await anyio.sleep(max(0.0, self._roots_given_at + ROOTS_SETTLE - time.monotonic()))
 
-    async def adopt(self, session: SessionRecord, *, steal: bool = False) -> SessionRecord:
+    async def adopt(self, session: SessionRecord, *, steal: bool = False, wait: float = 0.0) -> SessionRecord:
         """Claim a stored session before anything is sent (before connecting, even), inside the keeper's
-        ``running()``: ``SessionBusy`` (also for a second flow of this process), or ``keeper.Finished`` when
-        another driver finished it since it was read."""
-        return await self.keeper.adopt(session, steal=steal, note=self.reporter.note)
+        ``running()``: ``SessionBusy`` (also for a second flow of this process; after ``wait`` seconds of waiting
+        for the holder to stop), or ``keeper.Finished`` when another driver finished it since it was read."""
+        return await self.keeper.adopt(session, steal=steal, wait=wait, note=self.reporter.note)
 
     async def resume(self) -> Outcome:
         """Continue the adopted session: answer what is pending and retry with the stored state, byte for byte."""

@@ -25,6 +25,7 @@ changes process-wide state — the lease length and the fault points come from t
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import socket
@@ -49,6 +50,10 @@ FaultPoint = Literal["after_send", "before_commit", "after_commit"]
 LEASE_TTL = 30.0
 """Seconds a lease lasts without a heartbeat; the heartbeat renews it every third of that."""
 _ADOPT_TRIES = 8
+WAIT_DEFAULT = 60.0
+"""Seconds a bare ``resume --wait`` waits for another driver to give the session up."""
+WAIT_POLL = 0.2
+"""Seconds between claims while waiting: a gone holder's session is taken within this of its lock going."""
 
 
 class Finished(Exception):
@@ -165,7 +170,12 @@ class Keeper:
     # --- the session and its lease ----------------------------------------------------------------------------------
 
     async def adopt(
-        self, session: SessionRecord, *, steal: bool = False, note: Callable[[str], None] | None = None
+        self,
+        session: SessionRecord,
+        *,
+        steal: bool = False,
+        wait: float = 0.0,
+        note: Callable[[str], None] | None = None,
     ) -> SessionRecord:
         """Drive a stored session: claim its lease, conditional on the session still being as it was read.
 
@@ -185,24 +195,34 @@ class Keeper:
             )
 
         seen, take = session, steal
-        for _ in range(_ADOPT_TRIES):
+        until = anyio.current_time() + wait
+        changes, said = 0, False
+        while changes < _ADOPT_TRIES:
             if seen is not session and seen.status == "done" and seen.result is not None:
                 raise Finished(seen)
             try:
                 async with self._turn():
                     lease = self.lease = await self._read(claim(seen, take))
             except SessionChanged as changed:
-                seen = changed.session
+                seen, changes = changed.session, changes + 1
                 continue
             except SessionBusy as busy:
-                # A holder in this very process is alive (another flow of it): busy, like any other driver.
-                if take or busy.host != self.host:
-                    raise
-                if busy.pid == self.pid or _alive(busy.pid):
-                    raise busy.with_holder("alive") from None
-                if note is not None:
-                    note(f"The previous driver of this session (pid {busy.pid}) is gone; taking over.")
-                take = True
+                gone = not take and busy.host == self.host and busy.pid != self.pid and not _alive(busy.pid)
+                if gone:  # on this host, its process is gone (killed, crashed): no need to wait out its lease
+                    if note is not None:
+                        note(f"The previous driver of this session (pid {busy.pid}) is gone; taking over.")
+                    take = True
+                    continue
+                if busy.host == self.host and busy.holder != "alive":  # a live process here, or this very one
+                    busy = busy.with_holder("alive")
+                left = until - anyio.current_time()
+                if left <= 0:
+                    raise busy from None
+                if note is not None and not said:
+                    note(f"{busy.message} Waiting up to {math.ceil(left)} s for it.")
+                    said = True
+                await anyio.sleep(min(WAIT_POLL, left))  # nothing is claimed meanwhile: a Ctrl-C here leaves nothing
+                seen, changes = await self._read(lambda store: store.get(session.id)), 0
                 continue
             break
         else:

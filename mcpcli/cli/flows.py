@@ -357,6 +357,17 @@ def resume(
             " bundle or written by another machine; check the command first: mcpcli sessions show ID).",
         ),
     ] = False,
+    wait: Annotated[
+        float | None,
+        typer.Option(
+            "--wait",
+            metavar="[=SECONDS]",
+            min=0,
+            help="When another driver holds the session, wait for it to stop (up to SECONDS, 60 for a bare --wait)"
+            " instead of exiting 6 at once; a driver that dies frees it at once on PostgreSQL and on this host.",
+            show_default=False,
+        ),
+    ] = None,
     cancel_task: Annotated[
         bool,
         typer.Option(
@@ -369,18 +380,22 @@ def resume(
     """Continue a saved flow: answer what is pending and retry with the stored state; a task is polled again.
 
     It reconnects the way the flow was connected (its server and protocol era) unless -s / --protocol say
-    otherwise. Example: mcpcli resume 3f2a --answer region=eu-west-1   ·   mcpcli resume 3f2a --cancel-task
+    otherwise. Another driver on it: exit 6 saying when it frees, or --wait for it.
+    Example: mcpcli resume 3f2a --answer region=eu-west-1   ·   mcpcli resume 3f2a --wait=120   ·   mcpcli resume
+    3f2a --cancel-task
     """
 
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands.flows import run_resume
 
-        return await run_resume(rt, opts, flows, session, steal=steal, trust_server=trust_server, cancel=cancel_task)
+        return await run_resume(
+            rt, opts, flows, session, steal=steal, trust_server=trust_server, cancel=cancel_task, wait=wait or 0.0
+        )
 
     def job() -> Any:
         from mcpcli.commands.jobs import ResumeJob
 
-        return ResumeJob(session, steal, trust_server)
+        return ResumeJob(session, steal, trust_server, wait or 0.0)
 
     _flow_command(ctx, shared, start, job)
 

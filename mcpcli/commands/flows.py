@@ -545,6 +545,7 @@ async def run_resume(
     steal: bool = False,
     trust_server: bool = False,
     cancel: bool = False,
+    wait: float = 0.0,
 ) -> int:
     record = rt.store.get(session_id)
     if cancel:
@@ -570,7 +571,9 @@ async def run_resume(
     # The lease is claimed, and heart-beaten, from before connecting until after the connection is closed.
     async with flow.keeper.running():
         try:
-            await flow.adopt(record, steal=steal)  # before connecting: a loser of a race starts and sends nothing
+            await flow.adopt(
+                record, steal=steal, wait=wait
+            )  # before connecting: a loser of a race starts and sends nothing
         except Finished as done:
             finished = done.session
             rt.out.note(f"Session {finished.id} was finished by another run meanwhile; here is its result.")
