@@ -32,7 +32,8 @@ import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import anyio
@@ -207,7 +208,12 @@ class Keeper:
                 seen, changes = changed.session, changes + 1
                 continue
             except SessionBusy as busy:
-                gone = not take and busy.host == self.host and busy.pid != self.pid and not _alive(busy.pid)
+                gone = (
+                    not take
+                    and busy.host == self.host
+                    and busy.pid != self.pid
+                    and not alive(busy.pid, since=busy.since)
+                )
                 if gone:  # on this host, its process is gone (killed, crashed): no need to wait out its lease
                     if note is not None:
                         note(f"The previous driver of this session (pid {busy.pid}) is gone; taking over.")
@@ -462,8 +468,10 @@ class Keeper:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _alive(pid: int | None) -> bool:
-    """Whether a process of that id exists on this host (a reused pid counts as alive: never steal wrongly)."""
+def alive(pid: int | None, *, since: datetime | None = None) -> bool:
+    """Whether a process of that id runs on this host (when unsure — no permission to look — it counts as alive:
+    never take over wrongly). A zombie (killed, not yet reaped by its parent) is gone; with ``since`` (when it
+    claimed the lease), so is a process started after that: the pid was reused."""
     if pid is None:
         return False
     try:
@@ -472,7 +480,29 @@ def _alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    started = _started(pid)
+    if started is None:
+        return True
+    state, at = started
+    if state in ("Z", "X"):
+        return False
+    return since is None or at is None or at <= since.timestamp() + 1.0
+
+
+def _started(pid: int) -> tuple[str, float | None] | None:
+    """A Linux process's state letter and start time (epoch seconds), from /proc; ``None`` elsewhere."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = next(
+            float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime")
+        )
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": comm may hold spaces and parentheses
+    try:
+        return fields[0], boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (IndexError, ValueError, OSError):
+        return fields[0] if fields else "?", None
 
 
 def _has_marker(answers: Mapping[str, Any], is_marker: Callable[[Any], bool]) -> bool:

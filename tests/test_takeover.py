@@ -134,3 +134,49 @@ def _wait_for(condition: Any, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return bool(condition())
+
+
+# --- interrupted as promised: a driver gone from another host, a zombie, a reused pid --------------------------------
+
+
+def test_a_driver_gone_from_another_host_shows_as_interrupted_at_once(
+    pg: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import run_inprocess
+
+    holder = pg()
+    session = _session()
+    holder.create(session)
+    lease = holder.claim(session.id, host="elsewhere", pid=4242, ttl=30)
+    holder.update(session.id, status="running", lease=lease)
+    monkeypatch.setenv("MCPCLI_STORE", pg_url)
+    assert run_inprocess("sessions", "list", "--json").json()[0]["interrupted"] is False  # alive: its lock is held
+    holder.close()  # the driver's host dropped its connection (a kill -9, a crash)
+    assert _wait_for(lambda: _locks(pg_url, session.id) == 0)
+    listed = run_inprocess("sessions", "list", "--json").json()
+    assert [(s["id"], s["status"], s["interrupted"]) for s in listed] == [(session.id, "running", True)]
+    inbox = run_inprocess("sessions", "list", "--waiting", "--json").json()
+    assert [s["id"] for s in inbox] == [session.id]
+    shown = run_inprocess("sessions", "show", session.id, "--json").json()["session"]
+    assert shown["interrupted"] is True and shown["lease"]["active"] is False
+    assert f"Session {session.id} · interrupted" in run_inprocess("sessions", "show", session.id).out
+
+
+def test_a_killed_process_not_yet_reaped_or_a_reused_pid_is_not_a_live_driver() -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    from datetime import UTC, datetime, timedelta
+
+    from mcpcli.keeper import alive
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert alive(child.pid)
+        os.kill(child.pid, signal.SIGKILL)
+        assert _wait_for(lambda: not alive(child.pid))  # a zombie until reaped: gone all the same
+    finally:
+        child.wait()
+    assert alive(os.getpid(), since=datetime.now(UTC))
+    assert not alive(os.getpid(), since=datetime.now(UTC) - timedelta(days=400))  # this pid's lease predates us
