@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-FaultPoint = Literal["after_send", "before_commit", "after_commit"]
+FaultPoint = Literal["after_send", "before_commit", "after_commit", "before_claim", "after_claim", "after_result"]
 LEASE_TTL = 30.0
 """Seconds a lease lasts without a heartbeat; the heartbeat renews it every third of that."""
 _ADOPT_TRIES = 8
@@ -102,6 +102,9 @@ class Keeper:
     last_index: int = 0
     """The index of the session's newest round (0 before the first): the flow numbers its round events by it."""
     session: SessionRecord | None = None
+    adopting: str | None = None
+    """The id of the stored session this flow set out to drive (``adopt``), from before its claim: a stop before
+    the claim is told truly ("left as it was"), never "nothing was saved"."""
     saved: bool = False
     lease: Lease | None = None
     _store: Store | None = None
@@ -189,6 +192,9 @@ class Keeper:
         from mcpcli.store import SessionBusy, SessionChanged
 
         self._need_tasks()
+        self.adopting = session.id
+        self.fault("before_claim")
+        await anyio.lowlevel.checkpoint()  # a stop that came meanwhile lands here, before anything is claimed
 
         def claim(seen: SessionRecord, take: bool) -> Callable[[Store], Lease]:
             return lambda store: store.claim(
@@ -241,6 +247,7 @@ class Keeper:
         self.saved = True
         self.last_index = seen.round
         self._start_heartbeat()
+        self.fault("after_claim")
         return self.session
 
     def begin(self, session: SessionRecord) -> None:
@@ -264,6 +271,22 @@ class Keeper:
                     await self._read(lambda s: s.release(lease))
                 except Exception:  # boundary: a release that fails leaves a lease that simply expires
                     log.warning("could not release the lease of %s", lease.session_id, exc_info=True)
+
+    def give_back(self) -> None:
+        """Synchronously, for whoever handles a stop once the event loop is gone: a lease still held — the async
+        cleanup was cut short — goes back now, with a saved session put back to waiting in the same write (under
+        the lease: never another driver's). Harmless when ``close`` already gave it back, as it normally has."""
+        self._stop_heartbeat()
+        lease, self.lease = self.lease, None
+        if lease is None or self._store is None:
+            return
+        try:
+            if self.saved:
+                self._store.update(lease.session_id, status="waiting", lease=lease, release=True)
+            else:
+                self._store.release(lease)
+        except Exception:  # boundary: lost meanwhile, or the store failed: the lease simply expires
+            log.warning("could not give back the lease of %s", lease.session_id, exc_info=True)
 
     def _need_tasks(self) -> None:
         # Checked before a lease is taken, so a misuse never leaves a claimed lease without its heartbeat.
@@ -426,6 +449,7 @@ class Keeper:
             if last:
                 self._stop_heartbeat()
                 self.lease = None
+                self.fault("after_result")
 
     def _trace(self, *, everything: bool = True) -> list[str]:
         return [] if self.tracer is None else self.tracer.drain(everything=everything)
@@ -457,15 +481,17 @@ class Keeper:
     # --- faults -----------------------------------------------------------------------------------------------------
 
     def fault(self, point: FaultPoint) -> None:
-        """Test-only: die here, abruptly, when ``faults`` names this point (and pass)."""
+        """Test-only: die here, abruptly, when ``faults`` names this point (and pass) — or, ``stop@POINT``, stop
+        here (SIGSTOP) for a test to send a signal at exactly this moment and let the process go on (SIGCONT)."""
         if not self.faults:
             return
-        name, _, nth = self.faults.partition(":")
+        stop = self.faults.startswith("stop@")
+        name, _, nth = self.faults.removeprefix("stop@").partition(":")
         if name != point:
             return
         self._passes[point] = seen = self._passes.get(point, 0) + 1
         if seen >= int(nth or 1):
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGSTOP if stop else signal.SIGKILL)
 
 
 def alive(pid: int | None, *, since: datetime | None = None) -> bool:

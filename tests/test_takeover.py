@@ -180,3 +180,53 @@ def test_a_killed_process_not_yet_reaped_or_a_reused_pid_is_not_a_live_driver() 
         child.wait()
     assert alive(os.getpid(), since=datetime.now(UTC))
     assert not alive(os.getpid(), since=datetime.now(UTC) - timedelta(days=400))  # this pid's lease predates us
+
+
+# --- busy that helps: resume --wait ----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.cold_only
+def test_resume_wait_waits_for_a_live_driver_bounded_and_ctrl_c_clean(
+    process: Any, http_server: Any, tmp_path: Path
+) -> None:
+    import signal
+    import time
+
+    import subprocess
+
+    from conftest import PY
+    from test_durability import spawn, wait_for_legs
+    from test_flows import only_session, store
+
+    record = tmp_path / "legs.jsonl"
+    server = http_server("recorder", "--record", str(record), "--slow", "20")
+    assert process("call", "two_rounds", "-a", "item=x", "-s", server.url).code == 3
+    session = only_session()
+    holder = spawn("resume", session.id, "--answer", "sure=true")
+    wait_for_legs(record, 2)  # its answered retry is at the (slow) server
+    busy = process("resume", session.id)
+    assert busy.code == 6
+    assert f"pid {holder.pid}" in busy.err and "That driver is alive" in busy.err and "--wait" in busy.err
+    began = time.monotonic()
+    ran_out = process("resume", session.id, "--wait=1")
+    assert ran_out.code == 6 and time.monotonic() - began >= 1.0, ran_out.err
+    assert "Waiting up to 1 s" in ran_out.err
+    said = tmp_path / "waiter.err"
+    with said.open("w") as errors:  # a bare --wait: the default (60 s)
+        waiter = subprocess.Popen(
+            [PY, "-m", "mcpcli", "resume", session.id, "--wait"], stderr=errors, stdout=subprocess.PIPE, text=True
+        )
+    assert _wait_for(lambda: "Waiting up to 60 s" in said.read_text(), 30), said.read_text()
+    waiter.send_signal(signal.SIGINT)
+    waiter.communicate(timeout=30)
+    err = said.read_text()
+    assert waiter.returncode == 130, err
+    assert f"Interrupted before anything was sent; session {session.id} is as it was" in err
+    assert store().get(session.id).lease_pid == holder.pid  # the holder's lease, untouched
+    patient = spawn("resume", session.id, "--wait=60")
+    assert holder.wait(timeout=60) == 0
+    out, err = patient.communicate(timeout=60)
+    assert patient.returncode == 0 and out == "recorded x\n", err  # the holder finished it: its result, again
+    assert "finished by another run meanwhile" in err or "already finished" in err
+    assert len([leg for leg in (record.read_text().splitlines()) if '"asked"' in leg]) == 1  # sent once

@@ -101,9 +101,12 @@ class _StopSignals:
 
     def __exit__(self, *exc_info: object) -> None:
         for signum, old in self._old.items():
-            signal.signal(signum, old)
+            # Stopping: a second SIGTERM/SIGHUP (its terminal gone after a kill) must not cut the cleanup short.
+            signal.signal(signum, signal.SIG_IGN if self.signum is not None else old)
 
     def _forward(self, signum: int, frame: Any) -> None:
+        if self.signum is not None:
+            return  # one stop at a time: the first signal says why, and its cleanup runs whole
         self.signum = signum
         # Whatever handles Ctrl-C right now (asyncio's runner cancels the main task; outside it, KeyboardInterrupt).
         handler = signal.getsignal(signal.SIGINT)
@@ -172,7 +175,9 @@ def _flow_command(
 
                 saved = next((f.session.id for f in flows if f.session and f.keeper.saved), None)
                 said = stops.what()
-                stop = Interrupted(f"{said}; session {saved} saved." if saved else f"{said}.")
+                note = next((n for f in flows if (n := f.stop_note(said)) is not None), None)
+                stop = Interrupted(note or f"{said}.")
+                saved = saved or next((f.keeper.adopting for f in flows if f.keeper.adopting), None)
                 stop.exit_code = stops.exit_code()  # type: ignore[assignment]
                 stop.session_id = saved
                 rt.out.json(error_document(stop))
