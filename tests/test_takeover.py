@@ -191,9 +191,8 @@ def test_resume_wait_waits_for_a_live_driver_bounded_and_ctrl_c_clean(
     process: Any, http_server: Any, tmp_path: Path
 ) -> None:
     import signal
-    import time
-
     import subprocess
+    import time
 
     from conftest import PY
     from test_durability import spawn, wait_for_legs
