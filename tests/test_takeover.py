@@ -229,3 +229,20 @@ def test_resume_wait_waits_for_a_live_driver_bounded_and_ctrl_c_clean(
     assert patient.returncode == 0 and out == "recorded x\n", err  # the holder finished it: its result, again
     assert "finished by another run meanwhile" in err or "already finished" in err
     assert len([leg for leg in (record.read_text().splitlines()) if '"asked"' in leg]) == 1  # sent once
+
+
+def test_a_lease_taken_without_the_lock_gets_it_at_its_next_heartbeat(pg: Any, pg_url: str) -> None:
+    first, second = pg(), pg()
+    session = _session()
+    first.create(session)
+    old = first.claim(session.id, host="a", pid=1, ttl=30)
+    stolen = second.claim(session.id, host="b", pid=2, ttl=30, steal=True)  # the old holder still has the lock
+    assert not second.get(session.id).lease_locked
+    second.heartbeat(stolen, 30)
+    assert not second.get(session.id).lease_locked  # still the old holder's
+    first.release(old)  # it stops (its late release changes no row, but gives its lock back)
+    second.heartbeat(stolen, 30)
+    assert second.get(session.id).lease_locked and _locks(pg_url, session.id) == 1
+    second.close()  # and now its death is seen at once
+    assert _wait_for(lambda: _locks(pg_url, session.id) == 0)
+    assert first.claim(session.id, host="a", pid=3, ttl=30).version == stolen.version + 1

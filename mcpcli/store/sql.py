@@ -632,14 +632,23 @@ class SqlStore:
 
     def heartbeat(self, lease: Lease, ttl: float) -> Lease:
         expires = self.clock() + _check_ttl(ttl)
-        with self._transaction(write=True) as tx:
-            extended = tx.run(
-                "UPDATE sessions SET lease_expires = ? WHERE id = ? AND version = ? AND lease_owner = ?",
-                (self._time(expires), lease.session_id, lease.version, lease.owner),
-            )
-            if not extended:
-                self._require(tx, lease.session_id)
-                raise LeaseLost(lease.session_id)
+        taken, extended = Taken(), 0
+        try:
+            with self._transaction(write=True) as tx:
+                # A lease taken without the lock (stolen, or claimed once expired, from a holder that still had it)
+                # gets it once that holder let go: from then on, this driver's death is noticed at once too.
+                taken = self._take_lock(tx, lease.session_id, lease.owner)
+                extended = tx.run(
+                    "UPDATE sessions SET lease_expires = ?, lease_locked = (lease_locked OR ?)"
+                    " WHERE id = ? AND version = ? AND lease_owner = ?",
+                    (self._time(expires), taken.locked, lease.session_id, lease.version, lease.owner),
+                )
+                if not extended:
+                    self._require(tx, lease.session_id)
+                    raise LeaseLost(lease.session_id)
+        finally:
+            if taken.new and not extended:
+                self._drop_lock(lease.session_id, lease.owner)
         return lease.model_copy(update={"expires": expires})
 
     def release(self, lease: Lease) -> None:
