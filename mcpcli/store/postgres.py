@@ -30,7 +30,8 @@ from psycopg.rows import dict_row
 
 from mcpcli.errors import StoreError
 from mcpcli.store.base import SessionRecord, redact_url
-from mcpcli.store.sql import SqlStore, Taken, Tx
+from mcpcli.store.sql import SqlStore
+from mcpcli.store.tx import Taken, Tx
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,8 @@ import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from datetime import UTC, datetime
+from typing import Any
 
 from mcpcli.errors import SessionError, StoreError, UsageError
 from mcpcli.store.base import (
@@ -34,14 +33,13 @@ from mcpcli.store.base import (
     Lease,
     LeaseLost,
     RoundRecord,
-    SessionBusy,
-    SessionChanged,
     SessionRecord,
     Status,
     lease_columns,
-    new_lease_owner,
     utcnow,
 )
+from mcpcli.store.leases import RELEASED, SESSION_COLUMNS, SqlLeases
+from mcpcli.store.tx import Tx, not_found
 
 SCHEMA_VERSION = 7
 """1: sessions and rounds. 2: the lease columns and ``version``. 3: the ``trace`` table and ``identity``.
@@ -52,15 +50,10 @@ session's lock in the database: gone the moment its connection is)."""
 
 _DELETE_CHUNK = 500  # stays under SQLite's limit on bound parameters
 _TRACE_CHUNK = 200  # rows per INSERT of trace lines: three parameters each, under SQLite's limit
-_CLAIM_TRIES = 5
 
 SESSION_FIELDS = tuple(SessionRecord.model_fields)  # the columns are named after the fields
-_SESSION_COLUMNS = ", ".join(SESSION_FIELDS)
-_RELEASED = (
-    "lease_host = NULL, lease_pid = NULL, lease_acquired = NULL, lease_expires = NULL, lease_owner = NULL,"
-    " lease_locked = FALSE"
-)
-"""The assignments that give a lease back (the version stays: it only ever goes up)."""
+_SESSION_COLUMNS = SESSION_COLUMNS
+_RELEASED = RELEASED
 _ROUND_COLUMNS = "session_id, round_index, attempt, requests, request_state, answers, received, answered"
 _TIME_FIELDS = frozenset({"created", "updated", "lease_acquired", "lease_expires"})
 _JSON_FIELDS = ("arguments", "result", "connection", "task")
@@ -72,46 +65,6 @@ _LEASE_CLEARED = {
     "lease_owner": None,
     "lease_locked": False,
 }
-
-
-@dataclass(frozen=True)
-class Taken:
-    """What ``_take_lock`` got: the lock (``locked``), whether this call took it anew (``new``: give it up again if
-    the claim fails), and whether getting it proves that a lock-holding lease's holder is gone (``proves_gone``:
-    nobody else held it, in this process or any other)."""
-
-    locked: bool = False
-    new: bool = False
-    proves_gone: bool = False
-
-
-class Cursor(Protocol):
-    """What both drivers' cursors offer (rows are dicts: each engine sets a dict row factory)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> builtins.list[Any]: ...
-
-
-class Tx:
-    """One transaction's statements, with rows as dicts; written with ``?`` placeholders for every engine."""
-
-    def __init__(self, execute: Callable[[str, Sequence[Any]], Cursor]) -> None:
-        self._execute = execute
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Execute; return the number of rows changed."""
-        return self._execute(sql, params).rowcount
-
-    def one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
-        row: dict[str, Any] | None = self._execute(sql, params).fetchone()
-        return row
-
-    def all(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[dict[str, Any]]:
-        return self._execute(sql, params).fetchall()
 
 
 def dumps(value: Any) -> str:
@@ -149,17 +102,7 @@ def list_query(
     return sql, params
 
 
-def not_found(id_or_prefix: str) -> SessionError:
-    return SessionError(f"No session matches '{id_or_prefix}'.", hint="List them with: mcpcli sessions list")
-
-
-def _check_ttl(ttl: float) -> timedelta:
-    if not ttl > 0:
-        raise ValueError(f"a lease needs a positive ttl, not {ttl!r}")
-    return timedelta(seconds=ttl)
-
-
-class SqlStore:
+class SqlStore(SqlLeases):
     """The ``Store`` in SQL; an engine subclass supplies the connection and the dialect hooks below.
 
     Calls are serialised by a lock, so one store may be shared between threads.
@@ -209,19 +152,6 @@ class SqlStore:
 
     def _lock_schema(self, tx: Tx) -> None:
         """Serialise schema creation and migration between processes (beyond what the transaction does)."""
-
-    def _take_lock(self, tx: Tx, session_id: str, owner: str) -> Taken:
-        """Take the session's lock in the database for ``owner``, in ``tx``, if the engine has such locks (one that
-        the database gives up by itself when this process's connection ends). SQLite has none."""
-        return Taken()
-
-    def _drop_lock(self, session_id: str, owner: str) -> None:
-        """Give up the lock ``owner`` took on the session (``_take_lock``); nothing when it holds none."""
-
-    def gone_holders(self, sessions: Sequence[SessionRecord]) -> set[str]:
-        """The ids of ``sessions`` whose lease holder the store can tell is gone though its lease has not run out:
-        its lock in the database was given up (its connection ended). Empty for an engine without locks."""
-        return set()
 
     def _not_a_store(self) -> StoreError:
         raise NotImplementedError
@@ -542,119 +472,6 @@ class SqlStore:
                 # Rounds and trace lines go with their session: ON DELETE CASCADE.
                 deleted += tx.run(f"DELETE FROM sessions WHERE id IN ({marks})", chunk)
         return deleted
-
-    # -- leases ----------------------------------------------------------------
-
-    def claim(
-        self,
-        session_id: str,
-        *,
-        host: str,
-        pid: int,
-        ttl: float,
-        owner: str | None = None,
-        steal: bool = False,
-        seen: SessionRecord | None = None,
-    ) -> Lease:
-        length = _check_ttl(ttl)
-        if seen is not None and seen.id != session_id:
-            raise ValueError(f"the session read is {seen.id}, not {session_id}")
-        owner = owner or new_lease_owner(host, pid)
-        for _ in range(_CLAIM_TRIES):
-            now = self.clock()
-            expires = now + length
-            won: builtins.list[dict[str, Any]] = []
-            holder: dict[str, Any] | None = None
-            taken, committed = Taken(), False
-            try:
-                with self._transaction(write=True) as tx:
-                    # The lock first (where the engine has one): got while a lock-holding lease is on the row, it
-                    # proves that holder gone — its connection ended — so its lease is free without waiting it out.
-                    taken = self._take_lock(tx, session_id, owner)
-                    conditions = ""
-                    params: builtins.list[Any] = [host, pid, owner, self._time(now), self._time(expires)]
-                    params += [taken.locked, session_id]
-                    if not steal:  # free, expired, this owner's already (never merely this host and pid's), or gone
-                        conditions += " AND (lease_expires IS NULL OR lease_expires < ? OR lease_owner = ?"
-                        conditions += " OR (lease_locked AND ?))"
-                        params += [self._time(now), owner, taken.proves_gone]
-                    if seen is not None:  # still the session the caller decided from
-                        conditions += " AND version = ? AND status = ? AND round = ?"
-                        params += [seen.version, seen.status, seen.round]
-                    # One conditional UPDATE: concurrent claims serialise on the row, and only one finds it free.
-                    won = tx.all(
-                        "UPDATE sessions SET version = version + 1, lease_host = ?, lease_pid = ?, lease_owner = ?,"
-                        f" lease_acquired = ?, lease_expires = ?, lease_locked = ? WHERE id = ?{conditions}"
-                        " RETURNING version",
-                        params,
-                    )
-                    if not won:
-                        holder = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
-                committed = True
-            finally:
-                if taken.new and not (committed and won):  # refused, or failed: the lock goes back with it
-                    self._drop_lock(session_id, owner)
-            if won:
-                return Lease(
-                    session_id=session_id,
-                    version=won[0]["version"],
-                    host=host,
-                    pid=pid,
-                    owner=owner,
-                    acquired=now,
-                    expires=expires,
-                )
-            if holder is None:
-                raise not_found(session_id)
-            held = self._session_from_row(holder)
-            if seen is not None and (held.version, held.status, held.round) != (seen.version, seen.status, seen.round):
-                raise SessionChanged(held)
-            if (
-                not steal
-                and held.lease_host is not None
-                and held.lease_pid is not None
-                and held.lease_acquired is not None
-                and held.lease_expires is not None
-                and held.lease_expires >= now
-            ):
-                raise SessionBusy(
-                    session_id,
-                    host=held.lease_host,
-                    pid=held.lease_pid,
-                    since=held.lease_acquired,
-                    expires=held.lease_expires,
-                    # Its lock is held by someone else (or by another flow of this process): it is alive.
-                    holder="alive" if held.lease_locked and not taken.proves_gone else "unknown",
-                    now=now,
-                )
-            # Released or expired between the UPDATE and the SELECT (PostgreSQL reads the latest commit): again.
-        raise StoreError(f"Could not claim session {session_id}: its lease kept changing hands.", hint="Try again.")
-
-    def heartbeat(self, lease: Lease, ttl: float) -> Lease:
-        expires = self.clock() + _check_ttl(ttl)
-        taken, extended = Taken(), 0
-        try:
-            with self._transaction(write=True) as tx:
-                # A lease taken without the lock (stolen, or claimed once expired, from a holder that still had it)
-                # gets it once that holder let go: from then on, this driver's death is noticed at once too.
-                taken = self._take_lock(tx, lease.session_id, lease.owner)
-                extended = tx.run(
-                    "UPDATE sessions SET lease_expires = ?, lease_locked = (lease_locked OR ?)"
-                    " WHERE id = ? AND version = ? AND lease_owner = ?",
-                    (self._time(expires), taken.locked, lease.session_id, lease.version, lease.owner),
-                )
-                if not extended:
-                    self._require(tx, lease.session_id)
-                    raise LeaseLost(lease.session_id)
-        finally:
-            if taken.new and not extended:
-                self._drop_lock(lease.session_id, lease.owner)
-        return lease.model_copy(update={"expires": expires})
-
-    def release(self, lease: Lease) -> None:
-        with self._transaction(write=True) as tx:
-            tx.run(f"UPDATE sessions SET {_RELEASED} WHERE id = ? AND version = ?", (lease.session_id, lease.version))
-        self._drop_lock(lease.session_id, lease.owner)
 
     # -- moving and pruning ----------------------------------------------------
 
