@@ -362,6 +362,8 @@ class Flow:
         saved)."""
         session = self.keeper.session
         if session is not None and self.keeper.saved:
+            if session.status == "done":
+                return f"{what} after the flow finished; its result is saved (mcpcli resume {session.id} shows it)."
             if self.in_doubt:
                 return (
                     f"{what}; session {session.id} saved. Its answered round may already have reached the server;"

@@ -573,9 +573,8 @@ async def run_resume(
     # The lease is claimed, and heart-beaten, from before connecting until after the connection is closed.
     async with flow.keeper.running():
         try:
-            await flow.adopt(
-                record, steal=steal, wait=wait
-            )  # before connecting: a loser of a race starts and sends nothing
+            # Before connecting: a loser of a race starts and sends nothing.
+            await flow.adopt(record, steal=steal, wait=wait)
         except Finished as done:
             finished = done.session
             rt.out.note(f"Session {finished.id} was finished by another run meanwhile; here is its result.")
