@@ -85,8 +85,8 @@ def test_a_stopped_resume_gives_its_claim_back_and_says_what_it_left(
             (driver,) = _stopped_here()  # the front end itself, or the worker's child running the command
             assert (driver == front.pid) != warm
             front.send_signal(signum)
-            if warm:  # what the front end forwards reaches the stopped child once it goes on
-                _wait(lambda: True, 0.2)
+            if warm:  # the front end forwards it: pending at the stopped child before it goes on
+                assert _wait(lambda: _pending(driver, signum)), "the front end did not forward the signal"
             os.kill(driver, signal.SIGCONT)
         out, err = front.communicate(timeout=60)
     finally:
@@ -204,6 +204,16 @@ def _check(session_id: str, phase: str, code: int, said: str, exit_code: int | N
         assert "may already have reached the server" in err, err
     else:
         assert f"session {session_id} saved" in err, err
+
+
+def _pending(pid: int, signum: int) -> bool:
+    """Whether ``signum`` waits to be delivered to the (stopped) process."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return False
+    masks = [int(line.split()[1], 16) for line in lines if line.startswith(("SigPnd:", "ShdPnd:"))]
+    return any(mask >> (signum - 1) & 1 for mask in masks)
 
 
 def _stopped_here() -> list[int]:
