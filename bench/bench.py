@@ -24,7 +24,7 @@
   10,000 sessions (target < 0.3 s on SQLite);
 - tasks: one ``tasks/get`` round trip against an ordinary tool call's, the durable write of a poll that saw a
   change (an unchanged poll writes nothing), and a task of 100 polls driven to its result (the cost a poll adds to
-  the 100 ms floor between polls).
+  the 100 ms floor between polls);
 - recordings (``bench/recordings.py``): ``mcpcli mock`` serving a 40-round flow to the SDK's client against the
   live server, and ``mcpcli replay`` of 100 recorded flows against the SDK's loop running them.
 

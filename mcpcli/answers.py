@@ -204,6 +204,12 @@ class Presets:
                 raise InvalidAnswer(f"{origin[1] if origin else name}: {exc}") from None
         return clean
 
+    def met(self, requests: Mapping[str, Any]) -> None:
+        """Count a stored round's requests as asked (a round sent again with the answers it was given before): a
+        preset for one of them is not "matched no question"."""
+        for key, wire in requests.items():
+            self.asked.setdefault(key, [str(name) for name in _properties(wire)])
+
     def unmatched(self) -> list[str]:
         """One line for each preset that met no question of the flow so far: what was asked, and a close match.
 

@@ -247,6 +247,8 @@ class Flow:
     """A front end's detach or cancel request for the task the call became (the app's keys)."""
     roots_expected: bool = False
     """The server is known to ask for the roots on connecting (``batch``): the call waits for that question first."""
+    resent: RoundRecord | None = None
+    """The stored round this run sent again as it was (its answers were given before, to a driver that died)."""
     _t0: float = 0.0
     _deadline: float = math.inf
     _attempt: int = 1
@@ -298,11 +300,11 @@ class Flow:
         if self._roots_given_at is not None:
             await anyio.sleep(max(0.0, self._roots_given_at + ROOTS_SETTLE - time.monotonic()))
 
-    async def adopt(self, session: SessionRecord, *, steal: bool = False) -> SessionRecord:
+    async def adopt(self, session: SessionRecord, *, steal: bool = False, wait: float = 0.0) -> SessionRecord:
         """Claim a stored session before anything is sent (before connecting, even), inside the keeper's
-        ``running()``: ``SessionBusy`` (also for a second flow of this process), or ``keeper.Finished`` when
-        another driver finished it since it was read."""
-        return await self.keeper.adopt(session, steal=steal, note=self.reporter.note)
+        ``running()``: ``SessionBusy`` (also for a second flow of this process; after ``wait`` seconds of waiting
+        for the holder to stop), or ``keeper.Finished`` when another driver finished it since it was read."""
+        return await self.keeper.adopt(session, steal=steal, wait=wait, note=self.reporter.note)
 
     async def resume(self) -> Outcome:
         """Continue the adopted session: answer what is pending and retry with the stored state, byte for byte."""
@@ -339,9 +341,13 @@ class Flow:
                 self._attempt += 1
             return await self._loop()
         if last.answers is not None and not lost:
-            self.reporter.note(
-                f"Round {last.index} was answered but its result never arrived; sending it again with the same answers."
+            # Still "running" as claimed: its driver died mid-round (a stop or a lost connection would have put it
+            # back to waiting). Its answers are re-sent as stored, so the presets that gave them met their question.
+            why = (
+                "its driver died before the result came back" if session.status == "running" else "no result came back"
             )
+            self.reporter.note(f"Round {last.index} was answered, but {why}: sending it again with the same answers.")
+            self.resent = last
             return await self._loop(last.answers, last.request_state)
         responses = await self._answer_stored(last)
         return await self._loop(responses, last.request_state)
@@ -359,6 +365,28 @@ class Flow:
             return
         with contextlib.suppress(McpcliError):  # lost the lease meanwhile, or the store failed: nothing to record
             await self.keeper.update(status="waiting")
+
+    def stop_note(self, what: str) -> str | None:
+        """What a stop (``what``: "Interrupted", "Hung up (SIGHUP)"…) left of this flow, truly, for every front end
+        and signal handler: its session saved (and whether its answered round may have reached the server), or the
+        stored session it was resuming left as it was; ``None`` when it has no session at all (then nothing was
+        saved)."""
+        session = self.keeper.session
+        if session is not None and self.keeper.saved:
+            if session.status == "done":
+                return f"{what} after the flow finished; its result is saved (mcpcli resume {session.id} shows it)."
+            if self.in_doubt:
+                return (
+                    f"{what}; session {session.id} saved. Its answered round may already have reached the server;"
+                    f" mcpcli resume {session.id} sends it again."
+                )
+            return f"{what}; session {session.id} saved. Resume it with: mcpcli resume {session.id}"
+        if self.keeper.adopting is not None:  # stopped before its claim: the stored session is as it was
+            return (
+                f"{what} before anything was sent; session {self.keeper.adopting} is as it was."
+                f" Resume it with: mcpcli resume {self.keeper.adopting}"
+            )
+        return None
 
     @property
     def in_doubt(self) -> bool:

@@ -7,7 +7,7 @@ and the TUI's sessions screen read a session the same way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from mcpcli.store import RoundRecord, SessionRecord, utcnow
@@ -16,30 +16,44 @@ LEASE_FIELDS = frozenset({"version", *(name for name in SessionRecord.model_fiel
 """Who drives a session, and the claim counter: this store's bookkeeping, never exported, shown as "held by"."""
 
 
-def is_interrupted(record: SessionRecord) -> bool:
+def gone_drivers(store: Any, records: Sequence[SessionRecord]) -> frozenset[str]:
+    """The ids of the ``running`` sessions among ``records`` whose driver the store can tell is gone before its lease
+    runs out — on PostgreSQL, the session lock its connection held was released (the process or its host died) —
+    in one query; ``is_interrupted`` and ``shown_status`` take it."""
+    running = [r for r in records if r.status == "running" and r.lease_locked]
+    return frozenset(store.gone_holders(running)) if running else frozenset()
+
+
+def is_interrupted(record: SessionRecord, gone: Collection[str] = ()) -> bool:
     """A ``running`` session whose driver is gone — killed, crashed, or its lease ran out — is *interrupted*:
     nobody is driving it, and ``resume`` continues it (sending its last answered round again). Listings show
-    it as ``interrupted`` and the inbox (``sessions list --waiting``, the TUI) includes it."""
+    it as ``interrupted`` and the inbox (``sessions list --waiting``, the TUI) includes it. A driver is gone when
+    its lease ran out, when its process is gone from this host, or (``gone``, from ``gone_drivers``) when the
+    store saw its lock released."""
     if record.status != "running":
         return False
+    if record.id in gone:
+        return True
     if record.lease_host is None or record.lease_expires is None or record.lease_expires < utcnow():
         return True
     import socket
 
-    from mcpcli.keeper import _alive
+    from mcpcli.keeper import alive
 
-    return record.lease_host == socket.gethostname() and not _alive(record.lease_pid)
+    return record.lease_host == socket.gethostname() and not alive(record.lease_pid, since=record.lease_acquired)
 
 
-def shown_status(record: SessionRecord) -> str:
+def shown_status(record: SessionRecord, gone: Collection[str] = ()) -> str:
     """The status as listings show it: the stored one, or ``interrupted`` (see ``is_interrupted``)."""
-    return "interrupted" if is_interrupted(record) else record.status
+    return "interrupted" if is_interrupted(record, gone) else record.status
 
 
 def inbox(store: Any, *, server: str | None = None, limit: int | None = None) -> list[SessionRecord]:
     """The sessions somebody should pick up, newest first: waiting ones and interrupted ones."""
     waiting = store.list(status="waiting", server=server, limit=limit)
-    stalled = [r for r in store.list(status="running", server=server) if is_interrupted(r)]
+    running = store.list(status="running", server=server)
+    gone = gone_drivers(store, running)
+    stalled = [r for r in running if is_interrupted(r, gone)]
     merged = sorted([*waiting, *stalled], key=lambda r: (r.updated, r.id), reverse=True)
     return merged if limit is None else merged[:limit]
 

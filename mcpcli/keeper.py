@@ -25,13 +25,15 @@ changes process-wide state — the lease length and the fault points come from t
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import anyio
@@ -45,10 +47,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-FaultPoint = Literal["after_send", "before_commit", "after_commit"]
+FaultPoint = Literal["after_send", "before_commit", "after_commit", "before_claim", "after_claim", "after_result"]
 LEASE_TTL = 30.0
 """Seconds a lease lasts without a heartbeat; the heartbeat renews it every third of that."""
 _ADOPT_TRIES = 8
+WAIT_DEFAULT = 60.0
+"""Seconds a bare ``resume --wait`` waits for another driver to give the session up."""
+WAIT_POLL = 0.2
+"""Seconds between claims while waiting: a gone holder's session is taken within this of its lock going."""
 
 
 class Finished(Exception):
@@ -96,6 +102,9 @@ class Keeper:
     last_index: int = 0
     """The index of the session's newest round (0 before the first): the flow numbers its round events by it."""
     session: SessionRecord | None = None
+    adopting: str | None = None
+    """The id of the stored session this flow set out to drive (``adopt``), from before its claim: a stop before
+    the claim is told truly ("left as it was"), never "nothing was saved"."""
     saved: bool = False
     lease: Lease | None = None
     _store: Store | None = None
@@ -165,7 +174,12 @@ class Keeper:
     # --- the session and its lease ----------------------------------------------------------------------------------
 
     async def adopt(
-        self, session: SessionRecord, *, steal: bool = False, note: Callable[[str], None] | None = None
+        self,
+        session: SessionRecord,
+        *,
+        steal: bool = False,
+        wait: float = 0.0,
+        note: Callable[[str], None] | None = None,
     ) -> SessionRecord:
         """Drive a stored session: claim its lease, conditional on the session still being as it was read.
 
@@ -178,6 +192,9 @@ class Keeper:
         from mcpcli.store import SessionBusy, SessionChanged
 
         self._need_tasks()
+        self.adopting = session.id
+        self.fault("before_claim")
+        await anyio.lowlevel.checkpoint()  # a stop that came meanwhile lands here, before anything is claimed
 
         def claim(seen: SessionRecord, take: bool) -> Callable[[Store], Lease]:
             return lambda store: store.claim(
@@ -185,22 +202,39 @@ class Keeper:
             )
 
         seen, take = session, steal
-        for _ in range(_ADOPT_TRIES):
+        until = anyio.current_time() + wait
+        changes, said = 0, False
+        while changes < _ADOPT_TRIES:
             if seen is not session and seen.status == "done" and seen.result is not None:
                 raise Finished(seen)
             try:
                 async with self._turn():
                     lease = self.lease = await self._read(claim(seen, take))
             except SessionChanged as changed:
-                seen = changed.session
+                seen, changes = changed.session, changes + 1
                 continue
             except SessionBusy as busy:
-                # A holder in this very process is alive (another flow of it): busy, like any other driver.
-                if take or busy.host != self.host or busy.pid == self.pid or _alive(busy.pid):
-                    raise
-                if note is not None:
-                    note(f"The previous driver of this session (pid {busy.pid}) is gone; taking over.")
-                take = True
+                gone = (
+                    not take
+                    and busy.host == self.host
+                    and busy.pid != self.pid
+                    and not alive(busy.pid, since=busy.since)
+                )
+                if gone:  # on this host, its process is gone (killed, crashed): no need to wait out its lease
+                    if note is not None:
+                        note(f"The previous driver of this session (pid {busy.pid}) is gone; taking over.")
+                    take = True
+                    continue
+                if busy.host == self.host and busy.holder != "alive":  # a live process here, or this very one
+                    busy = busy.with_holder("alive")
+                left = until - anyio.current_time()
+                if left <= 0:
+                    raise busy from None
+                if note is not None and not said:
+                    note(f"{busy.message} Waiting up to {math.ceil(left)} s for it.")
+                    said = True
+                await anyio.sleep(min(WAIT_POLL, left))  # nothing is claimed meanwhile: a Ctrl-C here leaves nothing
+                seen, changes = await self._read(lambda store: store.get(session.id)), 0
                 continue
             break
         else:
@@ -213,6 +247,7 @@ class Keeper:
         self.saved = True
         self.last_index = seen.round
         self._start_heartbeat()
+        self.fault("after_claim")
         return self.session
 
     def begin(self, session: SessionRecord) -> None:
@@ -236,6 +271,22 @@ class Keeper:
                     await self._read(lambda s: s.release(lease))
                 except Exception:  # boundary: a release that fails leaves a lease that simply expires
                     log.warning("could not release the lease of %s", lease.session_id, exc_info=True)
+
+    def give_back(self) -> None:
+        """Synchronously, for whoever handles a stop once the event loop is gone: a lease still held — the async
+        cleanup was cut short — goes back now, with a saved session put back to waiting in the same write (under
+        the lease: never another driver's). Harmless when ``close`` already gave it back, as it normally has."""
+        self._stop_heartbeat()
+        lease, self.lease = self.lease, None
+        if lease is None or self._store is None:
+            return
+        try:
+            if self.saved:
+                self._store.update(lease.session_id, status="waiting", lease=lease, release=True)
+            else:
+                self._store.release(lease)
+        except Exception:  # boundary: lost meanwhile, or the store failed: the lease simply expires
+            log.warning("could not give back the lease of %s", lease.session_id, exc_info=True)
 
     def _need_tasks(self) -> None:
         # Checked before a lease is taken, so a misuse never leaves a claimed lease without its heartbeat.
@@ -398,6 +449,7 @@ class Keeper:
             if last:
                 self._stop_heartbeat()
                 self.lease = None
+                self.fault("after_result")
 
     def _trace(self, *, everything: bool = True) -> list[str]:
         return [] if self.tracer is None else self.tracer.drain(everything=everything)
@@ -429,19 +481,23 @@ class Keeper:
     # --- faults -----------------------------------------------------------------------------------------------------
 
     def fault(self, point: FaultPoint) -> None:
-        """Test-only: die here, abruptly, when ``faults`` names this point (and pass)."""
+        """Test-only: die here, abruptly, when ``faults`` names this point (and pass) — or, ``stop@POINT``, stop
+        here (SIGSTOP) for a test to send a signal at exactly this moment and let the process go on (SIGCONT)."""
         if not self.faults:
             return
-        name, _, nth = self.faults.partition(":")
+        stop = self.faults.startswith("stop@")
+        name, _, nth = self.faults.removeprefix("stop@").partition(":")
         if name != point:
             return
         self._passes[point] = seen = self._passes.get(point, 0) + 1
         if seen >= int(nth or 1):
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGSTOP if stop else signal.SIGKILL)
 
 
-def _alive(pid: int | None) -> bool:
-    """Whether a process of that id exists on this host (a reused pid counts as alive: never steal wrongly)."""
+def alive(pid: int | None, *, since: datetime | None = None) -> bool:
+    """Whether a process of that id runs on this host (when unsure — no permission to look — it counts as alive:
+    never take over wrongly). A zombie (killed, not yet reaped by its parent) is gone; with ``since`` (when it
+    claimed the lease), so is a process started after that: the pid was reused."""
     if pid is None:
         return False
     try:
@@ -450,7 +506,29 @@ def _alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    started = _started(pid)
+    if started is None:
+        return True
+    state, at = started
+    if state in ("Z", "X"):
+        return False
+    return since is None or at is None or at <= since.timestamp() + 1.0
+
+
+def _started(pid: int) -> tuple[str, float | None] | None:
+    """A Linux process's state letter and start time (epoch seconds), from /proc; ``None`` elsewhere."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = next(
+            float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime")
+        )
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": comm may hold spaces and parentheses
+    try:
+        return fields[0], boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (IndexError, ValueError, OSError):
+        return fields[0] if fields else "?", None
 
 
 def _has_marker(answers: Mapping[str, Any], is_marker: Callable[[Any], bool]) -> bool:

@@ -322,11 +322,14 @@ class StopSignals:
         import signal
 
         for signum, old in self._old.items():
-            signal.signal(signum, old)
+            # Stopping: a second SIGTERM/SIGHUP (its terminal gone after a kill) must not cut the cleanup short.
+            signal.signal(signum, signal.SIG_IGN if self.signum is not None else old)
 
     def _forward(self, signum: int, frame: Any) -> None:
         import signal
 
+        if self.signum is not None:
+            return  # one stop at a time: the first signal says why, and its cleanup runs whole
         self.signum = signum
         # Whatever handles Ctrl-C right now (asyncio's runner cancels the main task; outside it, KeyboardInterrupt).
         handler = signal.getsignal(signal.SIGINT)

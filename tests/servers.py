@@ -8,7 +8,8 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
   and log messages, a URL whose host hides characters, and its result; ``denied`` fails with them as a JSON-RPC
   error. The server's name, instructions, prompt and resource carry them too.
 - ``recorder``: a two-round tool that appends each leg's JSON-RPC id and arguments to ``--record``
-  (``--slow S``: it takes S seconds to answer the second leg); ``sleepy`` records its leg and sleeps; ``nap``
+  (``--slow S``: it takes S seconds to answer the second leg; ``--slow-once S``: only an item's first answered
+  leg, so a driver killed mid-round is taken over at full speed); ``sleepy`` records its leg and sleeps; ``nap``
   records when each call began and ended; ``refuse`` fails with a JSON-RPC error.
 - ``vault``: asks for a password, then a confirmation, and says which password arrived.
 - ``sampler``: a tool that asks the client's LLM for a completion (system prompt, hints, stop sequences,
@@ -151,8 +152,9 @@ def hostile() -> MCPServer:
     return server
 
 
-def recorder(record: Path, slow: float = 0.0) -> MCPServer:
+def recorder(record: Path, slow: float = 0.0, slow_once: float = 0.0) -> MCPServer:
     server = MCPServer("recorder")
+    answered: set[str] = set()  # --slow-once: the items whose first answered leg was taken slowly already
 
     @server.tool()
     async def sleepy(seconds: float, ctx: Context) -> str:
@@ -183,10 +185,13 @@ def recorder(record: Path, slow: float = 0.0) -> MCPServer:
     async def two_rounds(item: str, ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
         """Records every leg; asks one question (and with --slow, takes its time to answer it)."""
         with record.open("a") as f:
-            f.write(json.dumps({"id": ctx.request_id, "item": item, "state": ctx.request_state}) + "\n")
+            leg = {"id": ctx.request_id, "item": item, "state": ctx.request_state, "t": time.time()}
+            f.write(json.dumps(leg) + "\n")
         answer = (ctx.input_responses or {}).get("ok")
         if isinstance(answer, t.ElicitResult) and answer.action == "accept":
-            await anyio.sleep(slow)
+            delay = slow_once if slow_once and item not in answered else slow
+            answered.add(item)
+            await anyio.sleep(delay)
             return t.CallToolResult(content=[t.TextContent(type="text", text=f"recorded {item}")])
         return t.InputRequiredResult(
             input_requests={"ok": _form("Record it?", "sure", {"type": "boolean"})}, request_state="asked"
@@ -568,6 +573,7 @@ def main() -> None:
     parser.add_argument("--record", type=Path)
     parser.add_argument("--slow", type=float, default=0.0)
     parser.add_argument("--variant", default="same")
+    parser.add_argument("--slow-once", type=float, default=0.0)
     args = parser.parse_args()
     if args.kind == "crash":
         sys.stderr.write("fatal: missing DATABASE_URL\n")
@@ -586,7 +592,9 @@ def main() -> None:
     if args.kind == "shifting":
         serve(shifting(args.variant), args.http)
         return
-    built = recorder(args.record, args.slow) if args.kind == "recorder" else server() if server else None
+    built = (
+        recorder(args.record, args.slow, args.slow_once) if args.kind == "recorder" else server() if server else None
+    )
     if built is None:
         raise SystemExit(f"unknown server kind {args.kind}")
     serve(built, args.http)

@@ -39,7 +39,7 @@ from mcpcli.store.sql import SCHEMA_VERSION, list_query
 from mcpcli.terminal.hints import worded
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-LEASE_COLUMNS = {"version", "lease_host", "lease_pid", "lease_acquired", "lease_expires", "lease_owner"}
+LEASE_COLUMNS = {"version", "lease_host", "lease_pid", "lease_acquired", "lease_expires", "lease_owner", "lease_locked"}
 
 WEIRD_STATES = [
     None,
@@ -438,9 +438,22 @@ def test_a_held_session_is_refused_with_who_holds_it_and_since_when(open_again: 
     busy = caught.value
     assert isinstance(busy, SessionError) and busy.exit_code == ExitCode.SESSION == 6
     assert (busy.host, busy.pid, busy.since) == ("host-a", 4242, T0)
-    assert busy.message == f"Session {session.id} is being driven by pid 4242 on host-a since 2026-01-01 12:00:00 UTC."
+    said = f"Session {session.id} is being driven by pid 4242 on host-a since 2026-01-01 12:00:00 UTC."
+    if isinstance(first, SqliteStore):  # only the lease to go by: when it frees, and that a gone holder frees it
+        assert busy.holder == "unknown"
+        assert (
+            busy.message
+            == f"{said} Free in 1 s, or at once if that process is gone (this store cannot tell from here)."
+        )
+    else:  # the holder's connection holds the session's lock: the store can tell it is alive
+        assert busy.holder == "alive"
+        assert (
+            busy.message
+            == f"{said} That driver is alive; the session is free as soon as it stops (at once if it dies)."
+        )
     assert busy.hint is None and busy.next_step == NextStep("steal", session.id)  # worded by the front end:
-    assert worded(busy).hint == f"If that process is gone: mcpcli resume {session.id} --steal"
+    resume = f"mcpcli resume {session.id}"
+    assert worded(busy).hint == f"Wait for it: {resume} --wait (or, if that process is gone: {resume} --steal)"
     with pytest.raises(SessionBusy):  # another process on the same host is another driver
         second.claim(session.id, host="host-a", pid=4243, ttl=30)
     assert second.get(session.id).version == 1  # a refused claim changes nothing
@@ -679,7 +692,7 @@ def test_an_imported_session_comes_back_with_its_rounds_unleased(store: Store) -
     session, rounds = _exported()
     store.import_session(session, rounds)
     found = store.get(session.id)
-    assert found == session.model_copy(update=dict.fromkeys(LEASE_COLUMNS - {"version"}))
+    assert found == session.model_copy(update=dict.fromkeys(LEASE_COLUMNS - {"version", "lease_locked"}))
     assert found.version == 7 and store.rounds(session.id) == rounds
     assert store.claim(session.id, host="machine-b", pid=1, ttl=30).version == 8  # nobody holds it here
 

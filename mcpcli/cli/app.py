@@ -103,6 +103,12 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
     With ``--json``, a command line Click cannot parse (an unknown option, a bad value) is also a JSON error
     document on stdout (DESIGN.md §Errors as data), as every other failure is: agents read stdout."""
     words = argv[: argv.index("--")] if "--" in argv else argv
+    if words and words[0] == "resume" and "--wait" in words:  # --wait[=SECONDS]: the bare flag waits the default
+        from mcpcli.keeper import WAIT_DEFAULT
+
+        at = words.index("--wait")
+        argv = [*argv[:at], f"--wait={WAIT_DEFAULT:g}", *argv[at + 1 :]]
+        words = argv[: argv.index("--")] if "--" in argv else argv
     if "--json" not in words:
         command.main(args=argv, prog_name="mcpcli")  # Click's own handling: it exits
         raise SystemExit(0)

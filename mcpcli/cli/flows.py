@@ -133,7 +133,9 @@ def _flow_command(
 
                 saved = next((f.session.id for f in flows if f.session and f.keeper.saved), None)
                 said = stops.what()
-                stop = Interrupted(f"{said}; session {saved} saved." if saved else f"{said}.")
+                note = next((n for f in flows if (n := f.stop_note(said)) is not None), None)
+                stop = Interrupted(note or f"{said}.")
+                saved = saved or next((f.keeper.adopting for f in flows if f.keeper.adopting), None)
                 stop.exit_code = stops.exit_code()  # type: ignore[assignment]
                 stop.session_id = saved
                 rt.out.json(error_document(stop))
@@ -300,6 +302,17 @@ def resume(
             " bundle or written by another machine; check the command first: mcpcli sessions show ID).",
         ),
     ] = False,
+    wait: Annotated[
+        float | None,
+        typer.Option(
+            "--wait",
+            metavar="[=SECONDS]",
+            min=0,
+            help="When another driver holds the session, wait for it to stop (up to SECONDS, 60 for a bare --wait)"
+            " instead of exiting 6 at once; a driver that dies frees it at once on PostgreSQL and on this host.",
+            show_default=False,
+        ),
+    ] = None,
     cancel_task: Annotated[
         bool,
         typer.Option(
@@ -312,18 +325,22 @@ def resume(
     """Continue a saved flow: answer what is pending and retry with the stored state; a task is polled again.
 
     It reconnects the way the flow was connected (its server and protocol era) unless -s / --protocol say
-    otherwise. Example: mcpcli resume 3f2a --answer region=eu-west-1   ·   mcpcli resume 3f2a --cancel-task
+    otherwise. Another driver on it: exit 6 saying when it frees, or --wait for it.
+    Example: mcpcli resume 3f2a --answer region=eu-west-1   ·   mcpcli resume 3f2a --wait=120   ·   mcpcli resume
+    3f2a --cancel-task
     """
 
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands.flows import run_resume
 
-        return await run_resume(rt, opts, flows, session, steal=steal, trust_server=trust_server, cancel=cancel_task)
+        return await run_resume(
+            rt, opts, flows, session, steal=steal, trust_server=trust_server, cancel=cancel_task, wait=wait or 0.0
+        )
 
     def job() -> Any:
         from mcpcli.commands.jobs import ResumeJob
 
-        return ResumeJob(session, steal, trust_server)
+        return ResumeJob(session, steal, trust_server, wait or 0.0)
 
     _flow_command(ctx, shared, start, job)
 

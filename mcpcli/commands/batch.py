@@ -482,6 +482,8 @@ def interrupted(rt: Runtime, stopped: list[Flow], what: str) -> None:
     and each one's session put back to waiting under its lease."""
     from rich.text import Text
 
+    for flow in stopped:
+        flow.keeper.give_back()  # normally given back already; not when a second signal cut the cleanup short
     kept = [f.session.id for f in stopped if f.session is not None and f.keeper.saved]
     if kept:
         text = (

@@ -426,6 +426,8 @@ def _say_unmatched(rt: Runtime, flow: Flow, *, failed: bool = False) -> None:
     if flow.call is None:
         return  # it never started (e.g. an unknown tool): nothing was asked, the error says why
     for source in flow.sources:
+        if isinstance(source, Presets) and flow.resent is not None:
+            source.met(flow.resent.requests)  # the round re-sent as stored: its questions were asked, and answered
         if isinstance(source, Presets) and not (failed and not source.asked):
             for line in source.unmatched():
                 rt.out.warning(line)
@@ -557,6 +559,7 @@ async def run_resume(
     steal: bool = False,
     trust_server: bool = False,
     cancel: bool = False,
+    wait: float = 0.0,
 ) -> int:
     record = rt.store.get(session_id)
     if cancel:
@@ -582,7 +585,8 @@ async def run_resume(
     # The lease is claimed, and heart-beaten, from before connecting until after the connection is closed.
     async with flow.keeper.running():
         try:
-            await flow.adopt(record, steal=steal)  # before connecting: a loser of a race starts and sends nothing
+            # Before connecting: a loser of a race starts and sends nothing.
+            await flow.adopt(record, steal=steal, wait=wait)
         except Finished as done:
             finished = done.session
             rt.out.note(f"Session {finished.id} was finished by another run meanwhile; here is its result.")
@@ -687,17 +691,11 @@ def interrupted(rt: Runtime, flows: list[Flow], what: str = "Interrupted") -> No
     rt.out.stop_progress()
     say = functools.partial(rt.out.err.print, markup=False, highlight=False)
     for flow in flows:
-        session = flow.session
-        if session is None or not flow.keeper.saved:
-            continue
-        if flow.in_doubt:
-            say(
-                f"\n{what}; session {session.id} saved. Its answered round may already have reached the server;"
-                f" mcpcli resume {session.id} sends it again."
-            )
-        else:
-            say(f"\n{what}; session {session.id} saved. Resume it with: mcpcli resume {session.id}")
-        return
+        flow.keeper.give_back()  # normally given back already; not when a second signal cut the cleanup short
+    for flow in flows:
+        if (note := flow.stop_note(what)) is not None:
+            say(f"\n{note}")
+            return
     say(f"\n{what}; nothing was saved (the server had asked for nothing yet).")
 
 

@@ -53,6 +53,8 @@ class ResumeJob:
     steal: bool = False
     trust_server: bool = False
     """``--trust-server``: run the session's stored command line without asking."""
+    wait: float = 0.0
+    """``--wait``: seconds to wait for another driver to give the session up."""
 
 
 async def drive(
@@ -106,7 +108,8 @@ async def drive(
     async with flow.keeper.running():  # the lease, and its heartbeat, from the claim until after the connection
         if record is not None:
             try:
-                await flow.adopt(record, steal=job.steal if isinstance(job, ResumeJob) else False)
+                resuming = job if isinstance(job, ResumeJob) else None
+                await flow.adopt(record, steal=bool(resuming and resuming.steal), wait=resuming.wait if resuming else 0)
             except Finished as done:
                 return Outcome(done.session.result or {}, done.session, ExitCode(done.session.exit_code or 0))
         return await drive_connected(rt, opts, flow, target, protocol, body)

@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from mcpcli.forms import SECRET_MASK, FieldSpec, SchemaError, is_secret_name, pa
 from mcpcli.inbox import (
     LEASE_FIELDS,
     describe_request,
+    gone_drivers,
     inbox,
     is_interrupted,
     lease_holder,
@@ -54,9 +55,10 @@ def _time(value: datetime | None) -> str:
     return "-" if value is None else f"{_stamp(value)} UTC"
 
 
-def session_json(record: SessionRecord) -> dict[str, Any]:
+def session_json(record: SessionRecord, gone: Collection[str] = ()) -> dict[str, Any]:
+    """A session as ``sessions list --json`` shows it; ``gone``: ``inbox.gone_drivers`` of the listing."""
     data: dict[str, Any] = record.model_dump(mode="json", include=set(LIST_FIELDS) | {"protocol_version", "exit_code"})
-    data["interrupted"] = is_interrupted(record)
+    data["interrupted"] = is_interrupted(record, gone)
     data["task"] = _task_summary(record)
     return data
 
@@ -100,8 +102,9 @@ def list_sessions(
         else rt.store.list(status=status, server=server, limit=limit)
     )
     pending = {r.id: pending_requests(rt.store.last_round(r.id)) for r in records} if waiting else {}
+    gone = gone_drivers(rt.store, records)  # one look at the database's locks for the whole listing
     if rt.json:
-        docs = [session_json(r) for r in records]
+        docs = [session_json(r, gone) for r in records]
         if waiting:
             for doc, record in zip(docs, records, strict=True):
                 doc["pending"] = pending[record.id]
@@ -109,10 +112,10 @@ def list_sessions(
         rt.out.json(docs)
         return 0
     if waiting:
-        _inbox_table(rt, records, pending)
+        _inbox_table(rt, records, pending, gone)
         return 0
     rows: list[tuple[Any, ...]] = [
-        (r.id, shown_status(r), r.server, r.method, r.name, r.round, _stamp(r.updated)) for r in records
+        (r.id, shown_status(r, gone), r.server, r.method, r.name, r.round, _stamp(r.updated)) for r in records
     ]
     columns: tuple[str, ...] = ("id", "status", "server", "method", "name", "round", "updated (UTC)")
     if any(r.task is not None for r in records):  # the task's own status (working, input_required, …)
@@ -125,17 +128,22 @@ def list_sessions(
     return 0
 
 
-def _inbox_table(rt: Runtime, records: Sequence[SessionRecord], pending: Mapping[str, Mapping[str, Any]]) -> None:
+def _inbox_table(
+    rt: Runtime,
+    records: Sequence[SessionRecord],
+    pending: Mapping[str, Mapping[str, Any]],
+    gone: Collection[str],
+) -> None:
     rows: list[tuple[Any, ...]] = []
     held = False
     for r in records:
         waits = "\n".join(_pending_line(k, w) for k, w in pending[r.id].items()) or (
             "(interrupted; resume sends its answered round again)"
-            if is_interrupted(r)
+            if is_interrupted(r, gone)
             else "(answered; resume sends it)"
         )
         lease = lease_holder(r)
-        holder = lease["holder"] if lease and lease["active"] else ""
+        holder = lease["holder"] if lease and lease["active"] and r.id not in gone else ""
         held = held or bool(holder)
         rows.append((r.id, r.server, r.name, waits, r.round, _stamp(r.updated), holder))
     columns = ["id", "server", "name", "waiting for", "round", "updated (UTC)", "held by"]
@@ -212,16 +220,19 @@ def session_document(
     *,
     reveal: bool,
     store_key: Callable[[], bytes | None] = lambda: None,
+    gone: Collection[str] = (),
 ) -> dict[str, Any]:
     """The whole session as JSON for ``show``: masked unless ``reveal``; states as size and hash.
 
-    ``store_key`` is called (once) only when ``reveal`` meets a sealed answer.
+    ``store_key`` is called (once) only when ``reveal`` meets a sealed answer; ``gone``: ``inbox.gone_drivers``.
     """
     from mcpcli.vault import open_answers
 
     session: dict[str, Any] = record.model_dump(mode="json", exclude=set(LEASE_FIELDS))
     session["lease"] = lease_holder(record)
-    session["interrupted"] = is_interrupted(record)
+    session["interrupted"] = is_interrupted(record, gone)
+    if session["lease"] is not None and record.id in gone:  # its lock went with its connection: nobody holds it
+        session["lease"]["active"] = False
     key = functools.cache(store_key)
     shown_rounds = []
     for r in rounds:
@@ -251,7 +262,8 @@ def show_session(rt: Runtime, id_or_prefix: str, *, reveal: bool) -> int:
 
         return load_store_key(rt.paths.store_key_file, create=False)
 
-    doc = session_document(record, rounds, reveal=reveal, store_key=store_key)
+    gone = gone_drivers(rt.store, [record])
+    doc = session_document(record, rounds, reveal=reveal, store_key=store_key, gone=gone)
     if rt.json:
         rt.out.json(doc)
         return 0

@@ -9,6 +9,7 @@ fields and pass the same test suite. Nothing here imports an engine, ``mcp`` or
 from __future__ import annotations
 
 import builtins
+import math
 import re
 import secrets
 from collections.abc import Sequence
@@ -149,6 +150,10 @@ class SessionRecord(BaseModel):
     """The server-side task the call became (``mcpcli.tasks.TaskState``, JSON): its id, generation, last status
     and message, poll interval and position, the request keys whose answers the server acknowledged, and its
     timeline. ``None`` for a flow that is no task (and for sessions stored before schema 6)."""
+    lease_locked: bool = False
+    """Whether the holder also holds the session's lock in the database (PostgreSQL: a session-level advisory lock
+    on its connection, which the server drops the moment that connection does): then the store can tell a live
+    holder from a gone one at once, from any host, without waiting for the lease to run out."""
 
     _utc = field_validator("created", "updated", "lease_acquired", "lease_expires")(_to_utc)
 
@@ -226,23 +231,64 @@ def lease_columns(lease: Lease) -> dict[str, Any]:
     }
 
 
+Liveness = Literal["alive", "unknown"]
+"""What the store can tell of a lease holder: ``alive`` (it holds the session's lock in the database, or it is a
+running process on this host), or ``unknown`` (on another host, with only its lease to go by)."""
+
+
 class SessionBusy(SessionError):
-    """Another process holds a live lease on the session; ``--steal`` takes it over."""
+    """Another driver holds a live lease on the session; ``resume --wait`` waits for it, ``--steal`` takes it over."""
 
     default_title = "Session busy"
 
-    def __init__(self, session_id: str, *, host: str, pid: int, since: datetime) -> None:
-        self.session_id = session_id
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        host: str,
+        pid: int,
+        since: datetime,
+        expires: datetime | None = None,
+        holder: Liveness = "unknown",
+        now: datetime | None = None,
+    ) -> None:
+        self.session_id: str = session_id
         self.host = host
         """The holder's host name."""
         self.pid = pid
         """The holder's process id."""
         self.since = since.astimezone(UTC)
         """When the holder claimed the session, in UTC."""
-        super().__init__(
-            f"Session {session_id} is being driven by pid {pid} on {host} since {self.since:%Y-%m-%d %H:%M:%S} UTC.",
-            next_step=NextStep("steal", session_id),
+        self.expires = None if expires is None else expires.astimezone(UTC)
+        """When the lease runs out unless the holder renews it, in UTC."""
+        self.holder: Liveness = holder
+        """Whether the store can tell that the holder is alive."""
+        self.now = (now or utcnow()).astimezone(UTC)
+        """When the store refused (its clock): "free in N s" counts from here."""
+        super().__init__(self._says(), next_step=NextStep("steal", session_id))
+
+    def with_holder(self, holder: Liveness) -> SessionBusy:
+        """The same refusal, knowing more about the holder (the keeper checks a pid on this host)."""
+        return SessionBusy(
+            self.session_id,
+            host=self.host,
+            pid=self.pid,
+            since=self.since,
+            expires=self.expires,
+            holder=holder,
+            now=self.now,
         )
+
+    def _says(self) -> str:
+        said = (
+            f"Session {self.session_id} is being driven by pid {self.pid} on {self.host}"
+            f" since {self.since:%Y-%m-%d %H:%M:%S} UTC."
+        )
+        if self.holder == "alive":
+            return f"{said} That driver is alive; the session is free as soon as it stops (at once if it dies)."
+        left = None if self.expires is None else max(0, math.ceil((self.expires - self.now).total_seconds()))
+        when = "when its lease runs out" if left is None else f"in {left} s"
+        return f"{said} Free {when}, or at once if that process is gone (this store cannot tell from here)."
 
 
 class SessionChanged(SessionError):
@@ -423,6 +469,11 @@ class Store(Protocol):
 
     def release(self, lease: Lease) -> None:
         """Give the lease up; nothing happens when it was already lost."""
+        ...
+
+    def gone_holders(self, sessions: Sequence[SessionRecord]) -> builtins.set[str]:
+        """The ids of ``sessions`` whose lease holder the store can tell is gone though the lease has not run out (on
+        PostgreSQL: the session lock it held went with its connection). Empty for a store that cannot tell."""
         ...
 
     def import_session(self, session: SessionRecord, rounds: Sequence[RoundRecord]) -> None:

@@ -16,6 +16,7 @@ would reorder keys); ``request_state`` is ``bytea`` because PostgreSQL text cann
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,8 +29,11 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from mcpcli.errors import StoreError
-from mcpcli.store.base import redact_url
-from mcpcli.store.sql import SqlStore, Tx
+from mcpcli.store.base import SessionRecord, redact_url
+from mcpcli.store.sql import SqlStore
+from mcpcli.store.tx import Taken, Tx
+
+log = logging.getLogger(__name__)
 
 SCHEMA = "mcpcli"
 """The PostgreSQL schema (namespace) holding the store's tables."""
@@ -38,6 +42,25 @@ CONNECT_TIMEOUT = 10
 """Seconds to wait for the server, unless the URL or ``PGCONNECT_TIMEOUT`` says otherwise (libpq waits forever)."""
 
 _SCHEMA_LOCK = 0x6D637063_6C690001  # "mcpcli" + 1: the advisory lock key for creating and migrating the schema
+
+_SESSION_LOCKS = 0x6D630000
+"""The first of a session lock's two keys is this ("mc") plus the top 16 bits of the session id's 48; the second is
+its low 32 bits. Two-key advisory locks are a space of their own, apart from the one-key schema lock."""
+
+KEEPALIVE = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3}
+"""TCP keepalives on the store's connection (unless the URL sets them): a peer that vanished (its host died, the
+network went) is noticed within ~11 s — well within a lease (30 s) — by us, and by the server (``_SERVER_KEEPALIVE``),
+which then ends the connection and with it the session locks the vanished driver held."""
+
+_SERVER_KEEPALIVE = "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3"
+
+
+def session_lock_key(session_id: str) -> tuple[int, int]:
+    """The two keys of a session's advisory lock (``pg_advisory_lock(int, int)``): every session its own, for good."""
+    number = int(session_id, 16)
+    low = number & 0xFFFFFFFF
+    return _SESSION_LOCKS | (number >> 32), low - (1 << 32) if low >= 1 << 31 else low
+
 
 _STATUS_CHECK = "CHECK (status IN ('waiting', 'running', 'done', 'failed', 'expired'))"
 _METHOD_CHECK = "CHECK (method IN ('tools/call', 'prompts/get', 'resources/read'))"
@@ -77,7 +100,8 @@ _DDL = (
         identity text,
         connection text,
         lease_owner text,
-        task text
+        task text,
+        lease_locked boolean NOT NULL DEFAULT FALSE
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     f"CREATE INDEX sessions_updated ON {SCHEMA}.sessions (updated, id)",
@@ -106,6 +130,8 @@ _MIGRATIONS = {
     5: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN lease_owner text",),
     # 6: the server-side task a tool call became (tasks: id, status, poll position, acknowledged answers).
     6: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN task text",),
+    # 7: the holder also holds the session's advisory lock on its connection (gone the moment the connection is).
+    7: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN lease_locked boolean NOT NULL DEFAULT FALSE",),
 }
 
 
@@ -168,6 +194,10 @@ class PostgresStore(SqlStore):
             extra["connect_timeout"] = CONNECT_TIMEOUT
         if "application_name" not in given and not os.environ.get("PGAPPNAME"):
             extra["application_name"] = "mcpcli"  # so a DBA can tell mcpcli's connections apart
+        extra |= {name: value for name, value in KEEPALIVE.items() if name not in given}
+        self._locks: dict[str, set[str]] = {}
+        """The session locks this connection holds, by session: the owners (flows of this process) that took one.
+        PostgreSQL counts a session-level lock taken twice on one connection, so each owner gives back its own."""
         try:
             self._conn: psycopg.Connection[dict[str, Any]] = psycopg.connect(
                 url, autocommit=False, row_factory=dict_row, **extra
@@ -182,6 +212,10 @@ class PostgresStore(SqlStore):
                 # would rather sort thousands of sessions than walk the (status|server, updated, id) index
                 # backwards, which is what gives a listing its order for free (and is faster, measured).
                 tx.run("SET random_page_cost = 1.1")
+                # The server's side of the keepalives: a client host that vanished ends its connection (and its locks)
+                # in seconds rather than the kernel's two hours. Settable by any user; ignored on a Unix socket.
+                for statement in _SERVER_KEEPALIVE.split("; "):
+                    tx.run(statement)
             self._init_schema()
         except BaseException:
             self._conn.close()
@@ -244,6 +278,59 @@ class PostgresStore(SqlStore):
 
     def _lock_schema(self, tx: Tx) -> None:
         tx.one("SELECT pg_advisory_xact_lock(?) AS locked", [_SCHEMA_LOCK])
+
+    # -- session locks: every flow of this process holds its sessions' locks on this one connection --------------------
+
+    def _take_lock(self, tx: Tx, session_id: str, owner: str) -> Taken:
+        holders = self._locks.setdefault(session_id, set())
+        if owner in holders:  # this owner's already (a claim of a session it holds)
+            return Taken(locked=True)
+        row = tx.one("SELECT pg_try_advisory_lock(?, ?) AS got", session_lock_key(session_id))
+        if row is None or not row["got"]:
+            if not holders:
+                del self._locks[session_id]
+            return Taken()
+        # Got: nobody else holds it. Unless another flow of this process does (the lock is ours twice then), the
+        # lease on the row, if it was lock-backed, is a gone driver's.
+        proves_gone = not holders
+        holders.add(owner)
+        return Taken(locked=True, new=True, proves_gone=proves_gone)
+
+    def _drop_lock(self, session_id: str, owner: str) -> None:
+        with self._lock:
+            holders = self._locks.get(session_id)
+            if holders is None or owner not in holders:
+                return
+            holders.discard(owner)
+            if not holders:
+                del self._locks[session_id]
+            if self._conn.closed or self._conn.broken:
+                return  # the connection is gone, and its locks with it
+            try:
+                with self._conn.transaction():
+                    self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", session_lock_key(session_id))
+            except psycopg.Error:  # boundary: the lock goes with the connection at the latest
+                log.warning("could not give up the lock of session %s", session_id, exc_info=True)
+
+    def gone_holders(self, sessions: Sequence[SessionRecord]) -> set[str]:
+        now = self.clock()
+        watched = [s for s in sessions if s.lease_locked and s.lease_expires is not None and s.lease_expires >= now]
+        if not watched:
+            return set()
+        with self._transaction(write=False) as tx:
+            rows = tx.all(
+                "SELECT classid::bigint AS high, objid::bigint AS low FROM pg_locks WHERE locktype = 'advisory'"
+                " AND objsubid = 2 AND granted AND database = (SELECT oid FROM pg_database"
+                " WHERE datname = current_database()) AND classid::bigint BETWEEN ? AND ?",
+                [_SESSION_LOCKS, _SESSION_LOCKS | 0xFFFF],
+            )
+        held = {(row["high"], row["low"]) for row in rows}
+        gone = set()
+        for session in watched:
+            high, low = session_lock_key(session.id)
+            if (high, low & 0xFFFFFFFF) not in held:
+                gone.add(session.id)
+        return gone
 
     def _not_a_store(self) -> StoreError:
         return StoreError(

@@ -20,8 +20,8 @@ import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from datetime import UTC, datetime
+from typing import Any
 
 from mcpcli.errors import SessionError, StoreError, UsageError
 from mcpcli.store.base import (
@@ -33,29 +33,27 @@ from mcpcli.store.base import (
     Lease,
     LeaseLost,
     RoundRecord,
-    SessionBusy,
-    SessionChanged,
     SessionRecord,
     Status,
     lease_columns,
-    new_lease_owner,
     utcnow,
 )
+from mcpcli.store.leases import RELEASED, SESSION_COLUMNS, SqlLeases
+from mcpcli.store.tx import Tx, not_found
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """1: sessions and rounds. 2: the lease columns and ``version``. 3: the ``trace`` table and ``identity``.
 4: ``connection`` (how the flow was connected, so a resume reconnects the same way). 5: ``lease_owner`` (each
 flow its own lease owner: two flows of one process no longer pass for one driver). 6: ``task`` (the server-side task
-a tool call became: id, status, poll position, acknowledged answers)."""
+a tool call became: id, status, poll position, acknowledged answers). 7: ``lease_locked`` (the holder also holds the
+session's lock in the database: gone the moment its connection is)."""
 
 _DELETE_CHUNK = 500  # stays under SQLite's limit on bound parameters
 _TRACE_CHUNK = 200  # rows per INSERT of trace lines: three parameters each, under SQLite's limit
-_CLAIM_TRIES = 5
 
 SESSION_FIELDS = tuple(SessionRecord.model_fields)  # the columns are named after the fields
-_SESSION_COLUMNS = ", ".join(SESSION_FIELDS)
-_RELEASED = "lease_host = NULL, lease_pid = NULL, lease_acquired = NULL, lease_expires = NULL, lease_owner = NULL"
-"""The assignments that give a lease back (the version stays: it only ever goes up)."""
+_SESSION_COLUMNS = SESSION_COLUMNS
+_RELEASED = RELEASED
 _ROUND_COLUMNS = "session_id, round_index, attempt, requests, request_state, answers, received, answered"
 _TIME_FIELDS = frozenset({"created", "updated", "lease_acquired", "lease_expires"})
 _JSON_FIELDS = ("arguments", "result", "connection", "task")
@@ -65,36 +63,8 @@ _LEASE_CLEARED = {
     "lease_acquired": None,
     "lease_expires": None,
     "lease_owner": None,
+    "lease_locked": False,
 }
-
-
-class Cursor(Protocol):
-    """What both drivers' cursors offer (rows are dicts: each engine sets a dict row factory)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> builtins.list[Any]: ...
-
-
-class Tx:
-    """One transaction's statements, with rows as dicts; written with ``?`` placeholders for every engine."""
-
-    def __init__(self, execute: Callable[[str, Sequence[Any]], Cursor]) -> None:
-        self._execute = execute
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Execute; return the number of rows changed."""
-        return self._execute(sql, params).rowcount
-
-    def one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
-        row: dict[str, Any] | None = self._execute(sql, params).fetchone()
-        return row
-
-    def all(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[dict[str, Any]]:
-        return self._execute(sql, params).fetchall()
 
 
 def dumps(value: Any) -> str:
@@ -132,17 +102,7 @@ def list_query(
     return sql, params
 
 
-def not_found(id_or_prefix: str) -> SessionError:
-    return SessionError(f"No session matches '{id_or_prefix}'.", hint="List them with: mcpcli sessions list")
-
-
-def _check_ttl(ttl: float) -> timedelta:
-    if not ttl > 0:
-        raise ValueError(f"a lease needs a positive ttl, not {ttl!r}")
-    return timedelta(seconds=ttl)
-
-
-class SqlStore:
+class SqlStore(SqlLeases):
     """The ``Store`` in SQL; an engine subclass supplies the connection and the dialect hooks below.
 
     Calls are serialised by a lock, so one store may be shared between threads.
@@ -264,6 +224,9 @@ class SqlStore:
         return RoundRecord.model_validate(fields)
 
     def _insert_session(self, tx: Tx, session: SessionRecord) -> None:
+        if session.lease_owner is not None:  # created holding the lease: holding the lock too, where there is one
+            taken = self._take_lock(tx, session.id, session.lease_owner)
+            session = session.model_copy(update={"lease_locked": taken.locked})
         marks = ", ".join("?" * len(SESSION_FIELDS))
         inserted = tx.run(
             f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES ({marks}) ON CONFLICT (id) DO NOTHING",
@@ -472,6 +435,8 @@ class SqlStore:
             self._append_trace(tx, session_id, trace)
             row = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
         assert row is not None  # held above, in this transaction
+        if release and lease is not None:
+            self._drop_lock(session_id, lease.owner)
         return self._session_from_row(row)
 
     def trace_lines(self, session_id: str) -> builtins.list[str]:
@@ -507,85 +472,6 @@ class SqlStore:
                 # Rounds and trace lines go with their session: ON DELETE CASCADE.
                 deleted += tx.run(f"DELETE FROM sessions WHERE id IN ({marks})", chunk)
         return deleted
-
-    # -- leases ----------------------------------------------------------------
-
-    def claim(
-        self,
-        session_id: str,
-        *,
-        host: str,
-        pid: int,
-        ttl: float,
-        owner: str | None = None,
-        steal: bool = False,
-        seen: SessionRecord | None = None,
-    ) -> Lease:
-        length = _check_ttl(ttl)
-        if seen is not None and seen.id != session_id:
-            raise ValueError(f"the session read is {seen.id}, not {session_id}")
-        owner = owner or new_lease_owner(host, pid)
-        for _ in range(_CLAIM_TRIES):
-            now = self.clock()
-            expires = now + length
-            conditions = ""
-            params: builtins.list[Any] = [host, pid, owner, self._time(now), self._time(expires), session_id]
-            if not steal:  # free, expired, or this very owner's already (never merely this host and pid's)
-                conditions += " AND (lease_expires IS NULL OR lease_expires < ? OR lease_owner = ?)"
-                params += [self._time(now), owner]
-            if seen is not None:  # still the session the caller decided from
-                conditions += " AND version = ? AND status = ? AND round = ?"
-                params += [seen.version, seen.status, seen.round]
-            with self._transaction(write=True) as tx:
-                # One conditional UPDATE: concurrent claims serialise on the row, and only one finds it free.
-                won = tx.all(
-                    "UPDATE sessions SET version = version + 1, lease_host = ?, lease_pid = ?, lease_owner = ?,"
-                    f" lease_acquired = ?, lease_expires = ? WHERE id = ?{conditions} RETURNING version",
-                    params,
-                )
-                holder = None if won else tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
-            if won:
-                return Lease(
-                    session_id=session_id,
-                    version=won[0]["version"],
-                    host=host,
-                    pid=pid,
-                    owner=owner,
-                    acquired=now,
-                    expires=expires,
-                )
-            if holder is None:
-                raise not_found(session_id)
-            held = self._session_from_row(holder)
-            if seen is not None and (held.version, held.status, held.round) != (seen.version, seen.status, seen.round):
-                raise SessionChanged(held)
-            if (
-                not steal
-                and held.lease_host is not None
-                and held.lease_pid is not None
-                and held.lease_acquired is not None
-                and held.lease_expires is not None
-                and held.lease_expires >= now
-            ):
-                raise SessionBusy(session_id, host=held.lease_host, pid=held.lease_pid, since=held.lease_acquired)
-            # Released or expired between the UPDATE and the SELECT (PostgreSQL reads the latest commit): again.
-        raise StoreError(f"Could not claim session {session_id}: its lease kept changing hands.", hint="Try again.")
-
-    def heartbeat(self, lease: Lease, ttl: float) -> Lease:
-        expires = self.clock() + _check_ttl(ttl)
-        with self._transaction(write=True) as tx:
-            extended = tx.run(
-                "UPDATE sessions SET lease_expires = ? WHERE id = ? AND version = ? AND lease_owner = ?",
-                (self._time(expires), lease.session_id, lease.version, lease.owner),
-            )
-            if not extended:
-                self._require(tx, lease.session_id)
-                raise LeaseLost(lease.session_id)
-        return lease.model_copy(update={"expires": expires})
-
-    def release(self, lease: Lease) -> None:
-        with self._transaction(write=True) as tx:
-            tx.run(f"UPDATE sessions SET {_RELEASED} WHERE id = ? AND version = ?", (lease.session_id, lease.version))
 
     # -- moving and pruning ----------------------------------------------------
 

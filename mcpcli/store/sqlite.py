@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from mcpcli.errors import StoreError
-from mcpcli.store.sql import SCHEMA_VERSION, SqlStore, Tx, iso_time
+from mcpcli.store.sql import SCHEMA_VERSION, SqlStore, iso_time
+from mcpcli.store.tx import Tx
 
 __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SqliteStore"]
 
@@ -68,7 +69,8 @@ _SCHEMA = (
         identity TEXT,
         connection TEXT,
         lease_owner TEXT,
-        task TEXT
+        task TEXT,
+        lease_locked INTEGER NOT NULL DEFAULT 0
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     "CREATE INDEX sessions_updated ON sessions (updated, id)",
@@ -105,6 +107,8 @@ _MIGRATIONS = {
     5: ("ALTER TABLE sessions ADD COLUMN lease_owner TEXT",),
     # 6: the server-side task a tool call became (tasks: id, status, poll position, acknowledged answers).
     6: ("ALTER TABLE sessions ADD COLUMN task TEXT",),
+    # 7: whether the holder also holds the session's lock in the database (never, in SQLite: it has no such locks).
+    7: ("ALTER TABLE sessions ADD COLUMN lease_locked INTEGER NOT NULL DEFAULT 0",),
 }
 
 

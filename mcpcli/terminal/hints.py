@@ -30,7 +30,7 @@ def hint_for(step: NextStep) -> str:
         case "continue_more_rounds":
             return f"Continue with: {resume} --max-rounds N"
         case "steal":
-            return f"If that process is gone: {resume} --steal"
+            return f"Wait for it: {resume} --wait (or, if that process is gone: {resume} --steal)"
         case "look":
             return f"See where it stands: mcpcli sessions show {step.session_id}"
 

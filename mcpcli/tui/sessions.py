@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from mcpcli.display import safe
-from mcpcli.inbox import inbox, is_interrupted, pending_requests, shown_status
+from mcpcli.inbox import gone_drivers, inbox, pending_requests, shown_status
 
 if TYPE_CHECKING:
     from mcpcli.store import SessionRecord
@@ -71,19 +71,20 @@ class SessionsScreen(Screen[None]):
         recent = self.query_one("#recent", DataTable)
         waiting.clear()
         recent.clear()
-        picked = inbox(store, limit=100)
+        picked = inbox(store, limit=100)  # waiting sessions, and running ones whose driver is gone
         for r in picked:
             asked = pending_requests(store.last_round(r.id))
             pending = (
                 "(interrupted: resume sends its answered round again)"
-                if not asked and is_interrupted(r)
+                if not asked and r.status == "running"
                 else _waits_for(asked)
             )
             waiting.add_row(r.id, safe(r.server), safe(r.name), safe(pending), r.round, _stamp(r), key=r.id)
         shown = {r.id for r in picked}
         others = [r for r in store.list(limit=RECENT + 100) if r.status != "waiting" and r.id not in shown][:RECENT]
+        gone = gone_drivers(store, others)
         for r in others:
-            recent.add_row(r.id, shown_status(r), safe(r.server), safe(r.name), r.round, _stamp(r), key=r.id)
+            recent.add_row(r.id, shown_status(r, gone), safe(r.server), safe(r.name), r.round, _stamp(r), key=r.id)
 
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
