@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as t
 from mcp import Client
-from mcp.client.session import ClientRequestContext, LoggingFnT
+from mcp.client.session import ClientRequestContext, LoggingFnT, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -174,6 +174,7 @@ async def connect(
     log_level: str | None = None,
     on_log: LoggingFnT | None = None,
     bounds: Bounds | None = None,
+    on_notification: MessageHandlerFnT | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
 
@@ -187,7 +188,8 @@ async def connect(
     On 2026-07-28 nothing flows server → client. ``credentials`` decide how an HTTP server is signed in to
     (default: OAuth, never interactive). ``tracer`` taps every message (none: no tap at all); ``log_level``
     opts in to the server's log messages, which go to ``on_log``. ``bounds`` (default: ``[limits]``'s defaults
-    and their environment variables) bound the handshake, every read and every message.
+    and their environment variables) bound the handshake, every read and every message. ``on_notification`` gets
+    every notification the server sends (``watch``: its events); none: they are dropped, as the SDK drops them.
     """
     given = protocol if protocol is not None else target.protocol or "auto"
     if given not in ("auto", "legacy", "2026-07-28"):
@@ -225,6 +227,7 @@ async def connect(
                 # Every request declares the tasks extension (2026-07-28 only): a tool call may become a task.
                 extensions=[TasksExtension()],
                 logging_callback=on_log,
+                message_handler=on_notification,
                 log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
                 **callbacks,
             )
