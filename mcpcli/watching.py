@@ -21,7 +21,7 @@ import random
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -79,10 +79,11 @@ class Want:
     def lists(self) -> list[str]:
         return [name for name in LIST_KINDS if getattr(self, name)]
 
-    def asked(self, uri: str) -> bool:
-        """Whether an update for ``uri`` answers what was asked: one of the URIs, or a part of one (the spec lets a
-        server name a sub-resource of a subscribed URI)."""
-        return any(uri == want or uri.startswith((want + "/", want + "#", want + "?")) for want in self.uris)
+
+def covers(uris: tuple[str, ...], uri: str) -> bool:
+    """Whether an update for ``uri`` answers a subscription to one of ``uris``: the URI itself, or a part of it (the
+    spec lets a server name a sub-resource of a subscribed URI)."""
+    return any(uri == want or uri.startswith((want + "/", want + "#", want + "?")) for want in uris)
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,10 @@ class Backoff:
         self._next = self._first
 
 
+class NothingHonoured(ServerError):
+    """The server agreed to deliver none of what was asked: watching it is pointless (exit 4)."""
+
+
 class StreamEnded(Exception):
     """A connection's events stopped: the server closed the stream, or it broke (the message says which)."""
 
@@ -248,6 +253,8 @@ class Watch:
         self._modern = False
         self._honoured = Honoured()
         self._warned: set[str] = set()
+        self._was_ready = False
+        """Whether a stream was ever open: until then a failure ends the watch (exit 4), after it, it listens again."""
 
     async def run(self) -> None:
         """Watch until ``count`` changes were shown (or forever: the caller bounds it by time or a signal)."""
@@ -269,35 +276,16 @@ class Watch:
                 self.stats.shown += 1
 
     async def _connections(self) -> None:
-        first = True
         while True:
             started = anyio.current_time()
             try:
                 async with self._connector(self._intake) as client:
-                    await self._serve(client, again=not first)
+                    await self._serve(client, again=self._was_ready)
                 why = "the server closed the stream"
-            except StreamEnded as exc:
-                why = str(exc)
-            except UsageError:
-                raise
-            except McpcliError as exc:
-                if first:
-                    raise
-                why = exc.message.rstrip(".")
-            except (MCPError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream) as exc:
-                if first:
-                    raise ServerError(f"The watch could not start: {_describe(exc)}.") from None
-                why = _describe(exc)
-            except BaseExceptionGroup as group:
-                inner = _lone(group)
-                if isinstance(inner, McpcliError) and (first or isinstance(inner, UsageError)):
-                    raise inner from None
-                if first or isinstance(inner, anyio.get_cancelled_exc_class()):
-                    raise
-                why = _describe(inner)
+            except Exception as exc:  # boundary: what ended this connection decides whether to listen again
+                why = self._ended(exc)
             finally:
                 self.client = None
-            first = False
             if not self._reconnect:
                 raise ServerError(f"The watch ended: {why}.", hint="Without --no-reconnect it listens again.")
             if anyio.current_time() - started >= STEADY:
@@ -306,6 +294,25 @@ class Watch:
             self.stats.reconnects += 1
             self._note(f"The watch was interrupted: {why}; listening again in {delay:.1f} s.")
             await anyio.sleep(delay)
+
+    def _ended(self, exc: Exception) -> str:
+        """Why a connection ended, when listening again may help; else the error to end the watch with: anything
+        before the first stream was open (a wrong target stays wrong), a usage error, a server that honours
+        nothing, a fault of mcpcli's own."""
+        inner = _lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(inner, StreamEnded):
+            return str(inner)
+        if isinstance(inner, UsageError | NothingHonoured):
+            raise inner from None
+        from mcpcli.connection import transport_failure
+
+        if not (isinstance(inner, McpcliError | MCPError | TimeoutError) or transport_failure(inner) is not None):
+            raise exc
+        if not self._was_ready:
+            if isinstance(inner, McpcliError):
+                raise inner from None
+            raise ServerError(f"The watch could not start: {_describe(inner)}.") from None
+        return _describe(inner)
 
     async def _serve(self, client: Client, *, again: bool) -> None:
         self._modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
@@ -318,12 +325,13 @@ class Watch:
         if honoured.nothing():
             asked = ", ".join([*(f"{name} list" for name in self.want.lists()), *self.want.uris])
             why = "; ".join(f"{uri}: {reason}" for uri, reason in honoured.why.items())
-            raise ServerError(
+            raise NothingHonoured(
                 f"The server honours none of what was asked ({asked}){f': {why}' if why else ''}.",
                 hint="See what it offers: mcpcli info (resources.subscribe, listChanged).",
             )
         self._honoured = honoured
         self.client = client
+        self._was_ready = True
         await self._on_ready(client, honoured, again)
 
     # --- 2026-07-28: subscriptions/listen --------------------------------------------------------------------------
@@ -369,6 +377,12 @@ class Watch:
 
         caps = client.server_capabilities
         want = self.want
+        # The lists first: a list change that comes while the URIs are being subscribed to is one asked for.
+        self._honoured = Honoured(
+            tools=want.tools and bool(caps.tools and caps.tools.list_changed),
+            prompts=want.prompts and bool(caps.prompts and caps.prompts.list_changed),
+            resources=want.resources and bool(caps.resources and caps.resources.list_changed),
+        )
         taken: list[str] = []
         why: dict[str, str] = {}
         if want.uris and not (caps.resources and caps.resources.subscribe):
@@ -380,21 +394,16 @@ class Watch:
                         warnings.simplefilter("ignore", MCPDeprecationWarning)
                         await client.session.subscribe_resource(uri)
                     taken.append(uri)
+                    self._honoured = replace(self._honoured, uris=tuple(taken))
                 except MCPError as exc:
                     why[uri] = exc.message
-        honoured = Honoured(
-            uris=tuple(taken),
-            tools=want.tools and bool(caps.tools and caps.tools.list_changed),
-            prompts=want.prompts and bool(caps.prompts and caps.prompts.list_changed),
-            resources=want.resources and bool(caps.resources and caps.resources.list_changed),
-            why=why,
-        )
-        await self._ready(client, honoured, again)
+        await self._ready(client, replace(self._honoured, why=why), again)
         try:
             while True:  # a pre-2026 connection has no stream of its own to end: ask it whether it is alive
                 await anyio.sleep(self._liveness)
                 try:
-                    with anyio.fail_after(max(self._liveness, 10.0)):
+                    with anyio.fail_after(max(self._liveness, 10.0)), warnings.catch_warnings():
+                        warnings.simplefilter("ignore", MCPDeprecationWarning)  # pre-2026 only: where it is not
                         await client.send_ping()
                 except TimeoutError:
                     raise StreamEnded("the server stopped answering") from None
@@ -427,7 +436,7 @@ class Watch:
         uri = getattr(params, "uri", None) if kind == "resource_updated" else None
         if uri is not None:
             uri = str(uri)
-            if not (self.want.asked(uri) and self._honoured.uris):
+            if not covers(self._honoured.uris, uri):
                 self._ignore(f"an update for {uri}, which was not asked for")
                 return
         elif not self._listed(kind):
