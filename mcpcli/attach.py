@@ -60,23 +60,27 @@ async def attached(
     max_message_bytes: int,
     note: Callable[[str], None],
     asks_roots: Callable[[], None] | None = None,
+    watcher: bool = False,
 ) -> AsyncIterator[Any]:
     """The kept-alive server for ``target``, through the worker at ``path``, as an SDK transport.
 
     ``asks_roots`` is told when the server already asked an earlier command for its roots: it holds that
-    command's, not this one's (the caller says they changed)."""
+    command's, not this one's (the caller says they changed). A ``watcher`` (``mcpcli watch``) shares the server
+    with the other commands instead of waiting its turn, and gets its events alone (``worker.kept``)."""
     from mcpcli.transports import _parse, write_lines
 
     stream = await anyio.connect_unix(path)
     # The directory the command runs in, as the kernel has it: $PWD is the shell's, stale under a program that
     # started mcpcli elsewhere (subprocess's cwd=), and a kept server starts where its first command runs.
-    request = {
+    request: dict[str, Any] = {
         "op": "attach",
         "name": target.label,
         "server": server_key(target),
         "env": dict(os.environ),
         "cwd": str(Path.cwd()),
     }
+    if watcher:
+        request["watch"] = True
     body = json.dumps(request).encode()
     await stream.send(struct.pack(">I", len(body)) + body)
     buffer = bytearray()

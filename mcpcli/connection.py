@@ -175,6 +175,7 @@ async def connect(
     on_log: LoggingFnT | None = None,
     bounds: Bounds | None = None,
     on_notification: MessageHandlerFnT | None = None,
+    watcher: bool = False,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
 
@@ -190,6 +191,7 @@ async def connect(
     opts in to the server's log messages, which go to ``on_log``. ``bounds`` (default: ``[limits]``'s defaults
     and their environment variables) bound the handshake, every read and every message. ``on_notification`` gets
     every notification the server sends (``watch``: its events); none: they are dropped, as the SDK drops them.
+    ``watcher``: this connection is a watch's (a kept-alive server is shared with it, not lent: ``worker.kept``).
     """
     given = protocol if protocol is not None else target.protocol or "auto"
     if given not in ("auto", "legacy", "2026-07-28"):
@@ -214,7 +216,7 @@ async def connect(
             attempt = AsyncExitStack()
             held_roots: list[bool] = []
             server, log, guard = _server_for(
-                target, paths, attempt, creds, trip, functools.partial(held_roots.append, True)
+                target, paths, attempt, creds, trip, functools.partial(held_roots.append, True), watcher=watcher
             )
             if tracer is not None:
                 tracer.register_headers(target.headers)
@@ -364,6 +366,8 @@ def _server_for(
     credentials: Credentials,
     trip: Tripwire,
     asks_roots: Callable[[], None],
+    *,
+    watcher: bool = False,
 ) -> tuple[Any, _ServerLog | None, Guard | None]:
     from mcpcli.transports import Guard
 
@@ -406,7 +410,14 @@ def _server_for(
         from mcpcli.attach import attached, worker_socket
 
         if (where := worker_socket()) is not None:
-            kept = attached(where, target, max_message_bytes=bounds.max_message_bytes, note=_say, asks_roots=asks_roots)
+            kept = attached(
+                where,
+                target,
+                max_message_bytes=bounds.max_message_bytes,
+                note=_say,
+                asks_roots=asks_roots,
+                watcher=watcher,
+            )
             guard = Guard(kept, trip)
             return guard, None, guard
         _say(f"Not keeping {target.label} alive: that needs the background worker (it is off here); starting it.")

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import PY, ROOT, HttpServer, Result, free_port
+from test_worker import mcpcli, warm  # noqa: F401  (warm: a fixture)
 
 from mcpcli.watching import Backlog, Backoff, Change, Stats
 
@@ -384,3 +385,55 @@ def test_help_teaches_with_an_example(cli: Any) -> None:
     assert result.code == 0
     assert "mcpcli watch note://build-status --read" in result.out
     assert "--no-reconnect" in result.out
+
+
+# --- through the worker, sharing a kept-alive server -------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("warm")
+@pytest.mark.parametrize("era", ERAS)
+def test_a_watch_shares_its_kept_alive_server_and_gets_the_events_alone(era: str) -> None:
+    ticker = server("ticker")
+    proc = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "mcpcli",
+            "watch",
+            "note://a",
+            "--tools",
+            "--json",
+            "--count",
+            "6",
+            "--keep-alive",
+            "--protocol",
+            era,
+            "-s",
+            ticker,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())
+        # While the watch holds the kept server, another command uses it (it does not wait for the watch to end)
+        # and sees none of the watch's events.
+        began = time.monotonic()
+        call = mcpcli("call", "noop", "--keep-alive", "--protocol", era, "-s", ticker)
+        assert call.returncode == 0, call.stderr
+        assert call.stdout.startswith("step "), call.stdout
+        assert proc.poll() is None, "the watch ended before the other command ran"
+        assert time.monotonic() - began < 30
+        rest = [json.loads(line) for line in proc.stdout]
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert len([first, *rest]) == 6
+    assert {e["event"] for e in [first, *rest]} == {"resource_updated", "tools_list_changed"}
+    ps = mcpcli("worker", "ps")
+    assert "watch_servers.py ticker" in ps.stdout  # still kept, for the next command

@@ -66,7 +66,14 @@ async def watch(rt: Runtime, opts: WatchOptions) -> int:
 
     def connector(handler: MessageHandlerFnT) -> Any:
         return connect(
-            target, rt.paths, credentials=creds, tracer=tracer, on_notification=handler, **logs, **connection
+            target,
+            rt.paths,
+            credentials=creds,
+            tracer=tracer,
+            on_notification=handler,
+            watcher=True,
+            **logs,
+            **connection,
         )
 
     printer = _Printer(rt, opts, usual.idle_timeout)

@@ -148,7 +148,7 @@ class Worker:
         try:
             while not self.stopping:
                 self.reap()
-                busy = self.children or greeting or any(s.current for s in self.kept.servers.values())
+                busy = self.children or greeting or any(s.current or s.watchers for s in self.kept.servers.values())
                 if not busy and time.monotonic() - self.last_activity > self.idle:
                     log("idle: exiting")
                     break
@@ -158,6 +158,9 @@ class Worker:
                         self.kept.from_server(server)
                     elif kind == "attached":
                         self.kept.from_command(server)
+                        self.last_activity = time.monotonic()
+                    elif kind == "watching":
+                        self.kept.from_watcher(*server)
                         self.last_activity = time.monotonic()
                     elif kind in ("greeting", "request"):
                         selector.unregister(server)
