@@ -4,6 +4,7 @@ and removals)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -245,3 +246,79 @@ def _failure(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "the server did not answer in time"
     return transport_failure(exc) or (str(exc) or type(exc).__name__)
+
+
+# --- the full-screen app's watches -----------------------------------------------------------------------------------
+
+Catalog = dict[str, list[dict[str, Any]]]
+
+
+async def follow_catalog(rt: Runtime, on_catalog: Callable[[Catalog], None], note: Callable[[str], None]) -> None:
+    """The app's start screen: each list the server sends change notices for is listed again when it changes, and
+    the whole catalog handed to ``on_catalog``. Returns when the server offers none (nothing to follow)."""
+    from mcpcli.commands.discovery import catalog_of
+
+    async def changed(client: Client | None, change: Change) -> None:
+        if client is not None:
+            with anyio.fail_after(rt.bounds().idle_timeout):
+                on_catalog(await catalog_of(client))
+
+    await _follow(rt, Want(tools=True, prompts=True, resources=True), changed, note)
+
+
+async def follow_resource(
+    rt: Runtime, uri: str, on_update: Callable[[dict[str, Any]], None], note: Callable[[str], None]
+) -> None:
+    """The app's resource view: read ``uri`` again each time the server says it changed (and after listening
+    again), handing each ``ReadResourceResult`` to ``on_update``. Returns when the server does not offer it."""
+
+    async def changed(client: Client | None, change: Change) -> None:
+        if client is not None:
+            with anyio.fail_after(rt.bounds().idle_timeout):
+                on_update(dump(await client.read_resource(uri)))
+
+    async def ready(client: Client, honoured: Honoured, again: bool) -> None:
+        if again:
+            runner.backlog.put(Change("resource_updated", uri, reason="reconnected"))
+
+    runner = _app_watch(rt, Want(uris=(uri,)), changed, note, ready)
+    await _quietly(runner)
+
+
+async def _follow(rt: Runtime, want: Want, changed: Any, note: Callable[[str], None]) -> None:
+    async def ready(client: Client, honoured: Honoured, again: bool) -> None:
+        if again:  # a list may have changed while nobody listened
+            runner.backlog.put(Change(LIST_KINDS[honoured_list(honoured)], reason="reconnected"))
+
+    runner = _app_watch(rt, want, changed, note, ready)
+    await _quietly(runner)
+
+
+def honoured_list(honoured: Honoured) -> str:
+    return next(name for name in LIST_KINDS if getattr(honoured, name))
+
+
+def _app_watch(rt: Runtime, want: Want, changed: Any, note: Callable[[str], None], ready: Any) -> Watch:
+    from mcpcli.commands.discovery import tui_target
+
+    target = tui_target(rt)[0]
+    creds = credentials(rt, interactive=False)  # the app owns the terminal
+    tracer = rt.tracer(summaries=False)
+    connection = {**declared(rt), "bounds": replace(rt.bounds(), idle_timeout=STREAM_IDLE)}
+
+    def connector(handler: MessageHandlerFnT) -> Any:
+        return connect(
+            target, rt.paths, credentials=creds, tracer=tracer, on_notification=handler, watcher=True, **connection
+        )
+
+    liveness = 5.0 if target.kind == "http" else 1.0
+    return Watch(want, connector, on_change=changed, on_ready=ready, note=note, liveness=liveness)
+
+
+async def _quietly(runner: Watch) -> None:
+    """Run an app's watch; a server that does not offer it (or cannot be reached for it) is simply not followed:
+    the app says what matters about the server elsewhere."""
+    try:
+        await runner.run()
+    except McpcliError:
+        return
