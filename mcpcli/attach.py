@@ -77,18 +77,21 @@ async def attached(
     note: Callable[[str], None],
     asks_roots: Callable[[], None] | None = None,
     fresh: bool = False,
+    watcher: bool = False,
 ) -> AsyncIterator[Any]:
     """The kept-alive server for ``target``, through the worker at ``path``, as an SDK transport.
 
     ``asks_roots`` is told when the server already asked an earlier command for its roots: it holds that
     command's, not this one's (the caller says they changed). ``fresh``: the worker starts the server anew even
-    when its process still runs (the command's first attempt left it unable to serve)."""
+    when its process still runs (the command's first attempt left it unable to serve). A ``watcher`` (``mcpcli
+    watch``) shares the server with the other commands instead of waiting its turn, and gets its events alone
+    (``worker.kept``)."""
     from mcpcli.transports import _parse, write_lines
 
     stream = await anyio.connect_unix(path)
     # The directory the command runs in, as the kernel has it ($PWD is the shell's, stale under a program that
     # started mcpcli elsewhere: subprocess's cwd=): a kept server runs there, and it is part of which server it is.
-    request = {
+    request: dict[str, Any] = {
         "op": "attach",
         "name": target.label,
         "server": server_key(target),
@@ -96,6 +99,8 @@ async def attached(
         "cwd": str(Path.cwd()),
         "fresh": fresh,
     }
+    if watcher:
+        request["watch"] = True
     body = json.dumps(request).encode()
     await stream.send(struct.pack(">I", len(body)) + body)
     buffer = bytearray()

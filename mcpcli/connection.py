@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as t
 from mcp import Client
-from mcp.client.session import ClientRequestContext, LoggingFnT
+from mcp.client.session import ClientRequestContext, LoggingFnT, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -176,6 +176,8 @@ async def connect(
     on_log: LoggingFnT | None = None,
     bounds: Bounds | None = None,
     handshake_offers: frozenset[str] | None = None,
+    on_notification: MessageHandlerFnT | None = None,
+    watcher: bool = False,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
 
@@ -193,6 +195,9 @@ async def connect(
     and their environment variables) bound the handshake, every read and every message. ``handshake_offers``:
     of ``sampling``, ``elicitation`` and ``roots``, those the pre-2026 handshake declares — what this run can
     answer (None: all three); the 2026-07-28 era declares them all, a later ``resume`` may answer there.
+    ``on_notification`` gets every notification the server sends (``watch``: its events); none: they are dropped,
+    as the SDK drops them. ``watcher``: this connection is a watch's (a kept-alive server is shared with it, not
+    lent: ``worker.kept``).
     """
     given = protocol if protocol is not None else target.protocol or "auto"
     if given not in ("auto", "legacy", "2026-07-28"):
@@ -227,6 +232,7 @@ async def connect(
                 trip,
                 functools.partial(held_roots.append, True),
                 fresh=first_failure is not None,
+                watcher=watcher,
             )
             if tracer is not None:
                 tracer.register_headers(target.headers)
@@ -239,6 +245,7 @@ async def connect(
                 # Every request declares the tasks extension (2026-07-28 only): a tool call may become a task.
                 extensions=[TasksExtension()],
                 logging_callback=on_log,
+                message_handler=on_notification,
                 log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
                 **callbacks,
             )
@@ -434,6 +441,7 @@ def _server_for(
     asks_roots: Callable[[], None],
     *,
     fresh: bool = False,
+    watcher: bool = False,
 ) -> tuple[Any, _ServerLog | None, Guard | None]:
     """The transport for ``target``; ``fresh``: a kept-alive server's process is started anew (the first attempt
     spoiled it)."""
@@ -479,7 +487,13 @@ def _server_for(
 
         if (where := worker_socket()) is not None:
             kept = attached(
-                where, target, max_message_bytes=bounds.max_message_bytes, note=_say, asks_roots=asks_roots, fresh=fresh
+                where,
+                target,
+                max_message_bytes=bounds.max_message_bytes,
+                note=_say,
+                asks_roots=asks_roots,
+                fresh=fresh,
+                watcher=watcher,
             )
             guard = Guard(kept, trip)
             return guard, None, guard

@@ -770,3 +770,29 @@ def test_the_csharp_server_is_discovered_like_the_sdk_client_does_and_answers_wi
     for r in (info, tools, practices, missing):
         assert "Traceback" not in r.err and "Internal error" not in r.err
     assert left_running(tmp_path) == []
+
+
+def test_a_watch_of_the_everything_server_gets_the_updates_another_command_turned_on(
+    everything: str, worker_on: Any
+) -> None:
+    """The reference TypeScript server (2025-11-25) sends resource updates to a session that subscribed, once a
+    tool of the same session turned them on: the watch and the call share the kept-alive server (one session),
+    and the updates go to the watch."""
+    uri = "demo://resource/static/document/architecture.md"
+    argv = [PY, "-m", "mcpcli", "watch", uri, "--read", "--json", "--count", "2", "--keep-alive", "-s", everything]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        said = [proc.stderr.readline() for _ in range(1)]
+        assert "resources/subscribe" in said[0], said
+        turned_on = run_process("call", "toggle-subscriber-updates", "--keep-alive", "-s", everything)
+        assert turned_on.code == 0, turned_on.err
+        assert "Started simulated resource updated notifications" in turned_on.out
+        updates = [json.loads(line) for line in proc.stdout]
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert [u["uri"] for u in updates] == [uri, uri]
+    assert "architecture" in updates[0]["result"]["contents"][0]["text"].lower()

@@ -5,7 +5,16 @@ commands that need them, so ``--help``, ``--version`` and ``sessions list`` star
 ``sys.modules``). ``app`` holds the global options and the groups; each module adds its commands to it.
 """
 
-from mcpcli.cli import accounts, batch, flows, recordings, servers, sessions, worker  # noqa: F401  — importing them registers their commands
+from mcpcli.cli import (  # noqa: F401  — importing them registers their commands
+    accounts,
+    batch,
+    flows,
+    recordings,
+    servers,
+    sessions,
+    watch,
+    worker,
+)
 from mcpcli.cli.app import app, main
 
 __all__ = ["app", "main"]

@@ -235,17 +235,22 @@ def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | No
 
 async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
     """What the start screen lists: every tool, prompt, resource and resource template (a kind refused: none)."""
-    kinds = {"tools": "list_tools", "prompts": "list_prompts", "resources": "list_resources"}
-    kinds["resourceTemplates"] = "list_resource_templates"
-    found: dict[str, list[dict[str, Any]]] = {}
     creds = credentials(rt, interactive=False)  # the app owns the terminal: sign in with `mcpcli auth login`
     tracer = rt.tracer(summaries=False)
     async with connect(tui_target(rt)[0], rt.paths, credentials=creds, tracer=tracer, **declared(rt)) as client:
-        for key, method in kinds.items():
-            try:
-                found[key] = await all_pages(getattr(client, method), key)
-            except MCPError:
-                found[key] = []
+        return await catalog_of(client)
+
+
+async def catalog_of(client: Client) -> dict[str, list[dict[str, Any]]]:
+    """``catalog`` on a connection already open (the app's watch lists again on it when a list changes)."""
+    kinds = {"tools": "list_tools", "prompts": "list_prompts", "resources": "list_resources"}
+    kinds["resourceTemplates"] = "list_resource_templates"
+    found: dict[str, list[dict[str, Any]]] = {}
+    for key, method in kinds.items():
+        try:
+            found[key] = await all_pages(getattr(client, method), key)
+        except MCPError:
+            found[key] = []
     return found
 
 

@@ -14,11 +14,12 @@ awaiting screens (``source.TuiUser``). Modes:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import webbrowser
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -36,6 +37,19 @@ if TYPE_CHECKING:
     from mcpcli.tui.run import RunScreen
 
 Mode = Literal["flow", "start", "sessions"]
+
+
+class Following:
+    """One of the app's watches (``McpcliApp._watched``): ``stop()`` ends it; ``ended`` is set once it has."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self.scope = anyio.CancelScope()
+        self.ended = asyncio.Event()
+
+    def stop(self) -> None:
+        self.scope.cancel()
 
 
 @dataclass(frozen=True)
@@ -83,6 +97,8 @@ class McpcliApp(App[TuiExit]):
         """Whether text cursors blink; off for tests and snapshots, which need a steady screen."""
         self.outcome: tuple[str, Outcome] | None = None
         """The standalone flow's result, once it arrived."""
+        self._watches: list[Following] = []
+        """The workers that follow the server's changes (``commands.watch``): ended with the app."""
 
     def on_mount(self) -> None:
         if self.mode == "flow":
@@ -116,6 +132,57 @@ class McpcliApp(App[TuiExit]):
         for screen in self.screen_stack:
             if isinstance(screen, StartScreen):
                 screen.set_catalog(found)
+        # Where the server sends list changes, the lists (and the form of the entry shown) follow them.
+        self._watched(self._follow_catalog(), "follow-catalog", "watch")
+
+    async def _follow_catalog(self) -> None:
+        from mcpcli.commands.watch import Catalog, follow_catalog
+        from mcpcli.tui.start import StartScreen
+
+        def changed(found: Catalog) -> None:
+            for screen in self.screen_stack:
+                if isinstance(screen, StartScreen):
+                    screen.refresh_catalog(found)
+
+        await follow_catalog(self.rt, changed, self._watch_note)
+
+    def follow_resource(self, uri: str, screen: RunScreen) -> None:
+        """Show ``uri`` again on ``screen`` each time the server says it changed (until the screen closes)."""
+        from mcpcli.commands.watch import follow_resource
+
+        async def follow() -> None:
+            await follow_resource(self.rt, uri, screen.show_update, self._watch_note)
+            screen.set_status("The server does not send updates of this resource.")
+
+        screen.following = self._watched(follow(), "follow-resource", "follow")
+
+    async def on_unmount(self) -> None:
+        """Watches run until the app ends: stop them and wait (briefly) for their connections to close, so that a
+        stdio server they started is ended, not left to the event loop's end."""
+        for watch in self._watches:
+            watch.stop()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(watch.ended.wait() for watch in self._watches)), 5)
+
+    def _watched(self, work: Coroutine[Any, Any, None], name: str, group: str) -> Following:
+        """Run a watch in a worker that is stopped by ``Following.stop`` — an anyio cancellation, which lets the
+        connection close its stdio server under its shield (a Textual ``Worker.cancel`` is a raw task
+        cancellation, which would cut that short)."""
+        watch = Following()
+
+        async def run() -> None:
+            try:
+                with watch.scope:
+                    await work
+            finally:
+                watch.ended.set()
+
+        self.run_worker(run(), name=name, group=group, exit_on_error=False)
+        self._watches.append(watch)
+        return watch
+
+    def _watch_note(self, text: str) -> None:
+        self.notify(sanitize(text), title="Watching", severity="warning", markup=False)
 
     def start_job(self, job: CallJob | ResumeJob) -> None:
         """Run one flow in a worker, on a new run screen (which the round screens stack on)."""
@@ -123,6 +190,8 @@ class McpcliApp(App[TuiExit]):
 
         standalone = self.mode == "flow"
         screen = RunScreen(_title(job), standalone=standalone)
+        if _method(job) == "resources/read":
+            screen.follow_uri = getattr(job, "name", None)
         self.push_screen(screen, self._run_closed)
         self.run_worker(self._drive(job, screen), name="flow", group="flow", exclusive=True, exit_on_error=False)
 

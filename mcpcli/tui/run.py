@@ -8,6 +8,7 @@ described, and a tool error in an error panel. Everything from the server goes t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
@@ -23,6 +24,7 @@ from mcpcli.tui.text import plain, pretty_json
 if TYPE_CHECKING:
     from mcpcli.flow import NeedInput, Outcome
     from mcpcli.tasks import TaskControl
+    from mcpcli.tui.app import Following
 
 
 def _block(block: Mapping[str, Any]) -> Static:
@@ -77,6 +79,7 @@ class RunScreen(Screen[None]):
         Binding("enter", "close", "Close", show=False),
         Binding("escape", "back", "Back"),
         Binding("d", "detach", "Detach task"),
+        Binding("f", "follow", "Follow updates"),
         Binding("c", "cancel_task", "Cancel task"),
     ]
 
@@ -88,6 +91,10 @@ class RunScreen(Screen[None]):
         """The flow has ended (result, error or waiting): closing the screen is now safe."""
         self.task_control: TaskControl | None = None
         """The task the call became, while it runs: what the detach and cancel keys ask of it."""
+        self.follow_uri: str | None = None
+        """A read's resource URI: its result can follow the server's updates (``f``)."""
+        self.following: Following | None = None
+        """The app's watch of ``follow_uri`` while it follows (cancelled when the screen closes)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="run-header"):
@@ -152,6 +159,15 @@ class RunScreen(Screen[None]):
             widgets.append(Static(plain(refusal), classes="muted"))
         self._show(*widgets, title=title, classes="-error" if error else "-ok")
 
+    def show_update(self, result: Mapping[str, Any]) -> None:
+        """The followed resource changed: its contents as read again."""
+        widgets = list(result_widgets("resources/read", result)) or [Static("(empty result)", classes="muted")]
+        box = self.query_one("#run-result", VerticalScroll)
+        box.remove_children()
+        panel = Vertical(*widgets, classes="result -ok")
+        panel.border_title = plain(f"Updated {datetime.now().strftime('%H:%M:%S')} · following")
+        box.mount(panel)
+
     def show_error(self, exc: McpcliError) -> None:
         widgets = [Static(plain(exc.message))]
         if exc.hint:
@@ -176,7 +192,21 @@ class RunScreen(Screen[None]):
             return self.finished and not self.standalone
         if action in ("detach", "cancel_task"):
             return self.task_control is not None and not self.finished
+        if action == "follow":
+            return self.finished and self.follow_uri is not None and self.following is None
         return True
+
+    def action_follow(self) -> None:
+        from mcpcli.tui.app import McpcliApp
+
+        if self.follow_uri is not None and self.following is None and isinstance(self.app, McpcliApp):
+            self.app.follow_resource(self.follow_uri, self)
+            self.set_status("Following updates of this resource (escape or q: stop).")
+            self.refresh_bindings()
+
+    def on_unmount(self) -> None:
+        if self.following is not None:
+            self.following.stop()
 
     def action_detach(self) -> None:
         if self.task_control is not None:

@@ -138,18 +138,44 @@ class StartScreen(Screen[None]):
         self.entries = entries(found)
         catalog = self.query_one("#catalog", OptionList)
         catalog.clear_options()
-        headings = {"tools/call": "Tools", "prompts/get": "Prompts", "resources/read": "Resources"}
-        last = None
-        for index, entry in enumerate(self.entries):
-            if entry.method != last:
-                catalog.add_option(Option(plain(headings[entry.method], "bold"), disabled=True))
-                last = entry.method
-            catalog.add_option(Option(plain(f"  {entry.title}"), id=f"e{index}"))
+        catalog.add_options(self._options())
         if not self.entries:
             self.query_one("#detail-title", Static).update("The server offers no tools, prompts or resources.")
             return
         catalog.highlighted = 1
         catalog.focus()
+
+    def refresh_catalog(self, found: Mapping[str, list[dict[str, Any]]]) -> None:
+        """The server changed a list: show the new catalog, the entry shown kept in place (its form too, unless its
+        schema changed), or said to be gone; the focus stays where it is."""
+        current, catalog = self.current, self.query_one("#catalog", OptionList)
+        self.entries = entries(found)
+        options = self._options()
+        catalog.clear_options()
+        catalog.add_options(options)
+        if current is None:
+            return
+        same = [i for i, e in enumerate(self.entries) if (e.method, e.name) == (current.method, current.name)]
+        if not same:
+            self.current = None
+            self.query_one("#detail-title", Static).update(plain(f"{current.name} is no longer offered", "bold"))
+            self.query_one("#run", Button).disabled = True
+            return
+        at = next(i for i, option in enumerate(options) if option.id == f"e{same[0]}")
+        with catalog.prevent(OptionList.OptionHighlighted):
+            catalog.highlighted = at
+        if self.entries[same[0]] != current:  # its arguments changed: a new form
+            self.run_worker(self.show(self.entries[same[0]]), group="catalog-form")
+
+    def _options(self) -> list[Option]:
+        headings = {"tools/call": "Tools", "prompts/get": "Prompts", "resources/read": "Resources"}
+        options, last = [], None
+        for index, entry in enumerate(self.entries):
+            if entry.method != last:
+                options.append(Option(plain(headings[entry.method], "bold"), disabled=True))
+                last = entry.method
+            options.append(Option(plain(f"  {entry.title}"), id=f"e{index}"))
+        return options
 
     @on(OptionList.OptionHighlighted, "#catalog")
     async def _highlighted(self, event: OptionList.OptionHighlighted) -> None:

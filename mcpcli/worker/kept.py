@@ -53,6 +53,26 @@ def _message(line: bytes) -> dict[str, Any] | None:
     return message if isinstance(message, dict) else None
 
 
+_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+"""The ``_meta`` key naming the listen stream a 2026-07-28 event frame belongs to (its request's id)."""
+_LIST_CHANGES = frozenset(
+    {"notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed"}
+)
+
+
+def _deliver(attachment: Attachment, message: dict[str, Any]) -> bool:
+    """One line to an attachment's socket (bounded wait: a reader that stopped reading is given up)."""
+    data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+    try:
+        attachment.conn.setblocking(True)
+        attachment.conn.settimeout(5.0)
+        attachment.conn.sendall(data)
+        attachment.conn.setblocking(False)
+    except OSError:
+        return False
+    return True
+
+
 def _key(server: dict[str, Any]) -> str:
     return json.dumps(server, sort_keys=True)
 
@@ -88,6 +108,10 @@ class KeptServer:
     the next command must replace with its own (``attach.attached``)."""
     current: Attachment | None = None
     waiting: deque[Attachment] = field(default_factory=deque)
+    watchers: dict[int, Attachment] = field(default_factory=dict)
+    """``mcpcli watch`` commands attached beside ``current`` (they only listen: see ``Kept.attach``)."""
+    watched: dict[str, set[int]] = field(default_factory=dict)
+    """Before 2026: each URI a watcher subscribed to (``resources/subscribe``) → the watchers that did."""
     out: bytearray = field(default_factory=bytearray)
 
     @property
@@ -160,6 +184,7 @@ class KeptServer:
             "restarts": self.restarts,
             "attached": self.current is not None,
             "waiting": len(self.waiting),
+            "watchers": len(self.watchers),
         }
 
 
@@ -195,12 +220,43 @@ class Kept:
         cwd = request.get("cwd")
         attachment = Attachment(conn, self._numbers, env, cwd if isinstance(cwd, str) else None)
         attachment.fresh = request.get("fresh") is True
-        if server.current is None:
+        if request.get("watch"):
+            # A watch holds its connection for as long as it runs: it shares the server with the command that
+            # holds it (and the ones after), rather than queueing them all behind it. Its requests are tagged like
+            # any command's; the events of its subscriptions go to it alone.
+            self._lend_watcher(server, attachment)
+        elif server.current is None:
             self._lend(server, attachment)
         else:
             server.waiting.append(attachment)
 
-    def _lend(self, server: KeptServer, attachment: Attachment) -> None:
+    def _lend_watcher(self, server: KeptServer, attachment: Attachment) -> None:
+        restarted = self._ensure_started(server, attachment)
+        if restarted is None:
+            return
+        server.watchers[attachment.number] = attachment
+        try:
+            reply = {"ok": True, "pid": server.proc.pid if server.proc else None, "restarted": restarted}
+            send(attachment.conn, reply | {"asks_roots": False})
+        except OSError:
+            self._drop_watcher(server, attachment)
+            return
+        attachment.conn.setblocking(False)
+        self._register(attachment.conn, ("watching", (server, attachment)))
+
+    def _drop_watcher(self, server: KeptServer, attachment: Attachment) -> None:
+        if server.watchers.pop(attachment.number, None) is None:
+            return
+        for numbers in server.watched.values():
+            numbers.discard(attachment.number)
+        server.watched = {uri: numbers for uri, numbers in server.watched.items() if numbers}
+        with contextlib.suppress(KeyError, ValueError):
+            self._unregister(attachment.conn)
+        attachment.conn.close()
+
+    def _ensure_started(self, server: KeptServer, attachment: Attachment) -> bool | None:
+        """Start the server when it is not running: whether it ran before (restarted), None when it cannot start
+        (the attachment is told why and closed)."""
         restarted = False
         if attachment.fresh and server.proc is not None:
             self._unregister(server.proc.stdout)
@@ -217,11 +273,17 @@ class Kept:
                 with contextlib.suppress(OSError):
                     send(attachment.conn, {"ok": False, "why": exc.strerror or str(exc)})
                 attachment.conn.close()
-                return
+                return None
             if restarted:
                 server.restarts += 1
             assert server.proc is not None and server.proc.stdout is not None
             self._register(server.proc.stdout, ("server", server))
+        return restarted
+
+    def _lend(self, server: KeptServer, attachment: Attachment) -> None:
+        restarted = self._ensure_started(server, attachment)
+        if restarted is None:
+            return
         server.current = attachment
         server.calls += 1
         try:
@@ -260,10 +322,28 @@ class Kept:
         for line in _lines(attachment.buffer):
             self._to_server(server, attachment, line)
 
+    def from_watcher(self, server: KeptServer, attachment: Attachment) -> None:
+        try:
+            chunk = attachment.conn.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk or len(attachment.buffer) > MAX_LINE:
+            self._drop_watcher(server, attachment)
+            return
+        attachment.buffer += chunk
+        for line in _lines(attachment.buffer):
+            self._to_server(server, attachment, line)
+
     def _to_server(self, server: KeptServer, attachment: Attachment, line: bytes) -> None:
         if (message := _message(line)) is None:
             return
         method = message.get("method")
+        if method in ("resources/subscribe", "resources/unsubscribe") and attachment.number in server.watchers:
+            uri = str((message.get("params") or {}).get("uri"))
+            numbers = server.watched.setdefault(uri, set())
+            (numbers.add if method == "resources/subscribe" else numbers.discard)(attachment.number)
         if method == "initialize" and "id" in message and server.init_reply is not None:
             reply = {**server.init_reply, "id": message["id"]}
             attachment.answered_from_cache = True
@@ -309,9 +389,14 @@ class Kept:
             if message["id"] == server.init_pending and "result" in message:
                 server.init_reply = {k: v for k, v in message.items() if k != "id"}
                 server.init_pending = None
+            message = {**message, "id": json.loads(original)}
+            if (watcher := server.watchers.get(int(number) if number.isdigit() else -1)) is not None:
+                self._to_watcher(server, watcher, message)
+                return
             if current is None or number != str(current.number):
                 return  # the answer to a command that has gone
-            message = {**message, "id": json.loads(original)}
+        elif "id" not in message and self._to_watchers(server, message):
+            return
         elif message.get("method") == "roots/list":
             server.asks_roots = True
         if current is None:
@@ -322,17 +407,43 @@ class Kept:
             return
         self._to_command(server, message)
 
+    def _to_watchers(self, server: KeptServer, message: dict[str, Any]) -> bool:
+        """A notification that is a watcher's event, sent to it (or dropped when its watcher has gone): whether it
+        was one. 2026-07-28: a frame of a listen stream names the stream (its request id, tagged on the way in);
+        before: an update of a URI a watcher subscribed to, or a list change while anyone watches."""
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        tagged = meta.get(_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        if isinstance(tagged, str) and tagged.startswith("k") and isinstance(params, dict) and isinstance(meta, dict):
+            number, _, original = tagged[1:].partition(":")
+            with contextlib.suppress(ValueError):
+                message = {**message, "params": {**params, "_meta": {**meta, _SUBSCRIPTION_ID: json.loads(original)}}}
+            if (watcher := server.watchers.get(int(number) if number.isdigit() else -1)) is not None:
+                self._to_watcher(server, watcher, message)
+            elif server.current is not None and number == str(server.current.number):
+                self._to_command(server, message)
+            return True
+        method = message.get("method")
+        if method == "notifications/resources/updated" and isinstance(params, dict):
+            for subscriber in sorted(server.watched.get(str(params.get("uri")), ())):
+                if (watcher := server.watchers.get(subscriber)) is not None:
+                    self._to_watcher(server, watcher, message)
+            return bool(server.watchers)
+        if method in _LIST_CHANGES and server.watchers:
+            for watcher in list(server.watchers.values()):
+                self._to_watcher(server, watcher, message)
+            return True
+        return False
+
+    def _to_watcher(self, server: KeptServer, watcher: Attachment, message: dict[str, Any]) -> None:
+        if not _deliver(watcher, message):
+            self._drop_watcher(server, watcher)
+
     def _to_command(self, server: KeptServer, message: dict[str, Any]) -> None:
         attachment = server.current
         if attachment is None:
             return
-        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
-        try:
-            attachment.conn.setblocking(True)
-            attachment.conn.settimeout(5.0)
-            attachment.conn.sendall(data)
-            attachment.conn.setblocking(False)
-        except OSError:
+        if not _deliver(attachment, message):
             self._detach(server)
 
     def _server_gone(self, server: KeptServer) -> None:
@@ -344,6 +455,8 @@ class Kept:
         server.stop()
         server.proc = None
         server.calls = max(server.calls, 1)
+        for watcher in list(server.watchers.values()):
+            self._drop_watcher(server, watcher)
         self._detach(server)
 
     # --- management ----------------------------------------------------------------------------------------------
@@ -373,7 +486,7 @@ class Kept:
     def forget_in_child(self) -> None:
         """In a forked command: the kept servers' pipes and sockets are the worker's, not this process's."""
         for server in self.servers.values():
-            for attachment in [server.current, *server.waiting]:
+            for attachment in [server.current, *server.waiting, *server.watchers.values()]:
                 if attachment is not None:
                     attachment.conn.close()
             if server.proc is not None:
@@ -384,6 +497,8 @@ class Kept:
 
     def stop_all(self) -> None:
         for server in self.servers.values():
+            for watcher in list(server.watchers.values()):
+                self._drop_watcher(server, watcher)
             if server.current is not None:
                 self._detach(server)
             server.stop()

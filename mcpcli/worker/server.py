@@ -202,7 +202,7 @@ class Worker:
         try:
             while not self.stopping:
                 self.reap()
-                busy = self.children or greeting or any(s.current for s in self.kept.servers.values())
+                busy = self.children or greeting or any(s.current or s.watchers for s in self.kept.servers.values())
                 if not busy and time.monotonic() - self.last_activity > self.idle_limit():
                     log("idle: exiting")
                     break
@@ -215,6 +215,9 @@ class Worker:
                         self.kept.from_server(server)
                     elif kind == "attached":
                         self.kept.from_command(server)
+                        self.last_activity = time.monotonic()
+                    elif kind == "watching":
+                        self.kept.from_watcher(*server)
                         self.last_activity = time.monotonic()
                     elif kind in ("greeting", "request"):
                         selector.unregister(server)
