@@ -7,9 +7,8 @@ from typing import Annotated, Any
 import typer
 
 from mcpcli.cli.app import app, global_values, run_guarded
-from mcpcli.cli.flows import until_stopped
 from mcpcli.cli.options import CONNECTION, Json, shared
-from mcpcli.runtime import Globals, Runtime, run_async
+from mcpcli.runtime import Globals, Runtime, run_async, until_stopped
 
 
 @app.command()
@@ -76,18 +75,6 @@ def watch(
             json=json_out,
         )
 
-        def stopped(stops: Any) -> int:
-            if json_out:
-                from mcpcli.errors import error_document
-                from mcpcli.runtime import Interrupted
-
-                stop = Interrupted(f"{stops.what()}.")
-                stop.exit_code = stops.exit_code()
-                rt.out.json(error_document(stop))
-            else:
-                rt.out.note(f"{stops.what()}.")
-            return int(stops.exit_code())
-
-        return until_stopped(rt, lambda: run_async(lambda: watch_body(rt, opts)) or 0, stopped)
+        return until_stopped(rt, lambda: run_async(lambda: watch_body(rt, opts)) or 0)
 
     run_guarded(body, g.debug, json=json_out)
