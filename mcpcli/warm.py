@@ -16,7 +16,18 @@ import sys
 import time
 
 from mcpcli import SERVER_COMMANDS, __version__
-from mcpcli.wire import OFF, ON, WireError, package_dir, peer, receive, send, socket_file, state_home, user_dir
+from mcpcli.wire import (
+    OFF,
+    ON,
+    WireError,
+    config_home,
+    package_dir,
+    peer,
+    receive,
+    send,
+    socket_file,
+    state_home,
+)
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
 
@@ -43,12 +54,6 @@ START_TIMEOUT = 30.0
 command that falls back to running here would only load it more)."""
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH, signal.SIGQUIT)
-
-
-def config_dir() -> str:
-    if home := os.environ.get("MCPCLI_HOME"):
-        return os.path.expanduser(home)
-    return user_dir("config")
 
 
 def subcommand(argv: Sequence[str]) -> str | None:
@@ -84,7 +89,7 @@ def wanted(argv: Sequence[str]) -> bool:
 def _configured() -> bool:
     """``[worker] enabled`` in config.toml (default true); an unreadable file leaves it to the in-process run."""
     try:
-        with open(os.path.join(config_dir(), "config.toml"), encoding="utf-8") as file:
+        with open(os.path.join(config_home(), "config.toml"), encoding="utf-8") as file:
             text = file.read()
     except (OSError, UnicodeDecodeError):
         return True

@@ -19,6 +19,7 @@ from mcpcli.cli.options import (
 )
 from mcpcli.errors import ExitCode
 from mcpcli.runtime import Globals, Runtime, guarded
+from mcpcli.terminal.output import lenient_stdout
 
 # --- the app ---------------------------------------------------------------------------------------------------------
 
@@ -126,18 +127,9 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
     raise SystemExit(code if isinstance(code, int) else 0)
 
 
-def _lenient_stdout() -> None:
-    """Text stdout cannot encode (an ASCII or Latin-1 locale, a server's emoji) is written as escapes, as Python
-    writes it on stderr, instead of failing the command after its work is done. (``--json`` escapes it itself.)"""
-    import io
-
-    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
-        sys.stdout.reconfigure(errors="backslashreplace")
-
-
 def main() -> None:
     """Console-script entry point."""
-    _lenient_stdout()
+    lenient_stdout()
     try:
         if os.environ.get("_MCPCLI_COMPLETE"):  # the shell asks what TAB offers (Typer's protocol)
             from mcpcli.cli.completion import answer_shell
