@@ -66,7 +66,9 @@ def read(
     if waiting and status not in (None, "waiting"):
         return None
     path = Path(path)
-    if not path.exists() and not path.is_symlink():  # no flow has been saved yet (nor a store refused: its directory is private)
+    if (
+        not path.exists() and not path.is_symlink()
+    ):  # no flow has been saved yet (nor a store refused: its directory is private)
         return Listing([]) if not path.parent.exists() or _private_dir(path.parent) else None
     if not _private(path):
         return None

@@ -158,16 +158,17 @@ def pending_line(key: str, what: Mapping[str, Any]) -> str:
 
 
 def server_label(server: str) -> str:
-    """A URL as its host (and port); a config name, ``demo`` or a command line as given."""
+    """A URL as its host (and port); a config name or ``demo`` as given; a command line with its program's name
+    instead of its path (``python server.py``)."""
     if server.startswith(("http://", "https://")):
-        from urllib.parse import urlsplit
-
-        try:
-            host = urlsplit(server).netloc.rpartition("@")[2]  # never a user or password
-        except ValueError:
-            host = ""
-        if host:
-            return reveal_invisible(host)
+        authority = server.partition("://")[2]
+        for end in "/?#":
+            authority = authority.partition(end)[0]
+        if host := authority.rpartition("@")[2]:  # never a user or password
+            return " ".join(reveal_invisible(host).split())
+    program, space, rest = server.partition(" ")
+    if space and "/" in program:
+        server = f"{program.rpartition('/')[2]} {rest}"
     return one_line(server)
 
 
