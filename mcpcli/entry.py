@@ -29,7 +29,12 @@ def main() -> None:
 
         if wanted(argv) and (code := delegate(argv)) is not None:
             sys.exit(code)
-    elif (code := quick_listing(argv)) is not None:
+    try:
+        code = quick_listing(sys.argv[1:])
+    except KeyboardInterrupt:  # as the command line says it (cli.app.main)
+        sys.stderr.write("\nInterrupted.\n")
+        sys.exit(130)
+    if code is not None:
         sys.exit(code)
     from mcpcli.cli import main as run_here
 

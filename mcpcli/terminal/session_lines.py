@@ -63,7 +63,7 @@ def show(
     if waiting:
         _note(err, "Pick one up with: mcpcli resume ID")
     elif limit is not None and len(docs) >= limit:
-        _note(err, f"The {limit} most recently updated; --limit N shows more, mcpcli sessions show ID the rest.")
+        _note(err, f"Showing the {limit} most recently updated; more with --limit N.")
 
 
 def render(
