@@ -492,6 +492,36 @@ def worker_figures(tmp: Path, env: dict[str, str], runs: int, demo: list[str], u
 ROUNDS = 40
 """Rounds of the multi-round flow whose per-round cost is measured (beyond the flow's first)."""
 
+SDK_ROUNDS = """\
+import sys
+import time
+
+import anyio
+import mcp_types as t
+from mcp import Client
+
+
+async def elicit(ctx, params):
+    return t.ElicitResult(action="accept", content={"value": "x"})
+
+
+async def main(url: str) -> None:
+    async with Client(url, elicitation_callback=elicit, input_required_max_rounds=1000) as sdk:
+        print("ready", flush=True)
+        for line in sys.stdin:  # a count of rounds a line; each answered with the seconds its call took
+            count = int(line)
+            start = time.perf_counter()
+            result = await sdk.call_tool("survey", {"count": count})
+            took = time.perf_counter() - start
+            assert result.content[0].text == f"answered {count}", result
+            print(took, flush=True)
+
+
+anyio.run(main, sys.argv[1])
+"""
+"""The SDK's own loop over the same survey, in one process and on one connection, driven line by line so that
+its runs alternate with mcpcli's."""
+
 
 def rounds_figure(tmp: Path, env: dict[str, str], runs: int, delay: float = 0.0) -> None:
     """A multi-round flow through the worker: per-round cost against the SDK's own loop doing the same rounds.
@@ -501,7 +531,6 @@ def rounds_figure(tmp: Path, env: dict[str, str], runs: int, delay: float = 0.0)
     through a warm worker (durable writes and all), against the SDK's ``Client.call_tool`` with an elicitation
     callback, in one process. Process start, connection and handshake cancel out of both. ``delay``: the server
     waits that long in each call (a server farther away than this machine)."""
-    import anyio
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
@@ -523,8 +552,30 @@ def rounds_figure(tmp: Path, env: dict[str, str], runs: int, delay: float = 0.0)
             argv = [*mcpcli, "call", "survey", "-a", f"count={count}", "--answer", "value=x", "--max-rounds", "1000"]
             return lambda: run_once([*argv, "-s", url], warm, f"answered {count}")
 
-        ours_one, ours_many = alternate(runs, survey(1), survey(ROUNDS + 1))
-        sdk_one, sdk_many = anyio.run(_sdk_rounds, url, runs)
+        script = tmp / "sdk_rounds.py"
+        script.write_text(SDK_ROUNDS, encoding="utf-8")
+        sdk = subprocess.Popen(
+            [PY, str(script), url], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
+        )
+        assert sdk.stdin is not None and sdk.stdout is not None
+        assert sdk.stdout.readline().strip() == "ready"
+
+        def sdk_survey(count: int) -> Callable[[], float]:
+            def once() -> float:
+                assert sdk.stdin is not None and sdk.stdout is not None
+                sdk.stdin.write(f"{count}\n")
+                sdk.stdin.flush()
+                return float(sdk.stdout.readline())
+
+            return once
+
+        try:  # the four sides take turns: load that comes and goes hits the SDK's loop as it hits ours
+            ours_one, ours_many, sdk_one, sdk_many = alternate(
+                runs, survey(1), survey(ROUNDS + 1), sdk_survey(1), sdk_survey(ROUNDS + 1)
+            )
+        finally:
+            sdk.stdin.close()
+            sdk.wait(timeout=30)
         ours = (ours_many - ours_one) / ROUNDS
         base = (sdk_many - sdk_one) / ROUNDS
         label = (
@@ -538,28 +589,6 @@ def rounds_figure(tmp: Path, env: dict[str, str], runs: int, delay: float = 0.0)
         subprocess.run([*mcpcli, "worker", "stop"], env=warm, cwd=ROOT, capture_output=True)
         server.terminate()
         server.wait(timeout=10)
-
-
-async def _sdk_rounds(url: str, runs: int) -> tuple[float, float]:
-    """Median seconds of the SDK's own loop over a 1-round and a ``ROUNDS + 1``-round survey, alternating."""
-    import mcp_types as t
-    from mcp import Client
-
-    async def elicit(ctx: Any, params: Any) -> t.ElicitResult:
-        return t.ElicitResult(action="accept", content={"value": "x"})
-
-    one: list[float] = []
-    many: list[float] = []
-    async with Client(url, elicitation_callback=elicit, input_required_max_rounds=1000) as sdk:
-        for i in range(WARMUP + runs):
-            for count, times in ((1, one), (ROUNDS + 1, many)):
-                start = time.perf_counter()
-                result = await sdk.call_tool("survey", {"count": count})
-                took = time.perf_counter() - start
-                assert isinstance(result.content[0], t.TextContent) and result.content[0].text == f"answered {count}"
-                if i >= WARMUP:
-                    times.append(took)
-    return statistics.median(one), statistics.median(many)
 
 
 def race_figure(tmp: Path, env: dict[str, str], pairs: int) -> None:
