@@ -1,6 +1,8 @@
 """The ``mcpcli`` executable: the warm path first, the command line itself only when the worker cannot serve.
 
-Importing this is nearly free; ``mcpcli.cli`` (Typer, Rich) is imported only for a command that runs here.
+Importing this is nearly free; ``mcpcli.cli`` (Typer, Rich) is imported only for a command that runs here. One
+command is read here before Typer: a plain ``sessions list`` (``quick_listing``), which Typer would cost more than
+the listing itself (it checks every option through pydantic).
 """
 
 from __future__ import annotations
@@ -27,6 +29,58 @@ def main() -> None:
 
         if wanted(argv) and (code := delegate(argv)) is not None:
             sys.exit(code)
+    try:
+        code = quick_listing(sys.argv[1:])
+    except KeyboardInterrupt:  # as the command line says it (cli.app.main)
+        sys.stderr.write("\nInterrupted.\n")
+        sys.exit(130)
+    if code is not None:
+        sys.exit(code)
     from mcpcli.cli import main as run_here
 
     run_here()
+
+
+_GLOBAL_FLAGS = frozenset({"--json", "--debug", "-v", "--verbose"})
+_GLOBAL_VALUES = frozenset({"-s", "--server", "--store"})
+_LIST_FLAGS = _GLOBAL_FLAGS | {"--waiting"}
+_LIST_VALUES = _GLOBAL_VALUES | {"--status", "--limit"}
+
+
+def quick_listing(argv: list[str]) -> int | None:
+    """``sessions list`` run without Typer, when ``argv`` holds nothing but its plain options (and the globals it
+    uses): its exit code. ``None`` for anything else — ``--help``, another option, a value Typer would refuse or
+    read differently — and for a listing ``commands.listing`` leaves to the full path; Typer then runs the command
+    line as always (tests/test_sessions_list.py checks that both read the same options alike)."""
+    words = iter(argv)
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    where = "global"
+    for word in words:
+        if where != "list" and word == ("sessions" if where == "global" else "list"):
+            where = "sessions" if where == "global" else "list"
+            continue
+        if where == "sessions":
+            return None
+        name, eq, given = word.partition("=") if word.startswith("--") else (word, "", "")
+        if name in (_LIST_VALUES if where == "list" else _GLOBAL_VALUES):
+            value = given if eq else next(words, "")
+            if not value or value.startswith("-"):
+                return None
+            values["server" if name == "-s" else name.lstrip("-")] = value  # the later one wins, as in Typer
+        elif word in (_LIST_FLAGS if where == "list" else _GLOBAL_FLAGS):
+            flags.add(word)
+        else:
+            return None
+    limit = values.get("limit", "50")
+    if where != "list" or not (limit.isascii() and limit.isdigit() and int(limit) >= 1):
+        return None
+    from mcpcli.commands.listing import quick_list
+    from mcpcli.runtime import Globals
+    from mcpcli.terminal.output import lenient_stdout
+
+    lenient_stdout()
+    g = Globals(store=values.get("store"), debug="--debug" in flags, json="--json" in flags)
+    return quick_list(
+        g, values.get("status"), int(limit), server=values.get("server"), waiting="--waiting" in flags, json_out=g.json
+    )

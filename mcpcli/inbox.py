@@ -2,18 +2,24 @@
 who holds its lease.
 
 Plain data from the store, no output and no SDK: the command bodies (``commands.sessions``, ``commands.bundle``)
-and the TUI's sessions screen read a session the same way.
+and the TUI's sessions screen read a session the same way. Importing it imports no store model either (pydantic):
+``listing`` reads the session list straight from SQLite with the same rules, from the plain values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from mcpcli.store import RoundRecord, SessionRecord, utcnow
+if TYPE_CHECKING:
+    from mcpcli.store import RoundRecord, SessionRecord
 
-LEASE_FIELDS = frozenset({"version", *(name for name in SessionRecord.model_fields if name.startswith("lease_"))})
-"""Who drives a session, and the claim counter: this store's bookkeeping, never exported, shown as "held by"."""
+LEASE_FIELDS = frozenset(
+    {"version", "lease_host", "lease_pid", "lease_acquired", "lease_expires", "lease_owner", "lease_locked"}
+)
+"""Who drives a session, and the claim counter: this store's bookkeeping, never exported, shown as "held by".
+(The session's ``lease_*`` fields and ``version``; tests/test_sessions_list.py checks the two agree.)"""
 
 
 def gone_drivers(store: Any, records: Sequence[SessionRecord]) -> frozenset[str]:
@@ -30,17 +36,24 @@ def is_interrupted(record: SessionRecord, gone: Collection[str] = ()) -> bool:
     it as ``interrupted`` and the inbox (``sessions list --waiting``, the TUI) includes it. A driver is gone when
     its lease ran out, when its process is gone from this host, or (``gone``, from ``gone_drivers``) when the
     store saw its lock released."""
-    if record.status != "running":
-        return False
-    if record.id in gone:
+    if record.id in gone and record.status == "running":
         return True
-    if record.lease_host is None or record.lease_expires is None or record.lease_expires < utcnow():
+    return driver_gone(record.status, record.lease_host, record.lease_pid, record.lease_expires, record.lease_acquired)
+
+
+def driver_gone(
+    status: str, host: str | None, pid: int | None, expires: datetime | None, acquired: datetime | None = None
+) -> bool:
+    """``is_interrupted`` from a session's plain values (``listing`` has no record)."""
+    if status != "running":
+        return False
+    if host is None or expires is None or expires < datetime.now(UTC):
         return True
     import socket
 
-    from mcpcli.keeper import alive
+    from mcpcli.keeper import alive  # only for a live lease of this host: keeper costs a listing ~50 ms
 
-    return record.lease_host == socket.gethostname() and not alive(record.lease_pid, since=record.lease_acquired)
+    return host == socket.gethostname() and not alive(pid, since=acquired)
 
 
 def shown_status(record: SessionRecord, gone: Collection[str] = ()) -> str:
@@ -90,12 +103,18 @@ def pending_requests(last: RoundRecord | None) -> dict[str, dict[str, Any]]:
 
 def lease_holder(record: SessionRecord) -> dict[str, Any] | None:
     """Who drives the session, if anyone: ``{"holder", "since", "expires", "active"}`` (expired: gone)."""
-    host, pid, expires = record.lease_host, record.lease_pid, record.lease_expires
+    return holder_of(record.lease_host, record.lease_pid, record.lease_acquired, record.lease_expires)
+
+
+def holder_of(
+    host: str | None, pid: int | None, acquired: datetime | None, expires: datetime | None
+) -> dict[str, Any] | None:
+    """``lease_holder`` from a session's plain values (``listing`` has no record)."""
     if host is None or expires is None:
         return None
     return {
         "holder": f"pid {pid} on {host}",
-        "since": None if record.lease_acquired is None else record.lease_acquired.isoformat(),
+        "since": None if acquired is None else acquired.isoformat(),
         "expires": expires.isoformat(),
-        "active": expires > utcnow(),
+        "active": expires > datetime.now(UTC),
     }

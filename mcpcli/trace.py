@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -92,25 +93,31 @@ def redact(
     answer_secrets: Mapping[str, Collection[str]] | None = None,
     reply_secrets: Collection[str] = (),
 ) -> Any:
-    """A copy of a JSON-RPC message fit for a trace.
+    """A JSON-RPC message fit for a trace: ``message`` itself when nothing in it needs hiding (most messages: a
+    round's commit then writes them without copying each first), else a copy with only the changed parts new —
+    ``message`` is never changed.
 
     ``answer_secrets``: request key → its secret field names, for the ``inputResponses`` of an outgoing retry
     (a key not in it is judged by the field's name). ``reply_secrets``: the secret field names of the
     back-channel elicitation this message answers. ``secrets``: strings that must not appear anywhere.
     """
     needles = tuple(s for s in secrets if len(s) >= MIN_SECRET)
-    copy = _walk(message, needles)
-    if not isinstance(copy, dict):
-        return copy
-    params = copy.get("params")
+    shown = _walk(message, needles)
+    if not isinstance(shown, dict):
+        return shown
+    params = shown.get("params")
     responses = params.get("inputResponses") if isinstance(params, dict) else None
-    if isinstance(responses, dict):
-        for key, response in responses.items():
-            known = None if answer_secrets is None else answer_secrets.get(key)
-            _mask(response, known)
-    if reply_secrets and isinstance(copy.get("result"), dict):
-        _mask(copy["result"], reply_secrets)
-    return copy
+    if isinstance(params, dict) and isinstance(responses, dict):
+        masked = {
+            key: _masked(response, None if answer_secrets is None else answer_secrets.get(key))
+            for key, response in responses.items()
+        }
+        if any(masked[key] is not responses[key] for key in responses):
+            shown = {**shown, "params": {**params, "inputResponses": masked}}
+    result = shown.get("result")
+    if reply_secrets and isinstance(result, dict) and (masked_result := _masked(result, reply_secrets)) is not result:
+        shown = {**shown, "result": masked_result}
+    return shown
 
 
 def secret_answers(
@@ -129,21 +136,28 @@ def secret_answers(
 
 
 def _walk(value: Any, needles: tuple[str, ...]) -> Any:
+    """``value`` with states digested and credentials and ``needles`` redacted: the same object where nothing
+    changed (copy on write: a tool listing of a megabyte is read, not copied)."""
     if isinstance(value, str):
         return REDACTED if needles and any(n in value for n in needles) else value
     if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
+        out: dict[str, Any] | None = None
+        for index, (key, item) in enumerate(value.items()):
             name = REDACTED if needles and any(n in key for n in needles) else key
             if key in STATE_KEYS and isinstance(item, str):
-                out[name] = state_digest(item)
+                new: Any = state_digest(item)
             elif key.lower() in SENSITIVE_KEYS and item is not None:
-                out[name] = REDACTED
+                new = REDACTED
             else:
-                out[name] = _walk(item, needles)
-        return out
+                new = _walk(item, needles)
+            if out is None and (new is not item or name is not key):
+                out = dict(itertools.islice(value.items(), index))  # the keys before this one, unchanged
+            if out is not None:
+                out[name] = new
+        return value if out is None else out
     if isinstance(value, list):
-        return [_walk(item, needles) for item in value]
+        items = [_walk(item, needles) for item in value]
+        return value if all(new is old for new, old in zip(items, value, strict=True)) else items
     return value
 
 
@@ -155,12 +169,12 @@ def _is_secret(name: str, known: Collection[str] | None) -> bool:
     return is_secret_name(name)
 
 
-def _mask(answer: Any, known: Collection[str] | None) -> None:
+def _masked(answer: Any, known: Collection[str] | None) -> Any:
+    """``answer`` with its secret fields' values as ``[secret]`` (a new object; ``answer`` itself when none)."""
     content = answer.get("content") if isinstance(answer, dict) else None
-    if isinstance(content, dict):
-        for name in content:
-            if _is_secret(name, known):
-                content[name] = SECRET
+    if not isinstance(content, dict) or not any(_is_secret(name, known) for name in content):
+        return answer
+    return {**answer, "content": {name: SECRET if _is_secret(name, known) else v for name, v in content.items()}}
 
 
 def _secret_values(answer: Any, known: Collection[str] | None) -> list[str]:

@@ -20,6 +20,7 @@ from mcpcli.wire import (
     OFF,
     ON,
     WireError,
+    config_home,
     own_private_dir,
     package_dir,
     peer,
@@ -27,7 +28,6 @@ from mcpcli.wire import (
     send,
     socket_file,
     state_home,
-    user_dir,
     worker_dir,
     worker_file,
 )
@@ -63,12 +63,6 @@ commands one after another is warm from the third on. ``MCPCLI_WORKER_WINDOW=SEC
 first command, as ``--keep-alive`` and ``mcpcli worker start`` do)."""
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH, signal.SIGQUIT)
-
-
-def config_dir() -> str:
-    if home := os.environ.get("MCPCLI_HOME"):
-        return os.path.expanduser(home)
-    return user_dir("config")
 
 
 def subcommand(argv: Sequence[str]) -> str | None:
@@ -118,7 +112,7 @@ def _configured_idle() -> float | None:
 def _section() -> dict[str, object] | None:
     """The ``[worker]`` table of config.toml (empty when there is none); ``None`` when the file does not parse."""
     try:
-        with open(os.path.join(config_dir(), "config.toml"), encoding="utf-8") as file:
+        with open(os.path.join(config_home(), "config.toml"), encoding="utf-8") as file:
             text = file.read()
     except (OSError, UnicodeDecodeError):
         return {}

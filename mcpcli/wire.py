@@ -59,6 +59,15 @@ def state_home(environ: Mapping[str, str] | None = None) -> str:
     return user_dir("state", env)
 
 
+def config_home(environ: Mapping[str, str] | None = None) -> str:
+    """``config.Paths.from_env().config_dir`` as a string, as ``state_home`` (the warm path and ``sessions list``
+    read config.toml before anything heavy is imported)."""
+    env = os.environ if environ is None else environ
+    if home := env.get("MCPCLI_HOME"):
+        return os.path.expanduser(home)
+    return user_dir("config", env)
+
+
 def state_dir(environ: Mapping[str, str] | None = None) -> Path:
     from pathlib import Path
 

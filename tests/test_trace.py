@@ -88,6 +88,20 @@ def test_redaction_hides_state_secret_answers_registered_secrets_and_credential_
     assert json.dumps(message) == original  # the message itself is left as it was sent
 
 
+def test_a_message_with_nothing_to_hide_is_traced_without_being_copied() -> None:
+    """The common case — a tool listing, a result — is read, not rebuilt: the same objects come back, and where
+    one part changes only that part (and the dicts above it) is new."""
+    listing = {"tools": [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(50)]}
+    message = {"jsonrpc": "2.0", "id": 2, "result": listing}
+    assert redact(message, secrets={"not-in-it-at-all"}) is message
+    retry = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x", "requestState": "s"}}
+    retry["params"]["arguments"] = listing
+    shown = redact(retry)
+    assert shown is not retry and shown["params"]["requestState"]["redacted"] == "request_state"
+    assert shown["params"]["arguments"] is listing  # untouched parts are shared, not copied
+    assert retry["params"]["requestState"] == "s"
+
+
 def test_the_answer_to_a_secret_back_channel_question_is_masked() -> None:
     reply = {"jsonrpc": "2.0", "id": 3, "result": {"action": "accept", "content": {"pin": "0000-1111", "name": "x"}}}
     assert redact(reply, reply_secrets={"pin"})["result"]["content"] == {"pin": "[secret]", "name": "x"}

@@ -19,6 +19,7 @@ from mcpcli.cli.options import (
 )
 from mcpcli.errors import ExitCode
 from mcpcli.runtime import Globals, Runtime, guarded
+from mcpcli.terminal.output import lenient_stdout
 
 # --- the app ---------------------------------------------------------------------------------------------------------
 
@@ -132,24 +133,46 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
     raise SystemExit(code if isinstance(code, int) else 0)
 
 
-def _lenient_stdout() -> None:
-    """Text stdout cannot encode (an ASCII or Latin-1 locale, a server's emoji) is written as escapes, as Python
-    writes it on stderr, instead of failing the command after its work is done. (``--json`` escapes it itself.)"""
-    import io
+_WHOLE_TREE = frozenset({"-h", "--help", "--version", "--install-completion", "--show-completion"})
+"""Options that show or act on the whole command tree (help lists every command)."""
 
-    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
-        sys.stdout.reconfigure(errors="backslashreplace")
+
+def command_for(argv: list[str]) -> Any:
+    """The Click command that runs ``argv``: for a plain ``mcpcli [GLOBALS] COMMAND …`` line, the root with that one
+    command only — Typer converts every command's signature when it builds the tree, a cold ``call`` paid that
+    for forty — else the whole tree. The one command parses, helps and fails exactly as in the whole tree."""
+    from mcpcli.warm import subcommand
+
+    name = subcommand(argv)
+    whole = typer.main.get_command
+    if name is None or any(word in _WHOLE_TREE for word in argv):
+        return whole(app)
+    chosen = [c for c in app.registered_commands if _name(c) == name]
+    if len(chosen) != 1:
+        return whole(app)  # a group (sessions, llm…), or no such command: Click says so with the whole tree
+    import copy
+
+    lean = copy.copy(app)
+    lean.registered_commands, lean.registered_groups = chosen, []
+    return whole(lean)
+
+
+def _name(command: Any) -> str | None:
+    """A registered command's name, as Typer gives it (the function's, dashed, unless named)."""
+    if command.name:
+        return str(command.name)
+    return typer.main.get_command_name(command.callback.__name__) if command.callback else None
 
 
 def main() -> None:
     """Console-script entry point."""
-    _lenient_stdout()
+    lenient_stdout()
     try:
         if os.environ.get("_MCPCLI_COMPLETE"):  # the shell asks what TAB offers (Typer's protocol)
             from mcpcli.cli.completion import answer_shell
 
             answer_shell(app)
-        run_command(typer.main.get_command(app), sys.argv[1:])
+        run_command(command_for(sys.argv[1:]), sys.argv[1:])
     except KeyboardInterrupt:  # interrupted outside a command body (e.g. while parsing)
         sys.stderr.write("\nInterrupted.\n")
         sys.exit(int(ExitCode.INTERRUPTED))

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from mcpcli.cli.app import (
+    global_values,
     local_command,
     sessions_app,
 )
@@ -22,7 +23,7 @@ from mcpcli.cli.options import (
     complete_sessions,
     shared,
 )
-from mcpcli.runtime import Runtime
+from mcpcli.runtime import Globals, Runtime
 
 # --- sessions and paths ----------------------------------------------------------------------------------------------
 
@@ -53,10 +54,17 @@ def sessions_list(
     *,
     shared: dict[str, Any],
 ) -> None:
-    """List stored sessions, newest first.
+    """List stored sessions, newest first: one line each (--json: everything).
 
     Example: mcpcli sessions list --waiting
     """
+    from mcpcli.commands.listing import quick_list
+
+    g: Globals = ctx.obj.merged(**global_values(shared))
+    as_json = g.json or bool(shared.get("json"))
+    code = quick_list(g, status, limit, server=server or g.server, waiting=waiting, json_out=as_json)
+    if code is not None:
+        raise typer.Exit(code)
 
     def body(rt: Runtime) -> int:
         from mcpcli.commands.sessions import list_sessions

@@ -28,7 +28,6 @@ from mcpcli.inbox import (
     is_interrupted,
     lease_holder,
     pending_requests,
-    shown_status,
 )
 from mcpcli.store import RoundRecord, SessionRecord, utcnow
 from mcpcli.store.base import STATUSES, Status
@@ -71,24 +70,13 @@ def _task_summary(record: SessionRecord) -> dict[str, Any] | None:
     return {"id": task.get("id"), "status": task.get("status"), "message": task.get("message")}
 
 
-# --- what a session waits for ----------------------------------------------------------------------------------------
-
-
-def _pending_line(key: str, what: Mapping[str, Any]) -> str:
-    message = " ".join(str(what.get("message", "")).split())  # one line per request in a table cell
-    if what["kind"] == "form" and what.get("fields"):
-        return f"{key}: {message} ({', '.join(what['fields'])})"
-    if what["kind"] == "url":
-        return f"{key}: {message} — visit {reveal_invisible(str(what.get('url', '')))}"
-    return f"{key}: {message}"
-
-
 # --- list ------------------------------------------------------------------------------------------------------------
 
 
 def list_sessions(
     rt: Runtime, status: str | None, limit: int, *, server: str | None = None, waiting: bool = False
 ) -> int:
+    """``sessions list`` from the store's records (``commands.listing`` serves the plain case without them)."""
     if waiting:
         if status not in (None, "waiting"):
             raise UsageError(
@@ -101,58 +89,32 @@ def list_sessions(
         if waiting
         else rt.store.list(status=status, server=server, limit=limit)
     )
-    pending = {r.id: pending_requests(rt.store.last_round(r.id)) for r in records} if waiting else {}
+    pending = {r.id: pending_requests(rt.store.last_round(r.id)) for r in records if waiting or r.status == "waiting"}
     gone = gone_drivers(rt.store, records)  # one look at the database's locks for the whole listing
+    docs = [session_json(r, gone) for r in records]
+    if waiting:
+        for doc, record in zip(docs, records, strict=True):
+            doc["pending"] = pending[record.id]
+            doc["lease"] = lease_holder(record)
+    return print_listing(rt, docs, pending, waiting=waiting, limit=limit)
+
+
+def print_listing(
+    rt: Runtime,
+    docs: list[dict[str, Any]],
+    pending: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    *,
+    waiting: bool,
+    limit: int,
+) -> int:
+    """The listing as JSON, or one line per session (``terminal.session_lines``)."""
     if rt.json:
-        docs = [session_json(r, gone) for r in records]
-        if waiting:
-            for doc, record in zip(docs, records, strict=True):
-                doc["pending"] = pending[record.id]
-                doc["lease"] = lease_holder(record)
         rt.out.json(docs)
         return 0
-    if waiting:
-        _inbox_table(rt, records, pending, gone)
-        return 0
-    rows: list[tuple[Any, ...]] = [
-        (r.id, shown_status(r, gone), r.server, r.method, r.name, r.round, _stamp(r.updated)) for r in records
-    ]
-    columns: tuple[str, ...] = ("id", "status", "server", "method", "name", "round", "updated (UTC)")
-    if any(r.task is not None for r in records):  # the task's own status (working, input_required, …)
-        rows = [
-            (*row[:2], str(r.task.get("status")) if r.task else "", *row[2:])
-            for row, r in zip(rows, records, strict=True)
-        ]
-        columns = (*columns[:2], "task", *columns[2:])
-    rt.out.table("Sessions", columns, rows, "No sessions yet. Flows that need input are saved here.")
+    from mcpcli.terminal.session_lines import show
+
+    show(docs, pending, waiting=waiting, limit=limit)
     return 0
-
-
-def _inbox_table(
-    rt: Runtime,
-    records: Sequence[SessionRecord],
-    pending: Mapping[str, Mapping[str, Any]],
-    gone: Collection[str],
-) -> None:
-    rows: list[tuple[Any, ...]] = []
-    held = False
-    for r in records:
-        waits = "\n".join(_pending_line(k, w) for k, w in pending[r.id].items()) or (
-            "(interrupted; resume sends its answered round again)"
-            if is_interrupted(r, gone)
-            else "(answered; resume sends it)"
-        )
-        lease = lease_holder(r)
-        holder = lease["holder"] if lease and lease["active"] and r.id not in gone else ""
-        held = held or bool(holder)
-        rows.append((r.id, r.server, r.name, waits, r.round, _stamp(r.updated), holder))
-    columns = ["id", "server", "name", "waiting for", "round", "updated (UTC)", "held by"]
-    if not held:
-        columns.pop()
-        rows = [row[:-1] for row in rows]
-    rt.out.table("Waiting for input", columns, rows, "Nothing is waiting for input.")
-    if rows:
-        rt.out.note("Pick one up with: mcpcli resume ID")
 
 
 # --- show ------------------------------------------------------------------------------------------------------------

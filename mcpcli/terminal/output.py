@@ -174,6 +174,15 @@ def _count_column() -> Any:
     return Count()
 
 
+def lenient_stdout() -> None:
+    """Text stdout cannot encode (an ASCII or Latin-1 locale, a server's emoji) is written as escapes, as Python
+    writes it on stderr, instead of failing the command after its work is done. (``--json`` escapes it itself.)"""
+    import io
+
+    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
+        sys.stdout.reconfigure(errors="backslashreplace")
+
+
 def write(stream: IO[str], text: str) -> None:
     stream.write(text)
     stream.flush()

@@ -477,7 +477,7 @@ def _reopen_stdio() -> None:
     sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
     sys.stdout = open(  # noqa: SIM115
         1, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1 if os.isatty(1) else -1
-    )  # as the cold path's stdout (``cli.app._lenient_stdout``)
+    )  # as the cold path's stdout (``terminal.output.lenient_stdout``)
     sys.stderr = open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
 
 
