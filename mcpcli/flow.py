@@ -366,28 +366,6 @@ class Flow:
         with contextlib.suppress(McpcliError):  # lost the lease meanwhile, or the store failed: nothing to record
             await self.keeper.update(status="waiting")
 
-    def stop_note(self, what: str) -> str | None:
-        """What a stop (``what``: "Interrupted", "Hung up (SIGHUP)"…) left of this flow, truly, for every front end
-        and signal handler: its session saved (and whether its answered round may have reached the server), or the
-        stored session it was resuming left as it was; ``None`` when it has no session at all (then nothing was
-        saved)."""
-        session = self.keeper.session
-        if session is not None and self.keeper.saved:
-            if session.status == "done":
-                return f"{what} after the flow finished; its result is saved (mcpcli resume {session.id} shows it)."
-            if self.in_doubt:
-                return (
-                    f"{what}; session {session.id} saved. Its answered round may already have reached the server;"
-                    f" mcpcli resume {session.id} sends it again."
-                )
-            return f"{what}; session {session.id} saved. Resume it with: mcpcli resume {session.id}"
-        if self.keeper.adopting is not None:  # stopped before its claim: the stored session is as it was
-            return (
-                f"{what} before anything was sent; session {self.keeper.adopting} is as it was."
-                f" Resume it with: mcpcli resume {self.keeper.adopting}"
-            )
-        return None
-
     @property
     def in_doubt(self) -> bool:
         """Whether the run stopped after answers were committed and sent, before their result arrived."""

@@ -26,7 +26,7 @@ from typing import Any
 
 from mcpcli.inbox import describe_request, driver_gone, holder_of
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The store schema this reads (``store.sql.SCHEMA_VERSION``; a test checks they agree): any other → ``None``."""
 
 STATUSES = ("waiting", "running", "done", "failed", "expired")

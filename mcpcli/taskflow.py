@@ -82,7 +82,7 @@ async def start(flow: Flow, created: CreateTaskResult) -> Outcome:
     try:
         return await _drive(flow, state)
     except TaskGone as gone:  # lost under this very run: kept waiting, so that a resume starts the call over
-        message = f"{gone.said(state)} mcpcli resume starts the call over, replaying your answers."
+        message = f"{gone.said(state)} A resume starts the call over, replaying your answers."
         await flow.keeper.update(status="waiting", error=message, task=state.dump())
         raise TaskEnded(message, title="Task not found", next_step=flow._next_step()) from None
 

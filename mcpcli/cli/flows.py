@@ -26,6 +26,7 @@ from mcpcli.cli.options import (
     shared,
 )
 from mcpcli.runtime import AnswerOptions, Globals, Runtime, StopSignals, run_async, until_stopped
+from mcpcli.terminal.hints import stop_note
 
 if TYPE_CHECKING:
     from mcpcli.commands.jobs import CallJob, ResumeJob
@@ -133,7 +134,7 @@ def _flow_command(
 
                 saved = next((f.session.id for f in flows if f.session and f.keeper.saved), None)
                 said = stops.what()
-                note = next((n for f in flows if (n := f.stop_note(said)) is not None), None)
+                note = next((n for f in flows if (n := stop_note(f, said)) is not None), None)
                 stop = Interrupted(note or f"{said}.")
                 saved = saved or next((f.keeper.adopting for f in flows if f.keeper.adopting), None)
                 stop.exit_code = stops.exit_code()  # type: ignore[assignment]

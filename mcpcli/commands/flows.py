@@ -41,6 +41,7 @@ from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Out
 from mcpcli.keeper import Finished, Keeper
 from mcpcli.runtime import lone
 from mcpcli.tasks import task_support
+from mcpcli.terminal.hints import stop_note
 from mcpcli.terminal.output import describe_pending, pending_document
 
 log = logging.getLogger(__name__)
@@ -693,7 +694,7 @@ def interrupted(rt: Runtime, flows: list[Flow], what: str = "Interrupted") -> No
     for flow in flows:
         flow.keeper.give_back()  # normally given back already; not when a second signal cut the cleanup short
     for flow in flows:
-        if (note := flow.stop_note(what)) is not None:
+        if (note := stop_note(flow, what)) is not None:
             say(f"\n{note}")
             return
     say(f"\n{what}; nothing was saved (the server had asked for nothing yet).")

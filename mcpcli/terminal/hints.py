@@ -6,9 +6,12 @@ the CLI's error line, the app's error and waiting views, and a ``--json`` error 
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from mcpcli.errors import McpcliError, NextStep
+
+if TYPE_CHECKING:
+    from mcpcli.flow import Flow
 
 E = TypeVar("E", bound=McpcliError)
 
@@ -40,3 +43,25 @@ def worded(exc: E) -> E:
     if exc.hint is None and exc.next_step is not None:
         exc.hint = hint_for(exc.next_step)
     return exc
+
+
+def stop_note(flow: Flow, what: str) -> str | None:
+    """What a stop (``what``: "Interrupted", "Hung up (SIGHUP)"…) left of ``flow``, truly, for every front end and
+    signal handler: its session saved (and whether its answered round may have reached the server), or the stored
+    session it was resuming left as it was; ``None`` when it has no session at all (then nothing was saved)."""
+    session = flow.keeper.session
+    if session is not None and flow.keeper.saved:
+        if session.status == "done":
+            return f"{what} after the flow finished; its result is saved (mcpcli resume {session.id} shows it)."
+        if flow.in_doubt:
+            return (
+                f"{what}; session {session.id} saved. Its answered round may already have reached the server;"
+                f" mcpcli resume {session.id} sends it again."
+            )
+        return f"{what}; session {session.id} saved. Resume it with: mcpcli resume {session.id}"
+    if flow.keeper.adopting is not None:  # stopped before its claim: the stored session is as it was
+        return (
+            f"{what} before anything was sent; session {flow.keeper.adopting} is as it was."
+            f" Resume it with: mcpcli resume {flow.keeper.adopting}"
+        )
+    return None
