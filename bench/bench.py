@@ -233,14 +233,14 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
     from mcp import Client
     from rich.console import Console
 
-    from mcpcli.answers import Presets
-    from mcpcli.config import Paths, Target
-    from mcpcli.connection import connect
-    from mcpcli.flow import Call, Flow
-    from mcpcli.keeper import Keeper
-    from mcpcli.store import open_store
+    from mcpcli.engine.answers import Presets
+    from mcpcli.engine.flow import Call, Flow
+    from mcpcli.net.connection import connect
+    from mcpcli.settings.config import Paths, Target
+    from mcpcli.state.keeper import Keeper
+    from mcpcli.state.store import open_store
+    from mcpcli.state.trace import Tracer
     from mcpcli.terminal.output import Output
-    from mcpcli.trace import Tracer
 
     paths = Paths.from_env()
     store = open_store(None, paths.store_file)  # the default store: SQLite, WAL, synchronous=FULL
@@ -309,7 +309,7 @@ def durable_write_ms(store: Any) -> float:
     """Median ms of one round's durable write: the round, its answers and the lease check, one transaction."""
     from datetime import timedelta
 
-    from mcpcli.store import Lease, SessionRecord, new_lease_owner, utcnow
+    from mcpcli.state.store import Lease, SessionRecord, new_lease_owner, utcnow
 
     session = SessionRecord(
         server="bench", method="tools/call", name="provision", arguments={}, status="running", protocol_version=None
@@ -336,7 +336,7 @@ def durable_write_ms(store: Any) -> float:
 
 
 def store_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
-    from mcpcli.store import SessionRecord, open_store
+    from mcpcli.state.store import SessionRecord, open_store
 
     sqlite = open_store(None, tmp / "home" / "sessions.db")
     try:
@@ -601,12 +601,12 @@ def task_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
 async def _task_figures(url: str, runs: int) -> None:
     from rich.console import Console
 
-    from mcpcli.config import Paths, Target
-    from mcpcli.connection import connect
-    from mcpcli.flow import Call, Flow
-    from mcpcli.keeper import Keeper
-    from mcpcli.store import open_store
-    from mcpcli.tasks import get_task
+    from mcpcli.engine.flow import Call, Flow
+    from mcpcli.net.connection import connect
+    from mcpcli.net.tasks import get_task
+    from mcpcli.settings.config import Paths, Target
+    from mcpcli.state.keeper import Keeper
+    from mcpcli.state.store import open_store
     from mcpcli.terminal.output import Output
 
     paths = Paths.from_env()
@@ -652,8 +652,8 @@ def _task_write_ms(store: Any) -> float:
     """Median ms of the write a changed poll makes: the task's JSON, under the lease, one transaction."""
     from datetime import timedelta
 
-    from mcpcli.store import Lease, SessionRecord, new_lease_owner, utcnow
-    from mcpcli.store.base import lease_columns
+    from mcpcli.state.store import Lease, SessionRecord, new_lease_owner, utcnow
+    from mcpcli.state.store.base import lease_columns
 
     session = SessionRecord(
         server="bench", method="tools/call", name="slow_ok", arguments={}, status="running", protocol_version=None

@@ -32,7 +32,7 @@ from mcpcli.runtime import AnswerOptions, Globals, Runtime, lone, run_async
 
 if TYPE_CHECKING:
     from mcpcli.commands.jobs import CallJob, ResumeJob
-    from mcpcli.flow import Flow, Method
+    from mcpcli.engine.flow import Flow, Method
 
 
 # --- discovery -------------------------------------------------------------------------------------------------------

@@ -20,9 +20,6 @@ from typing import TYPE_CHECKING, Any, cast
 from mcp import Client
 from pydantic import ValidationError
 
-from mcpcli import trust
-from mcpcli.answers import Presets, Roots, answers_template
-from mcpcli.arguments import build_arguments, usable_schema
 from mcpcli.commands.discovery import (
     Keep,
     all_pages,
@@ -33,24 +30,27 @@ from mcpcli.commands.discovery import (
     keep_listing,
     server_logs,
 )
-from mcpcli.config import connection_settings
-from mcpcli.connection import Protocol, connect, transport_failure
 from mcpcli.display import sanitize
+from mcpcli.engine.answers import Presets, Roots, answers_template
+from mcpcli.engine.arguments import build_arguments, usable_schema
+from mcpcli.engine.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, is_legacy
 from mcpcli.errors import ExitCode, InvalidAnswer, McpcliError, NextStep, ServerError, UsageError, UserStopped
-from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, is_legacy
-from mcpcli.keeper import Finished, Keeper
+from mcpcli.net.connection import Protocol, connect, transport_failure
+from mcpcli.net.tasks import task_support
 from mcpcli.runtime import lone
-from mcpcli.tasks import task_support
+from mcpcli.settings import trust
+from mcpcli.settings.config import connection_settings
+from mcpcli.state.keeper import Finished, Keeper
 from mcpcli.terminal.output import describe_pending, pending_document
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from mcpcli.config import Target
-    from mcpcli.flow import Reporter
+    from mcpcli.engine.flow import Reporter
+    from mcpcli.engine.sampling import Policy
     from mcpcli.runtime import AnswerOptions, Runtime
-    from mcpcli.sampling import Policy
-    from mcpcli.store import SessionRecord
+    from mcpcli.settings.config import Target
+    from mcpcli.state.store import SessionRecord
     from mcpcli.terminal.inline import Terminal
 
 
@@ -129,8 +129,8 @@ def build_flow(
     roots, the person at the terminal, the sampler, the app's user — its reporter, limits, sign-in and trace tap.
     It joins ``flows`` (the list the interrupt handlers read). ``presets``: already built (``batch``: the command
     line's merged with a line's own answers); else parsed from ``opts``."""
-    from mcpcli.store import SqliteStore
-    from mcpcli.vault import load_store_key
+    from mcpcli.state.store import SqliteStore
+    from mcpcli.state.vault import load_store_key
 
     # Every flow records its trace in its session (bounded); --trace and -v read the same tap.
     tracer = rt.tracer(record=True, summaries=seat.summaries)
@@ -176,7 +176,7 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, appr
     if not settings.providers:
         return None
     from mcpcli import llm
-    from mcpcli.sampling import POLICIES, Budget, Sampler, usage_of
+    from mcpcli.engine.sampling import POLICIES, Budget, Sampler, usage_of
 
     policy = opts.approve_sampling or settings.sampling.policy_for(server)
     if policy not in POLICIES:
@@ -250,7 +250,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
     connection is closed — a transport that dies under the loop surfaces only then (from the connection's task
     group), and its failure is recorded under the lease like any other.
     """
-    from mcpcli.connection import back_channel_failure, required_urls, wants_back_channel
+    from mcpcli.net.connection import back_channel_failure, required_urls, wants_back_channel
 
     printed: list[int] = []
     try:
@@ -484,7 +484,7 @@ async def _tool_arguments(
             f"The server's tool listing could not be read ({first_problem(exc)}); sending --arg values as strings, "
             "unchecked (typed values: --args JSON)."
         )
-        from mcpcli.connection import unlisted
+        from mcpcli.net.connection import unlisted
 
         unlisted(client, tool)
         keys = [pair.partition("=")[0] for pair in pairs]
@@ -562,7 +562,7 @@ async def run_resume(
 
     async def run(client: Client) -> Outcome:
         if cancel:
-            from mcpcli import taskflow
+            from mcpcli.engine import taskflow
 
             return await taskflow.cancel(flow)
         return await flow.resume()
@@ -595,8 +595,8 @@ def resume_target(
 ) -> tuple[Target, Protocol | None]:
     """The server a resume connects to, and how: ``-s`` when given, else the session's own, reconnected the way
     the flow was; a command line that came from the session (not from the user) runs only once trusted."""
-    from mcpcli.config import parse_headers, resolve_target
-    from mcpcli.servers import ServerTable
+    from mcpcli.settings.config import parse_headers, resolve_target
+    from mcpcli.settings.servers import ServerTable
 
     given = rt.g.server
     servers = ServerTable(rt.paths, rt.settings)

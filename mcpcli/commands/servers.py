@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.config import ServerEntry, parse_headers
 from mcpcli.errors import ConfigError, UsageError
-from mcpcli.servers import (
+from mcpcli.settings.config import ServerEntry, parse_headers
+from mcpcli.settings.servers import (
     APPS,
     SOURCE_LABELS,
     Found,

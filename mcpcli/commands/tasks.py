@@ -1,5 +1,5 @@
 """Command bodies for tasks: how a task left running or cancelled is shown, which sessions can be cancelled, and
-Ctrl-C's "detach or cancel?" — the task itself is driven by the core (``mcpcli.taskflow``)."""
+Ctrl-C's "detach or cancel?" — the task itself is driven by the core (``mcpcli.engine.taskflow``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from mcpcli.flow import Flow, Outcome
+    from mcpcli.engine.flow import Flow, Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
-    from mcpcli.store import SessionRecord
+    from mcpcli.state.store import SessionRecord
 
 
 def check_cancellable(record: SessionRecord) -> None:

@@ -19,10 +19,10 @@ from typing import Any, Literal
 import mcp_types as t
 
 from mcpcli import forms
-from mcpcli.arguments import read_input
 from mcpcli.display import is_web_link, some_of
+from mcpcli.engine.arguments import read_input
+from mcpcli.engine.flow import Question
 from mcpcli.errors import InvalidAnswer, UsageError
-from mcpcli.flow import Question
 
 Action = Literal["accept", "decline", "cancel"]
 

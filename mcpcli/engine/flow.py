@@ -26,16 +26,16 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
-from mcpcli.connection import roots_asked_again
 from mcpcli.display import some_of
 from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, UsageError, invalid_shape, rpc_error
-from mcpcli.keeper import Keeper
-from mcpcli.tasks import CreateTaskResult, TaskControl
+from mcpcli.net.connection import roots_asked_again
+from mcpcli.net.tasks import CreateTaskResult, TaskControl
+from mcpcli.state.keeper import Keeper
 
 if TYPE_CHECKING:
     from mcpcli.auth import Credentials
-    from mcpcli.store import RoundRecord, SessionRecord
-    from mcpcli.trace import Tracer
+    from mcpcli.state.store import RoundRecord, SessionRecord
+    from mcpcli.state.trace import Tracer
 
 Method = Literal["tools/call", "prompts/get", "resources/read"]
 
@@ -304,7 +304,7 @@ class Flow:
         self.call = Call(session.method, session.name, session.arguments)
         self._arm_deadline()
         if session.task is not None:
-            from mcpcli import taskflow
+            from mcpcli.engine import taskflow
 
             return await taskflow.resume(self)
         found = await self.keeper.last_round()
@@ -404,7 +404,7 @@ class Flow:
             self._in_flight = False
             self.keeper.fault("after_send")
             if isinstance(result, CreateTaskResult):
-                from mcpcli import taskflow
+                from mcpcli.engine import taskflow
 
                 return await taskflow.start(self, result)
             if not isinstance(result, t.InputRequiredResult):
@@ -449,7 +449,7 @@ class Flow:
         try:
             with anyio.fail_after(None if math.isinf(remaining) else remaining):
                 if call.method == "tools/call" and self.as_task and responses is None and state is None:
-                    from mcpcli.tasks import call_as_task
+                    from mcpcli.net.tasks import call_as_task
 
                     return await call_as_task(self.client, call.name, call.arguments, self._on_progress)
                 if call.method == "tools/call":
@@ -647,7 +647,10 @@ class Flow:
     def _session_record(self) -> SessionRecord:
         """The flow's session, built (not yet saved) at the first input request."""
         if self.keeper.session is None:
-            from mcpcli.store import SessionRecord, new_session_id  # deferred: a call with no questions needs no store
+            from mcpcli.state.store import (
+                SessionRecord,
+                new_session_id,
+            )  # deferred: a call with no questions needs no store
 
             assert self.call is not None
             now = datetime.now(UTC)

@@ -20,8 +20,8 @@ from typing import Any, Literal, Protocol
 
 import mcp_types as t
 
+from mcpcli.engine.flow import PRIVATE_META, Question
 from mcpcli.errors import ExitCode, McpcliError, UserStopped
-from mcpcli.flow import PRIVATE_META, Question
 
 Policy = Literal["ask", "session", "always", "never"]
 POLICIES: tuple[str, ...] = ("ask", "session", "always", "never")

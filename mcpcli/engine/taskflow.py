@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
 
 from mcpcli.errors import ExitCode, McpcliError, NextStep, rpc_error
-from mcpcli.tasks import (
+from mcpcli.net.tasks import (
     LEGACY,
     TERMINAL,
     CreateTaskResult,
@@ -35,7 +35,7 @@ from mcpcli.tasks import (
 )
 
 if TYPE_CHECKING:
-    from mcpcli.flow import Flow, Outcome
+    from mcpcli.engine.flow import Flow, Outcome
 
 
 class TaskEnded(McpcliError):
@@ -51,7 +51,7 @@ def _now() -> str:
 
 async def start(flow: Flow, created: CreateTaskResult) -> Outcome:
     """The call became a task: save it before anything else is sent, then drive it (or leave it, ``--detach``)."""
-    from mcpcli.flow import Outcome
+    from mcpcli.engine.flow import Outcome
 
     state = TaskState.created(created, _now())
     flow._session_record()
@@ -120,7 +120,7 @@ async def _drive(flow: Flow, state: TaskState, *, first: bool = False) -> Outcom
             answered_rounds += 1
             if answered_rounds > flow.limits.max_rounds:
                 await flow.keeper.save_task(state.dump(), status="waiting")
-                from mcpcli.flow import LimitReached
+                from mcpcli.engine.flow import LimitReached
 
                 raise LimitReached(
                     f"The task still asks for input after {flow.limits.max_rounds} rounds; stopped.",
@@ -146,7 +146,7 @@ async def _wait(flow: Flow, seconds: float) -> None:
 
 async def _asked(flow: Flow, state: TaskState) -> Outcome | None:
     """Detach or cancel, when a front end asked for it (the app's keys); None to go on polling."""
-    from mcpcli.flow import Outcome
+    from mcpcli.engine.flow import Outcome
 
     want = flow.task_control.want
     if want == "cancel":
@@ -176,14 +176,14 @@ async def _poll(flow: Flow, state: TaskState) -> DetailedTask:
     except McpcliError:
         raise
     except Exception as exc:  # boundary: transports fail in many shapes
-        from mcpcli.flow import _innermost
+        from mcpcli.engine.flow import _innermost
 
         raise await flow._fail(f"The connection to the server failed: {_innermost(exc)}") from exc
 
 
 async def _deliver(flow: Flow, state: TaskState, outstanding: dict[str, dict[str, Any]]) -> None:
     """Answer the task's open requests (committed first), send them with ``tasks/update``, remember the ack."""
-    from mcpcli.flow import for_server
+    from mcpcli.engine.flow import for_server
 
     found = await flow.keeper.last_round()
     last = found[0] if found else None
@@ -211,7 +211,7 @@ async def _result_2025(flow: Flow, state: TaskState) -> Outcome:
     """2025-11-25, once the task ended or waits for input: ``tasks/result`` blocks until its end while the server
     asks over the back-channel (answered by the flow's callbacks, each question recorded as a round); such a
     question cannot wait for a later resume."""
-    from mcpcli.flow import NeedInput
+    from mcpcli.engine.flow import NeedInput
 
     assert flow.client is not None
     await flow.keeper.save_task(state.dump())
@@ -298,8 +298,8 @@ def _say(flow: Flow, state: TaskState) -> None:
 async def cancel(flow: Flow) -> Outcome:
     """``resume --cancel-task``: ask the server to cancel the session's task (cooperative: it may still finish), and
     end the session — nothing of the task is polled or answered after that."""
-    from mcpcli.flow import Outcome
-    from mcpcli.tasks import cancel_task
+    from mcpcli.engine.flow import Outcome
+    from mcpcli.net.tasks import cancel_task
 
     session = flow.session
     assert session is not None and session.task is not None and flow.client is not None

@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 from mcp.shared.message import SessionMessage
 
-from mcpcli.config import Target
 from mcpcli.errors import ServerError
+from mcpcli.settings.config import Target
 
 SOCKET_ENV = "MCPCLI_WORKER_SOCKET"
 """Set by the worker in each command's environment: where to attach to kept-alive servers."""
@@ -65,7 +65,7 @@ async def attached(
 
     ``asks_roots`` is told when the server already asked an earlier command for its roots: it holds that
     command's, not this one's (the caller says they changed)."""
-    from mcpcli.transports import _parse, write_lines
+    from mcpcli.net.transports import _parse, write_lines
 
     stream = await anyio.connect_unix(path)
     # The directory the command runs in, as the kernel has it: $PWD is the shell's, stale under a program that

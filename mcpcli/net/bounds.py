@@ -1,7 +1,7 @@
 """The bounds every connection runs under (DESIGN.md §Bounds), and the one line that says which was reached.
 
 ``Bounds`` is read once per command from ``[limits]`` in ``config.toml`` with environment overrides; the
-transports (``mcpcli.transports``) enforce it and, when one trips, record it on a ``Tripwire``. A limit that
+transports (``mcpcli.net.transports``) enforce it and, when one trips, record it on a ``Tripwire``. A limit that
 trips fails the request it hit the way a broken connection would (the SDK then raises its own error), and
 ``connection.connect`` swaps that error for the tripwire's line, which names the size or the wait and the
 setting that changes it. Pure: no ``mcp`` import.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from mcpcli.errors import ConfigError, ServerError
 
 if TYPE_CHECKING:
-    from mcpcli.config import Settings
+    from mcpcli.settings.config import Settings
 
 MIB = 1024 * 1024
 
@@ -112,14 +112,3 @@ class Tripwire:
     def _trip(self, message: str, *, hint: str) -> None:
         if self.error is None:  # the first bound reached is the one to tell
             self.error = ServerError(message, title="Limit reached", hint=hint)
-
-
-TERMINAL_TEXT_MAX = 4000
-"""Characters of one server text (a result, an error message) shown on a terminal before it is cut."""
-
-
-def clip(text: str, how_to_see_all: str, limit: int = TERMINAL_TEXT_MAX) -> str:
-    """``text``, or its first ``limit`` characters and a line saying how much was cut and how to see it all."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}…\n[cut: {limit:,} of {len(text):,} characters shown; {how_to_see_all}]"

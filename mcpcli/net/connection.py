@@ -32,15 +32,15 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpcli import __version__
 from mcpcli.auth import Credentials
-from mcpcli.bounds import Bounds, Tripwire
-from mcpcli.config import Paths, Target, private_dir
 from mcpcli.errors import McpcliError, ServerError, UsageError
-from mcpcli.handshakes import remember, remembered
-from mcpcli.tasks import CREATED_TASK_META, TasksExtension
-from mcpcli.trace import Tracer, traced
+from mcpcli.net.bounds import Bounds, Tripwire
+from mcpcli.net.handshakes import remember, remembered
+from mcpcli.net.tasks import CREATED_TASK_META, TasksExtension
+from mcpcli.settings.config import Paths, Target, private_dir
+from mcpcli.state.trace import Tracer, traced
 
 if TYPE_CHECKING:
-    from mcpcli.transports import Guard
+    from mcpcli.net.transports import Guard
 
 Protocol = Literal["auto", "legacy", "2026-07-28"]
 BackChannel = Callable[[t.InputRequest], Awaitable[t.InputResponse | t.ErrorData]]
@@ -178,7 +178,7 @@ async def connect(
     """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
 
     ``protocol`` is ``--protocol`` (None: not given — the target's own ``protocol`` setting, else ``auto``, which
-    starts with the handshake a server spoke last time: ``mcpcli.handshakes``).
+    starts with the handshake a server spoke last time: ``mcpcli.net.handshakes``).
 
     Every connection declares the same client capabilities — elicitation (form and URL), roots and sampling
     (with tool use when ``sampling_tools``: the user's provider has a ``tools`` model) — whatever the command:
@@ -362,7 +362,7 @@ def _server_for(
     trip: Tripwire,
     asks_roots: Callable[[], None],
 ) -> tuple[Any, _ServerLog | None, Guard | None]:
-    from mcpcli.transports import Guard
+    from mcpcli.net.transports import Guard
 
     if target.kind == "demo":
         from mcpcli.demo import DamagedKey, build_server, load_or_create_key
@@ -379,7 +379,7 @@ def _server_for(
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        from mcpcli.transports import http_transport
+        from mcpcli.net.transports import http_transport
 
         assert target.url is not None
         headers, auth = credentials.prepare(target, paths)
@@ -396,11 +396,11 @@ def _server_for(
             streamable_http_client(target.url, http_client=http, max_sse_event_size=bounds.max_message_bytes), trip
         )
         return guard, None, guard
-    from mcpcli.transports import stdio
+    from mcpcli.net.transports import stdio
 
     assert target.command is not None
     if target.keep_alive:
-        from mcpcli.attach import attached, worker_socket
+        from mcpcli.net.attach import attached, worker_socket
 
         if (where := worker_socket()) is not None:
             kept = attached(where, target, max_message_bytes=bounds.max_message_bytes, note=_say, asks_roots=asks_roots)
@@ -427,7 +427,7 @@ def _start_failure(target: Target, log: _ServerLog | None, why: str) -> ServerEr
     where = f"server {target.label!r}"
     hint = "Check the target with: mcpcli info -s TARGET"
     if target.kind == "http" and target.url is not None:
-        from mcpcli.proxies import used_for
+        from mcpcli.net.proxies import used_for
 
         if proxy := used_for(target.url, os.environ):
             where = f"{where} through the proxy {proxy}"

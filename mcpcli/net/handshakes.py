@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from mcpcli.config import Paths, Target
+    from mcpcli.settings.config import Paths, Target
 
 MAX_ENTRIES = 200
 """The oldest entries go past this many servers."""
@@ -40,7 +40,7 @@ def _read(paths: Paths) -> dict[str, Any]:
 
 def remembered(paths: Paths, target: Target) -> str | None:
     """``"legacy"`` when ``target`` spoke the pre-2026 handshake last time, else None."""
-    from mcpcli.listcache import identity
+    from mcpcli.net.listcache import identity
 
     entry = _read(paths).get(identity(target))
     return "legacy" if isinstance(entry, dict) and entry.get("mode") == "legacy" else None
@@ -48,8 +48,8 @@ def remembered(paths: Paths, target: Target) -> str | None:
 
 def remember(paths: Paths, target: Target, legacy: bool) -> None:
     """Record what ``auto`` found (only a change is written); never fails the caller."""
-    from mcpcli.config import write_private
-    from mcpcli.listcache import identity
+    from mcpcli.net.listcache import identity
+    from mcpcli.settings.config import write_private
 
     key = identity(target)
     doc = _read(paths)

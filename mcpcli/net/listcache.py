@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import subprocess
 
-    from mcpcli.config import Paths, Target
+    from mcpcli.settings.config import Paths, Target
 
 Kind = Literal["tools", "prompts"]
 
@@ -132,7 +132,7 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
     """Replace ``path`` atomically with a 0600 file in 0700 directories."""
     import json
 
-    from mcpcli.config import write_private
+    from mcpcli.settings.config import write_private
 
     write_private(path, json.dumps(doc), durable=False)  # a cache: losing it to a crash costs one listing
 
@@ -142,7 +142,7 @@ def start_refresh(path: Path, given: str | None) -> subprocess.Popen[bytes] | No
     one started less than ``REFRESH_INTERVAL`` seconds ago."""
     import subprocess
 
-    from mcpcli.config import private_dir
+    from mcpcli.settings.config import private_dir
 
     marker = path.with_suffix(".refresh")
     with contextlib.suppress(FileNotFoundError):

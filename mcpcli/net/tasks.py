@@ -22,7 +22,7 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from mcpcli.store.base import task_problem
+from mcpcli.state.store.base import task_problem
 
 if TYPE_CHECKING:
     from mcp import Client

@@ -12,8 +12,8 @@
 - ``http_transport``: the httpx2 transport for streamable HTTP, whose POST responses are read under
   ``idle_timeout`` (SSE comments — keep-alives — do not count as activity; a message does) and
   ``max_message_bytes`` (a JSON body in all, each SSE event on its own); under the bounds, the connections are
-  the worker's HTTP relay's when a command runs in the worker (``mcpcli.relayed``) and the server is not on this
-  machine (``relay_for``), else its own — through the environment's proxy, if any (``mcpcli.proxies``).
+  the worker's HTTP relay's when a command runs in the worker (``mcpcli.net.relayed``) and the server is not on this
+  machine (``relay_for``), else its own — through the environment's proxy, if any (``mcpcli.net.proxies``).
 
 Each bound that trips is recorded on the connection's ``Tripwire``; ``connection.connect`` says it.
 """
@@ -42,9 +42,9 @@ import mcp_types as types
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 
-from mcpcli import proxies
-from mcpcli.bounds import Tripwire
 from mcpcli.errors import UNREADABLE_RESPONSE
+from mcpcli.net import proxies
+from mcpcli.net.bounds import Tripwire
 
 logger = logging.getLogger(__name__)
 
@@ -286,10 +286,10 @@ class LimitExceeded(httpx2.StreamError):
 
 def http_transport(trip: Tripwire, url: str) -> httpx2.AsyncBaseTransport:
     """The transport for streamable HTTP to ``url``, with every POST response's body read under the bounds:
-    through the worker's HTTP relay, whose connections outlive the command (``mcpcli.relayed``), when
+    through the worker's HTTP relay, whose connections outlive the command (``mcpcli.net.relayed``), when
     ``relay_for`` says so; otherwise — and whenever the relay cannot take a request — direct."""
     if relay := relay_for(url):
-        from mcpcli.relayed import RelayTransport
+        from mcpcli.net.relayed import RelayTransport
 
         settings = connection_settings()
         proxies.check(settings)  # a proxy setting that cannot be used is said now, not in the relay's log
@@ -336,7 +336,7 @@ machine through it too; anything else — remote servers through it."""
 
 def connection_settings(environ: Mapping[str, str] | None = None) -> dict[str, str | None]:
     """What a direct transport's connections depend on in the environment: the CA bundle or directory that
-    verifies servers, and the proxies (``mcpcli.proxies``). The relay keeps one pool per distinct value (its own
+    verifies servers, and the proxies (``mcpcli.net.proxies``). The relay keeps one pool per distinct value (its own
     environment is not the caller's)."""
     env = os.environ if environ is None else environ
     # Absolute: a relative path names a file in the caller's directory, and the relay runs in another.

@@ -458,7 +458,8 @@ class Target:
     config, ``--keep-alive`` on the command line)."""
     source: Literal["url", "name", "demo", "command"] = "command"
     """Where the target came from: a URL, a named server of the user's config files, the demo, or a command line
-    taken as given (a command line that came from a stored session runs only once trusted: ``mcpcli.trust``)."""
+    taken as given (a command line that came from a stored session runs only once trusted:
+    ``mcpcli.settings.trust``)."""
     protocol: ProtocolChoice | None = None
     """The config entry's ``protocol`` (``--protocol`` wins over it); None: not set."""
 
@@ -544,7 +545,7 @@ def resolve_target(
 ) -> tuple[Target, str | None]:
     """Pick the server: ``-s`` > ``MCPCLI_SERVER`` > config ``default_server`` > the demo.
 
-    A name is looked up in ``servers`` — the merged table of ``mcpcli.servers.ServerTable`` (config.toml,
+    A name is looked up in ``servers`` — the merged table of ``mcpcli.settings.servers.ServerTable`` (config.toml,
     servers.json, ./.mcp.json), read only when a name is looked up — or, without it, in the config's own
     ``mcpServers``. Its ``${env:NAME}`` references are expanded from ``environ`` here, at connect time.
 

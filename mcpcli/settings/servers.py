@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from mcpcli.config import Paths, ServerEntry, Settings, write_private
 from mcpcli.errors import ConfigError
+from mcpcli.settings.config import Paths, ServerEntry, Settings, write_private
 
 Source = Literal["config", "servers.json", "project"]
 SOURCES: tuple[Source, ...] = ("config", "servers.json", "project")

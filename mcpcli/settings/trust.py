@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mcpcli.config import Paths, Target
+    from mcpcli.settings.config import Paths, Target
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def remember(paths: Paths, target: Target) -> None:
         return
     entries[key] = datetime.now(UTC).isoformat(timespec="seconds")
     kept = dict(sorted(entries.items(), key=lambda item: item[1])[-MAX_ENTRIES:])
-    from mcpcli.config import write_private
+    from mcpcli.settings.config import write_private
 
     try:
         write_private(paths.config_dir / FILE_NAME, json.dumps({"commands": kept}, indent=0), durable=False)

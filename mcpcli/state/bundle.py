@@ -25,8 +25,8 @@ sessions simply have none).
 The checksum protects against damage (a truncated or garbled file), not against tampering: anyone who
 edits a bundle can recompute it. So nothing in a bundle is trusted to run: a session whose server is a
 command line runs it only after the user confirms the exact command at a terminal, or with
-``resume --trust-server`` (``mcpcli.trust``). A session's trace never travels: it describes this machine's runs, and the
-other machine records its own.
+``resume --trust-server`` (``mcpcli.settings.trust``). A session's trace never travels: it describes this machine's
+runs, and the other machine records its own.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from mcpcli.errors import UsageError
-from mcpcli.inbox import LEASE_FIELDS
-from mcpcli.store import RoundRecord, SessionRecord, utcnow
-from mcpcli.store.base import task_problem
+from mcpcli.state.inbox import LEASE_FIELDS
+from mcpcli.state.store import RoundRecord, SessionRecord, utcnow
+from mcpcli.state.store.base import task_problem
 
 FORMAT = "mcpcli-session-bundle"
 VERSION = 3
@@ -115,7 +115,7 @@ def _round_json(record: RoundRecord, *, with_answer_times: bool) -> dict[str, An
 def answers_to_export(rounds: Sequence[RoundRecord], store_key: bytes | None) -> dict[str, Any]:
     """``{"<round index>": answers}`` as sent: sealed secrets opened; ones that cannot be opened here are marked
     omitted (the other machine asks for them again)."""
-    from mcpcli.vault import OMITTED, is_marker, open_answers
+    from mcpcli.state.vault import OMITTED, is_marker, open_answers
 
     def unmarked(answer: Any) -> Any:
         content = answer.get("content") if isinstance(answer, Mapping) else None
@@ -135,7 +135,7 @@ def seal_for_store(
     session_id: str, rounds: Sequence[RoundRecord], answers: Mapping[str, Any], store_key: bytes | None
 ) -> list[RoundRecord]:
     """The rounds with their imported answers, secret fields sealed with this machine's key (as the flow does)."""
-    from mcpcli.vault import seal_answers, secret_fields
+    from mcpcli.state.vault import seal_answers, secret_fields
 
     sealed_rounds = []
     for r in rounds:
@@ -237,7 +237,7 @@ def _check_box(box: Any) -> None:
 
 def open_box(box: Mapping[str, Any], passphrase: str, bundle: Bundle) -> dict[str, Any]:
     """The answers inside ``box``: ``{"<round index>": answers}``, checked against the bundle's rounds."""
-    from mcpcli.vault import decrypt_with_passphrase
+    from mcpcli.state.vault import decrypt_with_passphrase
 
     plain = decrypt_with_passphrase(box, passphrase, bundle.session.id.encode())
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcpcli.store import RoundRecord, SessionRecord, utcnow
+from mcpcli.state.store import RoundRecord, SessionRecord, utcnow
 
 LEASE_FIELDS = frozenset({"version", *(name for name in SessionRecord.model_fields if name.startswith("lease_"))})
 """Who drives a session, and the claim counter: this store's bookkeeping, never exported, shown as "held by"."""
@@ -26,7 +26,7 @@ def is_interrupted(record: SessionRecord) -> bool:
         return True
     import socket
 
-    from mcpcli.keeper import _alive
+    from mcpcli.state.keeper import _alive
 
     return record.lease_host == socket.gethostname() and not _alive(record.lease_pid)
 

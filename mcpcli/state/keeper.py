@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
-from mcpcli import offload
+from mcpcli.state import offload
 
 if TYPE_CHECKING:
-    from mcpcli.store import Lease, RoundRecord, SessionRecord, Store
+    from mcpcli.state.store import Lease, RoundRecord, SessionRecord, Store
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class Keeper:
 
     def __post_init__(self) -> None:
         if not self.owner:
-            from mcpcli.store import new_lease_owner
+            from mcpcli.state.store import new_lease_owner
 
             self.owner = new_lease_owner(self.host, self.pid)
 
@@ -175,7 +175,7 @@ class Keeper:
         session as claimed: what to send is decided from it, never from an older read, so a process that read the
         session before another one claimed and finished it sends nothing.
         """
-        from mcpcli.store import SessionBusy, SessionChanged
+        from mcpcli.state.store import SessionBusy, SessionChanged
 
         self._need_tasks()
 
@@ -207,7 +207,7 @@ class Keeper:
             from mcpcli.errors import StoreError
 
             raise StoreError(f"Session {session.id} kept changing while this process claimed it.", hint="Try again.")
-        from mcpcli.store.base import lease_columns
+        from mcpcli.state.store.base import lease_columns
 
         self.session = seen.model_copy(update=lease_columns(lease))
         self.saved = True
@@ -255,7 +255,7 @@ class Keeper:
     async def _heartbeat(self, scope: anyio.CancelScope) -> None:
         """Renew the lease every third of its length while the flow waits on a person or the network; note when it
         was lost. Never raises: a missed beat is retried (the lease outlives two of them)."""
-        from mcpcli.store import LeaseLost
+        from mcpcli.state.store import LeaseLost
 
         def renew(lease: Lease) -> Callable[[Store], Lease]:
             return lambda store: store.heartbeat(lease, self.lease_ttl)
@@ -321,7 +321,7 @@ class Keeper:
 
     def _first_lease(self, session_id: str) -> Lease:
         """The lease a new session is created holding (version 1)."""
-        from mcpcli.store import Lease, utcnow
+        from mcpcli.state.store import Lease, utcnow
 
         now = utcnow()
         return Lease(
@@ -335,12 +335,12 @@ class Keeper:
         )
 
     async def save_task(self, task: dict[str, Any], *, status: str | None = None) -> None:
-        """The server-side task the call became (``mcpcli.tasks.TaskState``), durable before anything else is sent:
+        """The server-side task the call became (``mcpcli.net.tasks.TaskState``), durable before anything else is sent:
         a call that met no input request yet gets its session now, created holding the lease."""
         if self.saved:
             await self.update(task=task, status=status)
             return
-        from mcpcli.store.base import lease_columns
+        from mcpcli.state.store.base import lease_columns
 
         async with self._turn():
             session = self.session
@@ -410,7 +410,7 @@ class Keeper:
         return self._key
 
     def _seal(self, requests: Mapping[str, Any], answers: dict[str, Any]) -> dict[str, Any]:
-        from mcpcli.vault import seal_answers, secret_fields
+        from mcpcli.state.vault import seal_answers, secret_fields
 
         secret = secret_fields(requests)
         if not secret:
@@ -419,7 +419,7 @@ class Keeper:
         return seal_answers(answers, secret, self.session.id, self._key_now())
 
     def _opened(self, record: RoundRecord) -> tuple[RoundRecord, set[str]]:
-        from mcpcli.vault import is_marker, open_answers
+        from mcpcli.state.vault import is_marker, open_answers
 
         if not record.answers or not _has_marker(record.answers, is_marker):
             return record, set()

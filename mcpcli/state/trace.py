@@ -236,7 +236,7 @@ class TraceSinks:
 
 def open_trace_file(path: Path) -> IO[str]:
     """``path`` truncated and private (0600); missing parent directories are made 0700, existing ones left be."""
-    from mcpcli.config import private_dir
+    from mcpcli.settings.config import private_dir
 
     path = path.expanduser()
     try:
@@ -291,7 +291,7 @@ class Tracer:
 
     def learn(self, requests: Mapping[str, Any]) -> None:
         """The input requests of a round seen elsewhere (a resumed session): which of their answers are secret."""
-        from mcpcli.vault import secret_fields
+        from mcpcli.state.vault import secret_fields
 
         secret = secret_fields(requests)
         for key in requests:
@@ -406,7 +406,7 @@ class Tracer:
         self._emit(entry, now, message, at)
 
     def _learn_from(self, kind: str, msg_id: Any, method: str | None, raw: Mapping[str, Any]) -> None:
-        from mcpcli.vault import secret_fields
+        from mcpcli.state.vault import secret_fields
 
         if kind == "response":
             result = raw.get("result")

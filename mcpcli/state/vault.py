@@ -45,7 +45,7 @@ def load_store_key(key_file: Path, *, create: bool = True, environ: Mapping[str,
         except FileNotFoundError:
             if not create:
                 return None
-            from mcpcli.config import create_once
+            from mcpcli.settings.config import create_once
 
             create_once(key_file, secrets.token_hex(32).encode())  # another process's, when it was first
             raw = key_file.read_bytes().strip()

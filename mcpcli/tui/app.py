@@ -29,9 +29,9 @@ from mcpcli.runtime import lone
 from mcpcli.terminal.hints import worded
 
 if TYPE_CHECKING:
-    from mcpcli.answers import Presets
     from mcpcli.commands.jobs import CallJob, ResumeJob
-    from mcpcli.flow import AnswerSource, Flow, NeedInput, Outcome
+    from mcpcli.engine.answers import Presets
+    from mcpcli.engine.flow import AnswerSource, Flow, NeedInput, Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.tui.run import RunScreen
 
@@ -129,7 +129,7 @@ class McpcliApp(App[TuiExit]):
     async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen) -> None:
         from mcpcli.commands.flows import Seat
         from mcpcli.commands.jobs import drive
-        from mcpcli.flow import NeedInput
+        from mcpcli.engine.flow import NeedInput
         from mcpcli.tui.sampling import TuiApprover
         from mcpcli.tui.source import TuiReporter
 

@@ -21,8 +21,8 @@ from mcpcli.errors import McpcliError
 from mcpcli.tui.text import plain, pretty_json
 
 if TYPE_CHECKING:
-    from mcpcli.flow import NeedInput, Outcome
-    from mcpcli.tasks import TaskControl
+    from mcpcli.engine.flow import NeedInput, Outcome
+    from mcpcli.net.tasks import TaskControl
 
 
 def _block(block: Mapping[str, Any]) -> Static:

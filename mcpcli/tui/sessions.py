@@ -17,10 +17,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from mcpcli.display import safe
-from mcpcli.inbox import inbox, is_interrupted, pending_requests, shown_status
+from mcpcli.state.inbox import inbox, is_interrupted, pending_requests, shown_status
 
 if TYPE_CHECKING:
-    from mcpcli.store import SessionRecord
+    from mcpcli.state.store import SessionRecord
     from mcpcli.tui.app import McpcliApp
 
 RECENT = 20

@@ -23,12 +23,12 @@ from textual.widgets import Button, Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from mcpcli import forms
-from mcpcli.arguments import usable_schema
+from mcpcli.engine.arguments import usable_schema
 from mcpcli.tui.fields import NOT_GIVEN, FieldWidget, field_widget
 from mcpcli.tui.text import plain
 
 if TYPE_CHECKING:
-    from mcpcli.flow import Method
+    from mcpcli.engine.flow import Method
     from mcpcli.tui.app import McpcliApp
 
 _VARIABLE = re.compile(r"\{([^{}]+)\}")

@@ -19,7 +19,7 @@ off where a background process would surprise (``CI`` set), or with ``--no-worke
 ``[worker] enabled = false``.
 
 The front end's side lives in ``mcpcli.warm`` and ``mcpcli.wire`` (standard library only: the warm path);
-a kept-alive server's transport in ``mcpcli.attach``.
+a kept-alive server's transport in ``mcpcli.net.attach``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from mcpcli.errors import ConfigError, StoreError, UsageError
-from mcpcli.store.base import (
+from mcpcli.state.store.base import (
     Lease,
     LeaseLost,
     Method,
@@ -29,10 +29,10 @@ from mcpcli.store.base import (
     url_has_password,
     utcnow,
 )
-from mcpcli.store.sqlite import SqliteStore
+from mcpcli.state.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
-    from mcpcli.store.postgres import PostgresStore
+    from mcpcli.state.store.postgres import PostgresStore
 
 __all__ = [
     "Lease",
@@ -82,7 +82,7 @@ def open_store(url: str | None, default_path: Path, *, source: Literal["flag", "
 
 def _open_postgres(url: str) -> Store:
     try:
-        from mcpcli.store.postgres import PostgresStore
+        from mcpcli.state.store.postgres import PostgresStore
     except ImportError as exc:  # the extra is not installed, or psycopg cannot find libpq
         raise StoreError(
             f"The PostgreSQL store needs psycopg, which cannot be imported here ({exc}).",
@@ -92,9 +92,9 @@ def _open_postgres(url: str) -> Store:
 
 
 def __getattr__(name: str) -> object:
-    # ``from mcpcli.store import PostgresStore`` works, but only that imports psycopg.
+    # ``from mcpcli.state.store import PostgresStore`` works, but only that imports psycopg.
     if name == "PostgresStore":
-        from mcpcli.store.postgres import PostgresStore
+        from mcpcli.state.store.postgres import PostgresStore
 
         return PostgresStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -146,7 +146,7 @@ class SessionRecord(BaseModel):
     flows of one process are two drivers. The store's checks compare it; people are shown host and pid."""
 
     task: dict[str, Any] | None = None
-    """The server-side task the call became (``mcpcli.tasks.TaskState``, JSON): its id, generation, last status
+    """The server-side task the call became (``mcpcli.net.tasks.TaskState``, JSON): its id, generation, last status
     and message, poll interval and position, the request keys whose answers the server acknowledged, and its
     timeline. ``None`` for a flow that is no task (and for sessions stored before schema 6)."""
 

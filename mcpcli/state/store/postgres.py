@@ -28,8 +28,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from mcpcli.errors import StoreError
-from mcpcli.store.base import redact_url
-from mcpcli.store.sql import SqlStore, Tx
+from mcpcli.state.store.base import redact_url
+from mcpcli.state.store.sql import SqlStore, Tx
 
 SCHEMA = "mcpcli"
 """The PostgreSQL schema (namespace) holding the store's tables."""

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from mcpcli.errors import SessionError, StoreError, UsageError
-from mcpcli.store.base import (
+from mcpcli.state.store.base import (
     MAX_CANDIDATES,
     MIN_PREFIX,
     STATUSES,
