@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
     from mcpcli.auth import Credentials
     from mcpcli.engine.answers import Presets
-    from mcpcli.engine.flow import Flow, Outcome
+    from mcpcli.engine.flow import Flow
+    from mcpcli.engine.steps import Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.settings.config import Target
 
@@ -287,7 +288,7 @@ class Batch:
     async def _drive(self, flow: Flow, line: Line) -> dict[str, Any]:
         """Run one flow to its line: a result, what it needs, or why it failed."""
         from mcpcli.commands.flows import CallsBack, ending_of
-        from mcpcli.engine.flow import NeedInput
+        from mcpcli.engine.steps import NeedInput
         from mcpcli.terminal.hints import worded
 
         async with flow.keeper.running():
@@ -312,7 +313,7 @@ class Batch:
 
     async def _start(self, flow: Flow, line: Line, client: Client) -> Outcome:
         from mcpcli.commands.flows import error_result, no_such_tool
-        from mcpcli.engine.flow import Call
+        from mcpcli.engine.steps import Call
         from mcpcli.net.tasks import task_support
 
         if self.tools is not None:

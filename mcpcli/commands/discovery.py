@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from mcpcli.auth import Credentials
 from mcpcli.engine.arguments import usable_schema
-from mcpcli.engine.flow import dump
+from mcpcli.engine.steps import dump
 from mcpcli.errors import McpcliError, ServerError
 from mcpcli.net.connection import connect
 

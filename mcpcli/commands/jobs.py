@@ -16,10 +16,11 @@ from mcpcli.commands.flows import (
     drive_connected,
     input_schema,
     prompt_schema,
-    resume_target,
 )
+from mcpcli.commands.resume import resume_target
 from mcpcli.engine.arguments import build_arguments
-from mcpcli.engine.flow import Call, Flow, Method, Outcome
+from mcpcli.engine.flow import Flow
+from mcpcli.engine.steps import Call, Method, Outcome
 from mcpcli.errors import ExitCode
 from mcpcli.net.connection import Protocol
 from mcpcli.net.tasks import task_support

@@ -21,7 +21,7 @@ import mcp_types as t
 from mcpcli import forms
 from mcpcli.display import is_web_link, some_of
 from mcpcli.engine.arguments import read_input
-from mcpcli.engine.flow import Question
+from mcpcli.engine.steps import Question
 from mcpcli.errors import InvalidAnswer, UsageError
 
 Action = Literal["accept", "decline", "cancel"]

@@ -12,22 +12,39 @@ threads (``Keeper``), so one slow store write stalls only its own flow.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import mcp_types as t
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
-from mcpcli.display import some_of
-from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, UsageError, invalid_shape, rpc_error
+from mcpcli.engine import taskflow
+from mcpcli.engine.steps import (
+    AnswerSource,
+    Call,
+    LimitReached,
+    Limits,
+    NeedInput,
+    Outcome,
+    Question,
+    Reporter,
+    dump,
+    for_server,
+    innermost,
+    is_legacy,
+    is_stale_state,
+    parse_request,
+    result_exit_code,
+    typed_responses,
+)
+from mcpcli.errors import Action, McpcliError, NextStep, ServerError, UsageError, invalid_shape, rpc_error
 from mcpcli.net.connection import roots_asked_again
 from mcpcli.net.tasks import CreateTaskResult, TaskControl
 from mcpcli.state.keeper import Keeper
@@ -36,8 +53,6 @@ if TYPE_CHECKING:
     from mcpcli.auth import Credentials
     from mcpcli.state.store import RoundRecord, SessionRecord
     from mcpcli.state.trace import Tracer
-
-Method = Literal["tools/call", "prompts/get", "resources/read"]
 
 STATE_ONLY_BACKOFF = (0.05, 0.25)
 """First sleep and cap (seconds) for state-only rounds: 50 ms doubling to 250 ms, as the SDK's own loop."""
@@ -50,165 +65,6 @@ ROOTS_SETTLE = 0.1
 
 ROOTS_WAIT = 2.0
 """How long a call waits for a kept-alive server told that the roots changed to ask for them."""
-
-
-@dataclass(frozen=True)
-class Call:
-    """What the flow calls: the same method, name and arguments on every leg."""
-
-    method: Method
-    name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Question:
-    """One input request of a round, as an answer source sees it."""
-
-    key: str
-    """The request key the server chose (for back-channel questions: ``elicitation-1``, ``roots-1``...)."""
-    request: t.InputRequest
-    """The typed request."""
-    wire: dict[str, Any]
-    """The request as received (JSON); stored, replayed and shown in the exit-3 document."""
-    session_id: str
-    server: str
-    """The server target label, for display."""
-    round_requests: Mapping[str, dict[str, Any]] = field(default_factory=dict)
-    """Every request of this round (to tell which request a bare ``--answer FIELD=...`` means)."""
-    back_channel: bool = False
-    """Asked mid-call by a pre-2026 server: it cannot be deferred to a later resume."""
-
-
-class AnswerSource(Protocol):
-    """Something that can answer some questions: presets, replay, roots, the terminal, an LLM."""
-
-    @property
-    def interactive(self) -> bool:
-        """True when answering may ask a person (such sources run only after every other source declined)."""
-        ...
-
-    async def answer(self, question: Question) -> t.InputResponse | None:
-        """The answer, or None when this source cannot answer that question."""
-        ...
-
-
-class RoundAnswerer(Protocol):
-    """An interactive source that shows a round's open questions together (the TUI's round screen).
-
-    Optional: when an interactive source has ``answer_round``, the flow hands it every question a person
-    must answer in one call, so they are submitted together, as the protocol sends them in one retry.
-    """
-
-    async def answer_round(self, questions: Sequence[Question]) -> dict[str, t.InputResponse]:
-        """Answers by request key; a key left out means nobody answered it (the flow then waits, exit 3)."""
-        ...
-
-
-class NeedInput(McpcliError):
-    """Input is required and nobody can answer it: the session is saved, exit 3."""
-
-    exit_code = ExitCode.INPUT_REQUIRED
-    default_title = "Input required"
-
-    def __init__(self, session: SessionRecord, pending: dict[str, dict[str, Any]], *, deferred: bool = True) -> None:
-        what = some_of(list(pending), 10) or "input"
-        if deferred:
-            message = f"Session {session.id} is waiting for input: {what}."
-        else:
-            message = f"The server asked mid-call ({what}) and nobody could answer; such a question cannot be deferred."
-        action: Action = "answer" if deferred else "answer_here"
-        # No --answer answers a sampling request (an LLM does) nor a URL request (the user visits the page).
-        if pending and all(wire.get("method") == "sampling/createMessage" for wire in pending.values()):
-            action = "sample"
-        elif pending and all((wire.get("params") or {}).get("mode") == "url" for wire in pending.values()):
-            action = "visit"
-        super().__init__(message, next_step=NextStep(action, session.id))
-        self.session = session
-        self.pending = pending
-        self.deferred = deferred
-        """Whether the question waits in the session (2026-07-28), or was asked mid-call and could not wait."""
-
-
-class LimitReached(McpcliError):
-    """``--max-rounds`` or ``--timeout`` was reached: exit 4, session kept."""
-
-    exit_code = ExitCode.SERVER
-    default_title = "Limit reached"
-
-
-@dataclass
-class Outcome:
-    """A finished flow: the result and the session (None when no round needed input)."""
-
-    result: dict[str, Any]
-    session: SessionRecord | None
-    exit_code: ExitCode
-    detached: bool = False
-    """The call became a task left running on the server (``--detach``): no result yet, the session continues it."""
-    cancelled: bool = False
-    """The session's task was cancelled at the user's request (``resume --cancel-task``)."""
-
-
-@dataclass
-class Limits:
-    max_rounds: int = 10
-    """How many input-required results one run may answer."""
-    timeout: float | None = None
-    """Wall-clock seconds for the whole run (network legs and back-off; a person's think time is not cut off)."""
-
-
-class Reporter(Protocol):
-    """What the flow tells the user along the way (stderr)."""
-
-    def note(self, text: str) -> None: ...
-
-    def detail(self, text: str) -> None:
-        """Shown with ``-v`` only."""
-        ...
-
-    def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
-
-
-def dump(model: Any) -> dict[str, Any]:
-    """An SDK model as wire JSON."""
-    result: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return result
-
-
-def is_stale_state(exc: MCPError) -> bool:
-    """The server's fixed answer to a state it no longer accepts (expired, restarted, other key)."""
-    data = exc.data if isinstance(exc.data, dict) else {}
-    return exc.code == t.INVALID_PARAMS and (
-        data.get("reason") == "invalid_request_state" or "requeststate" in exc.message.lower().replace(" ", "")
-    )
-
-
-def result_exit_code(method: str, result: Mapping[str, Any]) -> ExitCode:
-    return ExitCode.TOOL_ERROR if method == "tools/call" and result.get("isError") else ExitCode.OK
-
-
-@functools.cache
-def _adapter(kind: Any) -> TypeAdapter[Any]:
-    """Validators for stored JSON, built once (a pure cache, not flow state)."""
-    return TypeAdapter(kind)
-
-
-def prepare_validators() -> None:
-    """Build the validators a flow uses now (a process that forks flows builds them once, not in every child)."""
-    for kind in (t.InputRequest, t.InputResponses):
-        _adapter(kind)
-
-
-def parse_request(wire: Mapping[str, Any]) -> t.InputRequest:
-    """A stored request (JSON) back to its SDK model."""
-    request: t.InputRequest = _adapter(t.InputRequest).validate_python(wire, by_alias=True)
-    return request
-
-
-def is_legacy(protocol_version: str | None) -> bool:
-    """Pre-2026 servers ask over the back-channel; their flows resume by starting over."""
-    return protocol_version is not None and protocol_version < "2026-07-28"
 
 
 @dataclass
@@ -241,10 +97,10 @@ class Flow:
     roots_expected: bool = False
     """The server is known to ask for the roots on connecting (``batch``): the call waits for that question first."""
     _t0: float = 0.0
-    _deadline: float = math.inf
+    deadline: float = math.inf
     _attempt: int = 1
     _back_channel_count: dict[str, int] = field(default_factory=dict)
-    _back_channel_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    back_channel_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
     _back_channel_refused: McpcliError | None = None
     """Why mcpcli refused a back-channel question (an invalid --answer): the server's result after that is not the
     flow's, which stays waiting, as on 2026-07-28."""
@@ -273,7 +129,7 @@ class Flow:
         await self._roots_first()
         self.call = call
         self._arm_deadline()
-        self._event("start", method=call.method, name=call.name)
+        self.event("start", method=call.method, name=call.name)
         return await self._loop()
 
     async def _roots_first(self) -> None:
@@ -304,13 +160,11 @@ class Flow:
         self.call = Call(session.method, session.name, session.arguments)
         self._arm_deadline()
         if session.task is not None:
-            from mcpcli.engine import taskflow
-
             return await taskflow.resume(self)
         found = await self.keeper.last_round()
         last, lost = found if found else (None, set())
         self._attempt = last.attempt if last else 1
-        self._event("resume", session=session.id, round=session.round, attempt=self._attempt)
+        self.event("resume", session=session.id, round=session.round, attempt=self._attempt)
         if last is not None and self.tracer is not None:
             self.tracer.learn(last.requests)  # which of the answers about to be sent are secret
         now_legacy = is_legacy(self.client.protocol_version if self.client else None)
@@ -332,12 +186,12 @@ class Flow:
                 f"Round {last.index} was answered but its result never arrived; sending it again with the same answers."
             )
             return await self._loop(last.answers, last.request_state)
-        responses = await self._answer_stored(last)
+        responses = await self.answer_stored(last)
         return await self._loop(responses, last.request_state)
 
     async def lost(self, message: str) -> ServerError:
         """The connection died mid-flow (the transport failed under the loop): keep the session resumable."""
-        return await self._fail(message)
+        return await self.fail(message)
 
     async def interrupted(self) -> None:
         """Ctrl-C, SIGTERM or SIGHUP stopped the run: a session left running goes back to waiting (resumable),
@@ -370,7 +224,7 @@ class Flow:
     def _arm_deadline(self) -> None:
         self._t0 = time.monotonic()
         if self.limits.timeout is not None:
-            self._deadline = time.monotonic() + self.limits.timeout
+            self.deadline = time.monotonic() + self.limits.timeout
 
     async def _loop(self, responses: dict[str, Any] | None = None, state: str | None = None) -> Outcome:
         call = self.call
@@ -387,7 +241,7 @@ class Flow:
                 if state is not None and is_stale_state(exc) and restarts < MAX_RESTARTS:
                     restarts += 1
                     self._attempt += 1
-                    self._event("restart", session=self._session_record().id, attempt=self._attempt)
+                    self.event("restart", session=self.session_record().id, attempt=self._attempt)
                     self.reporter.note(
                         "The server no longer accepts this flow's state (expired or restarted); "
                         "starting over with the same arguments and replaying your answers."
@@ -397,27 +251,25 @@ class Flow:
                 if exc.code == t.CONNECTION_CLOSED and exc.message == "Connection closed":
                     # The SDK's own verdict on a transport that ended under the request (a server may send -32000
                     # for anything: only the SDK's exact outcome means the connection is gone).
-                    raise await self._fail("The server closed the connection before answering.") from None
-                failure = await self._fail(rpc_error(exc.code, exc.message))
+                    raise await self.fail("The server closed the connection before answering.") from None
+                failure = await self.fail(rpc_error(exc.code, exc.message))
                 failure.rpc_code = exc.code
                 raise failure from None
             self._in_flight = False
             self.keeper.fault("after_send")
             if isinstance(result, CreateTaskResult):
-                from mcpcli.engine import taskflow
-
                 return await taskflow.start(self, result)
             if not isinstance(result, t.InputRequiredResult):
                 if (kind := getattr(result, "result_type", "complete")) != "complete":
                     # The SDK takes any string here; only "complete" is a result, "input_required" needs its
                     # requests or state (else it is not this class), and anything else is a kind no one agreed on.
-                    raise await self._fail(f"The server sent a result of unknown type {kind!r} (resultType).")
-                return await self._finish(dump(result))
+                    raise await self.fail(f"The server sent a result of unknown type {kind!r} (resultType).")
+                return await self.finish(dump(result))
             requests = {key: dump(req) for key, req in (result.input_requests or {}).items()}
             state = result.request_state
             rounds += 1
             asked = ", ".join(requests) or "nothing (not finished yet)"
-            self.reporter.detail(f"round {rounds} (session {self._session_record().id}): the server asks {asked}")
+            self.reporter.detail(f"round {rounds} (session {self.session_record().id}): the server asks {asked}")
             if rounds > self.limits.max_rounds:
                 # Recorded unanswered: a later resume (with a higher --max-rounds) continues from the newest state.
                 await self._record(requests, state)
@@ -429,9 +281,9 @@ class Flow:
                 )
                 raise LimitReached(
                     f"The server {still} after {self.limits.max_rounds} rounds; stopped.",
-                    next_step=self._next_step("continue_more_rounds"),
+                    next_step=self.next_step("continue_more_rounds"),
                 )
-            responses = await self._take_round(requests, state)
+            responses = await self.take_round(requests, state)
             if requests:
                 delay = STATE_ONLY_BACKOFF[0]
             else:
@@ -440,10 +292,10 @@ class Flow:
 
     async def _send(self, call: Call, responses: dict[str, Any] | None, state: str | None) -> Any:
         """One leg: the same method, name and arguments; only the responses and the state change."""
-        typed = _typed_responses(for_server(responses)) if responses is not None else None
-        remaining = self._deadline - time.monotonic()
+        typed = typed_responses(for_server(responses)) if responses is not None else None
+        remaining = self.deadline - time.monotonic()
         if remaining <= 0:
-            raise await self._timeout()
+            raise await self.timed_out()
         assert self.client is not None
         session = self.client.session
         try:
@@ -470,18 +322,18 @@ class Flow:
                     call.name, input_responses=typed, request_state=state, allow_input_required=True
                 )
         except TimeoutError:
-            raise await self._timeout() from None
+            raise await self.timed_out() from None
         except ValidationError as exc:
             why = invalid_shape(exc.errors(include_url=False))
-            raise await self._fail(f"The server sent a malformed result: {why}.") from None
+            raise await self.fail(f"The server sent a malformed result: {why}.") from None
         except (MCPError, McpcliError):
             raise
         except Exception as exc:  # boundary: transports fail in many shapes (httpx2 errors, closed streams, groups)
-            raise await self._fail(f"The connection to the server failed: {_innermost(exc)}") from exc
+            raise await self.fail(f"The connection to the server failed: {innermost(exc)}") from exc
         finally:
-            if self._back_channel_failed:
-                pending = dict(self._back_channel_failed)
-                self._back_channel_failed.clear()
+            if self.back_channel_failed:
+                pending = dict(self.back_channel_failed)
+                self.back_channel_failed.clear()
                 await self._keep("waiting")
                 assert self.session is not None
                 raise NeedInput(self.session, pending, deferred=False)
@@ -497,21 +349,21 @@ class Flow:
         self.reporter.progress(progress, total, message)
 
     async def _sleep(self, seconds: float) -> None:
-        if time.monotonic() + seconds > self._deadline:
-            raise await self._timeout()
+        if time.monotonic() + seconds > self.deadline:
+            raise await self.timed_out()
         await anyio.sleep(seconds)
 
     # --- answering ---------------------------------------------------------------------------------------------------
 
-    async def _take_round(self, requests: dict[str, dict[str, Any]], state: str | None) -> dict[str, Any]:
+    async def take_round(self, requests: dict[str, dict[str, Any]], state: str | None) -> dict[str, Any]:
         """Answer a fresh round and make it durable before anything is sent.
 
         When presets, roots or replay answer everything, the round and its answers are one write; otherwise
         the round is saved first (a person may take their time, or press Ctrl-C) and the answers after.
         """
         questions = self._questions(requests)
-        session_id, index = self._session_record().id, self.keeper.last_index + 1
-        self._event("round", session=session_id, round=index, attempt=self._attempt, requests=list(requests))
+        session_id, index = self.session_record().id, self.keeper.last_index + 1
+        self.event("round", session=session_id, round=index, attempt=self._attempt, requests=list(requests))
         try:
             answers = await self._answer_silently(questions)
         except BaseException as exc:
@@ -532,7 +384,7 @@ class Flow:
         await self.keeper.record_answers(record, answers)
         return answers
 
-    async def _answer_stored(self, pending: RoundRecord) -> dict[str, Any]:
+    async def answer_stored(self, pending: RoundRecord) -> dict[str, Any]:
         """Answer a round saved by an earlier run, then save the answers before the retry."""
         questions = self._questions(pending.requests)
         answers = await self._ask_people(questions, await self._answer_silently(questions))
@@ -540,7 +392,7 @@ class Flow:
         return answers
 
     def _questions(self, requests: dict[str, dict[str, Any]], *, back_channel: bool = False) -> list[Question]:
-        session = self._session_record()
+        session = self.session_record()
         return [
             Question(key, parse_request(wire), wire, session.id, self.server, requests, back_channel=back_channel)
             for key, wire in requests.items()
@@ -558,7 +410,7 @@ class Flow:
         """Ask a person what is left; with nobody to ask, stop with exit 3 (the round is saved)."""
         unanswered = [q for q in questions if q.key not in answers]
         if unanswered and not any(s.interactive for s in self.sources):
-            raise NeedInput(self._session_record(), {q.key: q.wire for q in unanswered})
+            raise NeedInput(self.session_record(), {q.key: q.wire for q in unanswered})
         together = next((s for s in self.sources if s.interactive and hasattr(s, "answer_round")), None)
         if together is not None and unanswered:
             given = await together.answer_round(unanswered)
@@ -569,7 +421,7 @@ class Flow:
             answer = await self._ask(question, interactive=True)
             if answer is None:
                 left = {q.key: q.wire for q in unanswered if q.key not in answers}
-                raise NeedInput(self._session_record(), left)
+                raise NeedInput(self.session_record(), left)
             answers[question.key] = dump(answer)
         return answers
 
@@ -601,7 +453,7 @@ class Flow:
             if record.attempt >= self._attempt or record.answers is None or question.key in lost:
                 continue
             if record.requests.get(question.key) == question.wire and question.key in record.answers:
-                responses = _typed_responses({question.key: record.answers[question.key]})
+                responses = typed_responses({question.key: record.answers[question.key]})
                 return responses[question.key]
         return None
 
@@ -615,14 +467,14 @@ class Flow:
             key = f"{kind}-{n}"
             requests = {key: dump(request)}
             try:
-                answers = await self._take_round(requests, None)
+                answers = await self.take_round(requests, None)
             except NeedInput:
-                self._back_channel_failed[key] = requests[key]
+                self.back_channel_failed[key] = requests[key]
                 return t.ErrorData(code=t.INVALID_REQUEST, message="The user is not available to answer.")
-            except UsageError as exc:  # a bad answer, kept waiting by _take_round; the server hears a refusal
+            except UsageError as exc:  # a bad answer, kept waiting by take_round; the server hears a refusal
                 self._back_channel_refused = self._back_channel_refused or exc
                 raise
-            typed: t.InputResponse = _typed_responses(for_server(answers))[key]
+            typed: t.InputResponse = typed_responses(for_server(answers))[key]
             return typed
 
         return handle
@@ -644,7 +496,7 @@ class Flow:
 
     # --- sessions ----------------------------------------------------------------------------------------------------
 
-    def _session_record(self) -> SessionRecord:
+    def session_record(self) -> SessionRecord:
         """The flow's session, built (not yet saved) at the first input request."""
         if self.keeper.session is None:
             from mcpcli.state.store import (
@@ -675,60 +527,33 @@ class Flow:
     async def _record(
         self, requests: dict[str, Any], state: str | None, answers: dict[str, Any] | None = None
     ) -> RoundRecord:
-        self._session_record()
+        self.session_record()
         return await self.keeper.record_round(requests, state, self._attempt, answers)
 
     async def _keep(self, status: Literal["waiting", "failed", "expired"], error: str | None = None) -> None:
         await self.keeper.update(status=status, error=error)
 
-    async def _finish(self, result: dict[str, Any], **changes: Any) -> Outcome:
+    async def finish(self, result: dict[str, Any], **changes: Any) -> Outcome:
         assert self.call is not None
         code = result_exit_code(self.call.method, result)
-        self._event("result", session=self.session.id if self.session and self._saved else None, exit_code=int(code))
+        self.event("result", session=self.session.id if self.session and self._saved else None, exit_code=int(code))
         await self.keeper.update(status="done", result=result, exit_code=int(code), last=True, **changes)
         return Outcome(result=result, session=self.session if self._saved else None, exit_code=code)
 
-    def _event(self, kind: str, /, **fields: Any) -> None:
+    def event(self, kind: str, /, **fields: Any) -> None:
         if self.tracer is not None:
             self.tracer.event(kind, **fields, elapsed_ms=round((time.monotonic() - self._t0) * 1000, 3))
 
-    def _next_step(self, action: Action = "continue") -> NextStep | None:
+    def next_step(self, action: Action = "continue") -> NextStep | None:
         """Continue the saved session (the front end words it); None when nothing was saved."""
         if self.session is None or not self._saved:
             return None
         return NextStep(action, self.session.id)
 
-    async def _fail(self, message: str) -> ServerError:
+    async def fail(self, message: str) -> ServerError:
         await self._keep("waiting", error=message)
-        return ServerError(message, next_step=self._next_step())
+        return ServerError(message, next_step=self.next_step())
 
-    async def _timeout(self) -> LimitReached:
+    async def timed_out(self) -> LimitReached:
         await self._keep("waiting")
-        return LimitReached(f"The flow did not finish within {self.limits.timeout:g} s.", next_step=self._next_step())
-
-
-def _innermost(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return (str(exc) or type(exc).__name__).splitlines()[0]
-
-
-PRIVATE_META = "io.mcpcli/"
-"""The ``_meta`` prefix of what mcpcli keeps in a stored answer for itself (a sampling reply's token counts)."""
-
-
-def for_server(responses: Mapping[str, Any]) -> dict[str, Any]:
-    """The answers as the server gets them: mcpcli's own ``_meta`` entries stay in the store, never go out."""
-    sent: dict[str, Any] = {}
-    for key, answer in responses.items():
-        meta = answer.get("_meta") if isinstance(answer, Mapping) else None
-        if isinstance(meta, Mapping) and any(str(name).startswith(PRIVATE_META) for name in meta):
-            kept = {name: value for name, value in meta.items() if not str(name).startswith(PRIVATE_META)}
-            answer = {k: v for k, v in answer.items() if k != "_meta"} | ({"_meta": kept} if kept else {})
-        sent[key] = answer
-    return sent
-
-
-def _typed_responses(responses: Mapping[str, Any]) -> t.InputResponses:
-    typed: t.InputResponses = _adapter(t.InputResponses).validate_python(dict(responses), by_alias=True)
-    return typed
+        return LimitReached(f"The flow did not finish within {self.limits.timeout:g} s.", next_step=self.next_step())

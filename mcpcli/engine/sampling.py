@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 
 import mcp_types as t
 
-from mcpcli.engine.flow import PRIVATE_META, Question
+from mcpcli.engine.steps import PRIVATE_META, Question
 from mcpcli.errors import ExitCode, McpcliError, UserStopped
 
 Policy = Literal["ask", "session", "always", "never"]

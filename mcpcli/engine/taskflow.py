@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
 
+from mcpcli.engine.steps import FlowSteps, LimitReached, NeedInput, Outcome, for_server, innermost
 from mcpcli.errors import ExitCode, McpcliError, NextStep, rpc_error
 from mcpcli.net.tasks import (
     LEGACY,
@@ -34,9 +35,6 @@ from mcpcli.net.tasks import (
     update_task,
 )
 
-if TYPE_CHECKING:
-    from mcpcli.engine.flow import Flow, Outcome
-
 
 class TaskEnded(McpcliError):
     """The task ended without a result: it failed, was cancelled, or expired on the server (exit 4, never 0)."""
@@ -49,15 +47,13 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-async def start(flow: Flow, created: CreateTaskResult) -> Outcome:
+async def start(flow: FlowSteps, created: CreateTaskResult) -> Outcome:
     """The call became a task: save it before anything else is sent, then drive it (or leave it, ``--detach``)."""
-    from mcpcli.engine.flow import Outcome
-
     state = TaskState.created(created, _now())
-    flow._session_record()
+    flow.session_record()
     await flow.keeper.save_task(state.dump())
     assert flow.session is not None
-    flow._event("task", session=flow.session.id, task=state.id, status=state.status)
+    flow.event("task", session=flow.session.id, task=state.id, status=state.status)
     _say(flow, state)
     if flow.detach:
         await flow.keeper.update(status="waiting", task=state.dump())
@@ -65,7 +61,7 @@ async def start(flow: Flow, created: CreateTaskResult) -> Outcome:
     return await _drive(flow, state)
 
 
-async def resume(flow: Flow) -> Outcome:
+async def resume(flow: FlowSteps) -> Outcome:
     """Continue a stored task: poll it again, answer what it waits for (what an earlier run already committed
     is sent only when the server still asks for it)."""
     session = flow.session
@@ -73,10 +69,10 @@ async def resume(flow: Flow) -> Outcome:
     try:
         state = TaskState.load(session.task)
     except ValueError as exc:  # written by another machine's store, or by hand
-        raise await flow._fail(f"The session's task record is damaged ({exc}); it cannot be polled.") from None
+        raise await flow.fail(f"The session's task record is damaged ({exc}); it cannot be polled.") from None
     now = flow.client.protocol_version if flow.client else None
     if now != state.generation:
-        raise await flow._fail(
+        raise await flow.fail(
             f"Task {state.id} runs under protocol {state.generation}; the server now speaks {now or '?'}, "
             "which cannot poll it."
         )
@@ -84,7 +80,7 @@ async def resume(flow: Flow) -> Outcome:
     return await _drive(flow, state, first=True)
 
 
-async def _drive(flow: Flow, state: TaskState, *, first: bool = False) -> Outcome:
+async def _drive(flow: FlowSteps, state: TaskState, *, first: bool = False) -> Outcome:
     assert flow.client is not None
     delay: float | None = None
     changed = True
@@ -108,7 +104,7 @@ async def _drive(flow: Flow, state: TaskState, *, first: bool = False) -> Outcom
         if state.generation == LEGACY and detailed.status != "working":
             return await _result_2025(flow, state)
         if detailed.status == "completed":
-            return await flow._finish(detailed.result or {}, task=state.dump())
+            return await flow.finish(detailed.result or {}, task=state.dump())
         if detailed.status in TERMINAL:
             raise await _ended(flow, state, detailed)
         outstanding = {
@@ -120,11 +116,9 @@ async def _drive(flow: Flow, state: TaskState, *, first: bool = False) -> Outcom
             answered_rounds += 1
             if answered_rounds > flow.limits.max_rounds:
                 await flow.keeper.save_task(state.dump(), status="waiting")
-                from mcpcli.engine.flow import LimitReached
-
                 raise LimitReached(
                     f"The task still asks for input after {flow.limits.max_rounds} rounds; stopped.",
-                    next_step=flow._next_step("continue_more_rounds"),
+                    next_step=flow.next_step("continue_more_rounds"),
                 )
             if changed:
                 await flow.keeper.save_task(state.dump())  # input_required, durable before anyone is asked
@@ -134,20 +128,18 @@ async def _drive(flow: Flow, state: TaskState, *, first: bool = False) -> Outcom
             await flow.keeper.save_task(state.dump())
 
 
-async def _wait(flow: Flow, seconds: float) -> None:
+async def _wait(flow: FlowSteps, seconds: float) -> None:
     """The pause between polls, bounded by ``--timeout``; a front end's detach or cancel ends it at once."""
     import anyio
 
-    if time.monotonic() + seconds > flow._deadline:
-        raise await flow._timeout()
+    if time.monotonic() + seconds > flow.deadline:
+        raise await flow.timed_out()
     with anyio.move_on_after(seconds):
         await flow.task_control.wake_event().wait()
 
 
-async def _asked(flow: Flow, state: TaskState) -> Outcome | None:
+async def _asked(flow: FlowSteps, state: TaskState) -> Outcome | None:
     """Detach or cancel, when a front end asked for it (the app's keys); None to go on polling."""
-    from mcpcli.engine.flow import Outcome
-
     want = flow.task_control.want
     if want == "cancel":
         return await cancel(flow)
@@ -157,34 +149,28 @@ async def _asked(flow: Flow, state: TaskState) -> Outcome | None:
     return None
 
 
-async def _poll(flow: Flow, state: TaskState) -> DetailedTask:
+async def _poll(flow: FlowSteps, state: TaskState) -> DetailedTask:
     import anyio
 
     assert flow.client is not None
-    remaining = flow._deadline - time.monotonic()
+    remaining = flow.deadline - time.monotonic()
     try:
         with anyio.fail_after(None if remaining == float("inf") else max(remaining, 0)):
             return await get_task(flow.client, state.id)
     except TimeoutError:
-        raise await flow._timeout() from None
+        raise await flow.timed_out() from None
     except MCPError as exc:
         if exc.code == -32602:  # an unknown task: the server discarded it (its ttl ran out) or never had it
             raise await _expired(flow, state, exc.message) from None
-        raise await flow._fail(
-            rpc_error(exc.code, exc.message, "The server answered tasks/get with an error")
-        ) from None
+        raise await flow.fail(rpc_error(exc.code, exc.message, "The server answered tasks/get with an error")) from None
     except McpcliError:
         raise
     except Exception as exc:  # boundary: transports fail in many shapes
-        from mcpcli.engine.flow import _innermost
-
-        raise await flow._fail(f"The connection to the server failed: {_innermost(exc)}") from exc
+        raise await flow.fail(f"The connection to the server failed: {innermost(exc)}") from exc
 
 
-async def _deliver(flow: Flow, state: TaskState, outstanding: dict[str, dict[str, Any]]) -> None:
+async def _deliver(flow: FlowSteps, state: TaskState, outstanding: dict[str, dict[str, Any]]) -> None:
     """Answer the task's open requests (committed first), send them with ``tasks/update``, remember the ack."""
-    from mcpcli.engine.flow import for_server
-
     found = await flow.keeper.last_round()
     last = found[0] if found else None
     if last is not None and last.requests == outstanding and last.answers is not None:
@@ -192,30 +178,28 @@ async def _deliver(flow: Flow, state: TaskState, outstanding: dict[str, dict[str
         flow.reporter.note(f"Sending the answers saved in round {last.index} (the server has not received them).")
         answers = last.answers
     elif last is not None and last.requests == outstanding:
-        answers = await flow._answer_stored(last)
+        answers = await flow.answer_stored(last)
     else:
-        answers = await flow._take_round(outstanding, None)
+        answers = await flow.take_round(outstanding, None)
     assert flow.client is not None
     try:
         await update_task(flow.client, state.id, for_server({key: answers[key] for key in outstanding}))
     except MCPError as exc:
         if exc.code == -32602:
             raise await _expired(flow, state, exc.message) from None
-        raise await flow._fail(f"The server refused the answers (tasks/update): {exc.message}.") from None
+        raise await flow.fail(f"The server refused the answers (tasks/update): {exc.message}.") from None
     flow.keeper.fault("after_send")  # test-only: acknowledged, not yet remembered as such
     state.delivered = (*state.delivered, *outstanding)
     await flow.keeper.save_task(state.dump(), status="running")
 
 
-async def _result_2025(flow: Flow, state: TaskState) -> Outcome:
+async def _result_2025(flow: FlowSteps, state: TaskState) -> Outcome:
     """2025-11-25, once the task ended or waits for input: ``tasks/result`` blocks until its end while the server
     asks over the back-channel (answered by the flow's callbacks, each question recorded as a round); such a
     question cannot wait for a later resume."""
-    from mcpcli.engine.flow import NeedInput
-
     assert flow.client is not None
     await flow.keeper.save_task(state.dump())
-    remaining = flow._deadline - time.monotonic()
+    remaining = flow.deadline - time.monotonic()
     failure: MCPError | None = None
     result: dict[str, Any] = {}
     try:
@@ -223,9 +207,9 @@ async def _result_2025(flow: Flow, state: TaskState) -> Outcome:
     except MCPError as exc:
         failure = exc
     finally:
-        if flow._back_channel_failed:
-            pending = dict(flow._back_channel_failed)
-            flow._back_channel_failed.clear()
+        if flow.back_channel_failed:
+            pending = dict(flow.back_channel_failed)
+            flow.back_channel_failed.clear()
             await flow.keeper.update(status="waiting", task=state.dump())
             assert flow.session is not None
             raise NeedInput(flow.session, pending, deferred=False)
@@ -236,16 +220,16 @@ async def _result_2025(flow: Flow, state: TaskState) -> Outcome:
         if failure.code == -32602 and "cancel" not in failure.message.lower():
             raise await _expired(flow, state, failure.message)
         if failure.code == REQUEST_TIMEOUT:
-            raise await flow._timeout()
+            raise await flow.timed_out()
         status = "cancelled" if "cancel" in failure.message.lower() else "failed"
         state.observe(status, failure.message, state.ttl_ms, state.poll_ms, at=_now())
         error = {"code": failure.code, "message": failure.message}
         raise await _ended(flow, state, DetailedTask(task_id=state.id, status=status, error=error))
     state.observe("completed", state.message, state.ttl_ms, state.poll_ms, at=_now())
-    return await flow._finish(result, task=state.dump())
+    return await flow.finish(result, task=state.dump())
 
 
-async def _ended(flow: Flow, state: TaskState, detailed: DetailedTask) -> TaskEnded:
+async def _ended(flow: FlowSteps, state: TaskState, detailed: DetailedTask) -> TaskEnded:
     if detailed.status == "failed":
         error = detailed.error or {}
         why = str(error.get("message") or detailed.status_message or "no reason given")
@@ -260,7 +244,7 @@ async def _ended(flow: Flow, state: TaskState, detailed: DetailedTask) -> TaskEn
     return TaskEnded(message, next_step=_look(flow))
 
 
-async def _expired(flow: Flow, state: TaskState, why: str) -> TaskEnded:
+async def _expired(flow: FlowSteps, state: TaskState, why: str) -> TaskEnded:
     state.observe("expired", why, state.ttl_ms, state.poll_ms, at=_now())
     ttl = f" (its ttl was {state.ttl_ms / 1000:g} s)" if state.ttl_ms is not None else ""
     message = f"Task {state.id} expired on the server{ttl}; its result is lost. The server said: {why}"
@@ -281,11 +265,11 @@ def _past_ttl(state: TaskState) -> bool:
     return (datetime.now(UTC) - created).total_seconds() * 1000 > state.ttl_ms
 
 
-def _look(flow: Flow) -> NextStep | None:
-    return flow._next_step("look")
+def _look(flow: FlowSteps) -> NextStep | None:
+    return flow.next_step("look")
 
 
-def _say(flow: Flow, state: TaskState) -> None:
+def _say(flow: FlowSteps, state: TaskState) -> None:
     """A status change, to the user: a reporter that shows tasks (the app's run screen) gets it as data."""
     shown = getattr(flow.reporter, "task_status", None)
     if shown is not None:
@@ -295,10 +279,9 @@ def _say(flow: Flow, state: TaskState) -> None:
     flow.reporter.note(f"task {state.id} {state.status.replace('_', ' ')}{message}")
 
 
-async def cancel(flow: Flow) -> Outcome:
+async def cancel(flow: FlowSteps) -> Outcome:
     """``resume --cancel-task``: ask the server to cancel the session's task (cooperative: it may still finish), and
     end the session — nothing of the task is polled or answered after that."""
-    from mcpcli.engine.flow import Outcome
     from mcpcli.net.tasks import cancel_task
 
     session = flow.session
@@ -309,7 +292,7 @@ async def cancel(flow: Flow) -> Outcome:
     except MCPError as exc:
         if exc.code == -32602:
             raise await _expired(flow, state, exc.message) from None
-        raise await flow._fail(f"The server refused to cancel task {state.id}: {exc.message}.") from None
+        raise await flow.fail(f"The server refused to cancel task {state.id}: {exc.message}.") from None
     state.observe("cancelled", "cancelled at your request", state.ttl_ms, state.poll_ms, at=_now())
     message = f"Task {state.id} was cancelled at your request."
     await flow.keeper.update(status="failed", error=message, task=state.dump(), last=True)

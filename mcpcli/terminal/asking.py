@@ -19,8 +19,8 @@ from rich.text import Text
 from mcpcli import forms
 from mcpcli.display import has_invisible, is_web_link, reveal_invisible, safe, sanitize
 from mcpcli.engine.answers import Presets
-from mcpcli.engine.flow import Question
 from mcpcli.engine.sampling import Decision, SamplingView
+from mcpcli.engine.steps import Question
 from mcpcli.terminal.inline import Terminal, ask_form, read_reply, refuse_form, shown
 
 

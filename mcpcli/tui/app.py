@@ -31,7 +31,8 @@ from mcpcli.terminal.hints import worded
 if TYPE_CHECKING:
     from mcpcli.commands.jobs import CallJob, ResumeJob
     from mcpcli.engine.answers import Presets
-    from mcpcli.engine.flow import AnswerSource, Flow, NeedInput, Outcome
+    from mcpcli.engine.flow import Flow
+    from mcpcli.engine.steps import AnswerSource, NeedInput, Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.tui.run import RunScreen
 
@@ -129,7 +130,7 @@ class McpcliApp(App[TuiExit]):
     async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen) -> None:
         from mcpcli.commands.flows import Seat
         from mcpcli.commands.jobs import drive
-        from mcpcli.engine.flow import NeedInput
+        from mcpcli.engine.steps import NeedInput
         from mcpcli.tui.sampling import TuiApprover
         from mcpcli.tui.source import TuiReporter
 

@@ -21,7 +21,7 @@ from mcpcli.errors import McpcliError
 from mcpcli.tui.text import plain, pretty_json
 
 if TYPE_CHECKING:
-    from mcpcli.engine.flow import NeedInput, Outcome
+    from mcpcli.engine.steps import NeedInput, Outcome
     from mcpcli.net.tasks import TaskControl
 
 

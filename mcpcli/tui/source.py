@@ -17,7 +17,8 @@ import mcp_types as t
 
 from mcpcli.display import sanitize
 from mcpcli.engine.answers import Presets
-from mcpcli.engine.flow import Flow, Question
+from mcpcli.engine.flow import Flow
+from mcpcli.engine.steps import Question
 from mcpcli.errors import UsageError, UserStopped
 from mcpcli.tui.round import RoundInfo, RoundScreen
 

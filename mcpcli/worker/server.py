@@ -460,7 +460,7 @@ def preload() -> None:
     import typer.main
 
     from mcpcli.cli import app
-    from mcpcli.engine.flow import prepare_validators
+    from mcpcli.engine.steps import prepare_validators
     from mcpcli.net.transports import tls_context
 
     global _COMMAND
