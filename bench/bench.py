@@ -236,7 +236,8 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
     from mcpcli.engine.answers import Presets
     from mcpcli.engine.flow import Call, Flow
     from mcpcli.net.connection import connect
-    from mcpcli.settings.config import Paths, Target
+    from mcpcli.settings.config import Paths
+    from mcpcli.settings.targets import Target
     from mcpcli.state.keeper import Keeper
     from mcpcli.state.store import open_store
     from mcpcli.state.trace import Tracer
@@ -604,7 +605,8 @@ async def _task_figures(url: str, runs: int) -> None:
     from mcpcli.engine.flow import Call, Flow
     from mcpcli.net.connection import connect
     from mcpcli.net.tasks import get_task
-    from mcpcli.settings.config import Paths, Target
+    from mcpcli.settings.config import Paths
+    from mcpcli.settings.targets import Target
     from mcpcli.state.keeper import Keeper
     from mcpcli.state.store import open_store
     from mcpcli.terminal.output import Output

@@ -18,7 +18,8 @@ from mcpcli.errors import ExitCode, McpcliError
 
 if TYPE_CHECKING:
     from mcpcli.net.bounds import Bounds
-    from mcpcli.settings.config import Paths, Settings, Target
+    from mcpcli.settings.config import Paths, Settings
+    from mcpcli.settings.targets import Target
     from mcpcli.state.store import Store
     from mcpcli.state.trace import Tracer, TraceSinks
     from mcpcli.terminal.output import Output
@@ -135,7 +136,7 @@ class Runtime:
 
     def target(self) -> Target:
         """The server to talk to; a name is looked up in config.toml, servers.json and ./.mcp.json (in that order)."""
-        from mcpcli.settings.config import parse_headers, resolve_target
+        from mcpcli.settings.targets import parse_headers, resolve_target
 
         servers = None
         if not (self.g.server or "").startswith(("http://", "https://")):

@@ -225,7 +225,8 @@ def test_a_pre_2026_server_gets_the_handshake_straight_away_the_second_time(proc
 def test_a_server_that_changed_since_is_asked_afresh(process: Any, home: Path) -> None:
     target = hostile("no_cache_hints")
     from mcpcli.net.handshakes import remember, remembered
-    from mcpcli.settings.config import Paths, Settings, resolve_target
+    from mcpcli.settings.config import Paths, Settings
+    from mcpcli.settings.targets import resolve_target
 
     paths = Paths(home, home)
     resolved, _ = resolve_target(target, Settings())

@@ -24,7 +24,8 @@ import pytest
 from conftest import ROOT
 
 from mcpcli.net import listcache
-from mcpcli.settings.config import Paths, Target
+from mcpcli.settings.config import Paths
+from mcpcli.settings.targets import Target
 
 PY = sys.executable
 MARKER = "@@modules@@"

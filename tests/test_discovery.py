@@ -10,7 +10,8 @@ import anyio
 from mcpcli.engine.answers import Presets
 from mcpcli.engine.flow import Call, Flow
 from mcpcli.net.connection import connect
-from mcpcli.settings.config import Paths, Target
+from mcpcli.settings.config import Paths
+from mcpcli.settings.targets import Target
 from mcpcli.state.keeper import Keeper
 from mcpcli.state.store import open_store
 

@@ -22,7 +22,8 @@ from mcpcli.engine.flow import Call, Flow, NeedInput, Outcome, Question
 from mcpcli.errors import ExitCode
 from mcpcli.net.connection import connect
 from mcpcli.runtime import lone
-from mcpcli.settings.config import Paths, Target
+from mcpcli.settings.config import Paths
+from mcpcli.settings.targets import Target
 from mcpcli.state.keeper import Finished, Keeper
 from mcpcli.state.store import LeaseLost, SessionBusy, SessionRecord, SqliteStore, Store, open_store
 from mcpcli.state.store.sql import SCHEMA_VERSION

@@ -19,8 +19,9 @@ import pytest
 from test_imports import SDK, UI, _matching, _run_main, run_and_list_modules
 
 from mcpcli.errors import ConfigError, ExitCode
-from mcpcli.settings.config import Paths, ServerEntry, Settings, private_dir, resolve_target
+from mcpcli.settings.config import Paths, ServerEntry, Settings, private_dir
 from mcpcli.settings.servers import ServerTable, app_files, convert, strip_jsonc
+from mcpcli.settings.targets import resolve_target
 
 DATA = Path(__file__).resolve().parent / "data"
 ECHO = DATA / "echo_server.py"

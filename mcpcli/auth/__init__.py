@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcpcli.errors import ConfigError, McpcliError, ServerError
-from mcpcli.settings.config import set_header
+from mcpcli.settings.targets import set_header
 
 if TYPE_CHECKING:
     from mcpcli.auth.tokens import Login
-    from mcpcli.settings.config import Paths, Target
+    from mcpcli.settings.config import Paths
+    from mcpcli.settings.targets import Target
 
 Kind = Literal["oauth", "bearer", "header"]
 

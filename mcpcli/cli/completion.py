@@ -25,7 +25,8 @@ import typer  # the callbacks' annotations are read at run time, by Typer
 
 if TYPE_CHECKING:
     from mcpcli.net.listcache import Kind
-    from mcpcli.settings.config import Paths, Settings, Target
+    from mcpcli.settings.config import Paths, Settings
+    from mcpcli.settings.targets import Target
 
 Item = tuple[str, str]
 """A completion and its help text (zsh and fish show it; bash shows only the value)."""
@@ -145,7 +146,7 @@ def complete_servers(ctx: typer.Context, incomplete: str) -> list[Item]:
 def _chosen(ctx: Any, paths: Paths) -> tuple[Target, str | None, bool]:
     """The server the command line so far would talk to: the target, the ``-s`` value, and whether completion may
     contact it (a stdio command line typed after ``-s`` is never started)."""
-    from mcpcli.settings.config import resolve_target
+    from mcpcli.settings.targets import resolve_target
 
     given = _given(ctx, "server")
     settings = _settings(paths)

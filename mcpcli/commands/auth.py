@@ -16,7 +16,7 @@ from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
     from mcpcli.runtime import Runtime
-    from mcpcli.settings.config import Target
+    from mcpcli.settings.targets import Target
 
 
 def _http_target(rt: Runtime, what: str) -> Target:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
-    from mcpcli.settings.config import Target
+    from mcpcli.settings.targets import Target
 
 MAX_FLOWS = 10_000
 """Flows one batch may hold."""
@@ -281,7 +281,7 @@ class Batch:
             return
 
     def _connection(self) -> dict[str, Any]:
-        from mcpcli.settings.config import connection_settings
+        from mcpcli.settings.targets import connection_settings
 
         return connection_settings(self.target, self.protocol or self.target.protocol or "auto")
 

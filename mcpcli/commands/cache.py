@@ -10,7 +10,7 @@ from mcpcli.net.listcache import REFRESH_TIMEOUT, Kind, remember
 
 if TYPE_CHECKING:
     from mcpcli.runtime import Runtime
-    from mcpcli.settings.config import Target
+    from mcpcli.settings.targets import Target
 
 
 def refresh(given: str | None) -> int:

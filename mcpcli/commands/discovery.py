@@ -24,7 +24,7 @@ from mcpcli.net.connection import connect
 
 if TYPE_CHECKING:
     from mcpcli.runtime import Runtime
-    from mcpcli.settings.config import Target
+    from mcpcli.settings.targets import Target
 
 
 def credentials(rt: Runtime, *, interactive: bool) -> Credentials:
@@ -197,8 +197,8 @@ def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | No
 
     Unlike ``rt.target()`` it changes nothing in ``rt`` (the app runs many flows) and prints nothing.
     """
-    from mcpcli.settings.config import parse_headers, resolve_target
     from mcpcli.settings.servers import ServerTable
+    from mcpcli.settings.targets import parse_headers, resolve_target
 
     servers = ServerTable(rt.paths, rt.settings)
     return resolve_target(rt.g.server or stored, rt.settings, headers=parse_headers(rt.g.headers), servers=servers)

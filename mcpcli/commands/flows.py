@@ -39,7 +39,7 @@ from mcpcli.net.connection import connect, transport_failure
 from mcpcli.net.tasks import task_support
 from mcpcli.runtime import lone
 from mcpcli.settings import trust
-from mcpcli.settings.config import connection_settings
+from mcpcli.settings.targets import connection_settings
 from mcpcli.state.keeper import Keeper
 from mcpcli.terminal.output import describe_pending, pending_document
 

@@ -25,7 +25,7 @@ from mcpcli.errors import ExitCode
 from mcpcli.net.connection import Protocol
 from mcpcli.net.tasks import task_support
 from mcpcli.settings import trust
-from mcpcli.settings.config import connection_settings
+from mcpcli.settings.targets import connection_settings
 from mcpcli.state.keeper import Finished
 
 if TYPE_CHECKING:

@@ -16,14 +16,14 @@ from mcpcli.engine import taskflow
 from mcpcli.engine.steps import Outcome, is_legacy
 from mcpcli.errors import ExitCode, UsageError, UserStopped
 from mcpcli.settings import trust
-from mcpcli.settings.config import connection_settings
+from mcpcli.settings.targets import connection_settings
 from mcpcli.state.keeper import Finished
 
 if TYPE_CHECKING:
     from mcpcli.engine.flow import Flow
     from mcpcli.net.connection import Protocol
     from mcpcli.runtime import AnswerOptions, Runtime
-    from mcpcli.settings.config import Target
+    from mcpcli.settings.targets import Target
     from mcpcli.state.store import SessionRecord
     from mcpcli.terminal.inline import Terminal
 
@@ -83,8 +83,8 @@ def resume_target(
 ) -> tuple[Target, Protocol | None]:
     """The server a resume connects to, and how: ``-s`` when given, else the session's own, reconnected the way
     the flow was; a command line that came from the session (not from the user) runs only once trusted."""
-    from mcpcli.settings.config import parse_headers, resolve_target
     from mcpcli.settings.servers import ServerTable
+    from mcpcli.settings.targets import parse_headers, resolve_target
 
     given = rt.g.server
     servers = ServerTable(rt.paths, rt.settings)

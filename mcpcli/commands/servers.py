@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcpcli.errors import ConfigError, UsageError
-from mcpcli.settings.config import ServerEntry, parse_headers
+from mcpcli.settings.config import ServerEntry
 from mcpcli.settings.servers import (
     APPS,
     SOURCE_LABELS,
@@ -27,6 +27,7 @@ from mcpcli.settings.servers import (
     save_managed,
     warnings,
 )
+from mcpcli.settings.targets import parse_headers
 
 if TYPE_CHECKING:
     from mcpcli.runtime import Runtime

@@ -86,7 +86,7 @@ class Flow:
     tracer: Tracer | None = None
     """The connection's tap: told where the loop stands (start, rounds, restarts, result) for the trace."""
     connection: dict[str, Any] | None = None
-    """How the flow connects (``config.connection_settings``): kept with its session, so a resume reconnects
+    """How the flow connects (``targets.connection_settings``): kept with its session, so a resume reconnects
     the same way."""
     detach: bool = False
     """``--detach``: when the call becomes a task, save it and return at once, leaving it running on the server."""

@@ -20,7 +20,7 @@ import anyio
 from mcp.shared.message import SessionMessage
 
 from mcpcli.errors import ServerError
-from mcpcli.settings.config import Target
+from mcpcli.settings.targets import Target
 
 SOCKET_ENV = "MCPCLI_WORKER_SOCKET"
 """Set by the worker in each command's environment: where to attach to kept-alive servers."""

@@ -36,7 +36,8 @@ from mcpcli.errors import McpcliError, ServerError, UsageError
 from mcpcli.net.bounds import Bounds, Tripwire
 from mcpcli.net.handshakes import remember, remembered
 from mcpcli.net.tasks import CREATED_TASK_META, TasksExtension
-from mcpcli.settings.config import Paths, Target, private_dir
+from mcpcli.settings.config import Paths, private_dir
+from mcpcli.settings.targets import Target
 from mcpcli.state.trace import Tracer, traced
 
 if TYPE_CHECKING:

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import subprocess
 
-    from mcpcli.settings.config import Paths, Target
+    from mcpcli.settings.config import Paths
+    from mcpcli.settings.targets import Target
 
 Kind = Literal["tools", "prompts"]
 

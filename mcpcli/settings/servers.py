@@ -9,7 +9,7 @@ shadows which:
 3. ``./.mcp.json`` in the current directory — a project's file, in Claude Code's shape.
 
 Entries are stored as written: a ``${env:NAME}`` reference stays a reference in every file and is expanded
-only when a target is built (``config.resolve_target``), so a secret kept in the environment is never copied.
+only when a target is built (``targets.resolve_target``), so a secret kept in the environment is never copied.
 No ``mcp`` import here: ``servers list`` must start as fast as ``--help``.
 """
 

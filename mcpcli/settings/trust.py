@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mcpcli.settings.config import Paths, Target
+    from mcpcli.settings.config import Paths
+    from mcpcli.settings.targets import Target
 
 log = logging.getLogger(__name__)
 

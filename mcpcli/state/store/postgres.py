@@ -29,7 +29,8 @@ from psycopg.rows import dict_row
 
 from mcpcli.errors import StoreError
 from mcpcli.state.store.base import redact_url
-from mcpcli.state.store.sql import SqlStore, Tx
+from mcpcli.state.store.rows import Tx
+from mcpcli.state.store.sql import SqlStore
 
 SCHEMA = "mcpcli"
 """The PostgreSQL schema (namespace) holding the store's tables."""

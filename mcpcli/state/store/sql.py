@@ -16,12 +16,11 @@ transaction as the write it guards.
 from __future__ import annotations
 
 import builtins
-import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any
 
 from mcpcli.errors import SessionError, StoreError, UsageError
 from mcpcli.state.store.base import (
@@ -41,6 +40,7 @@ from mcpcli.state.store.base import (
     new_lease_owner,
     utcnow,
 )
+from mcpcli.state.store.rows import Tx, check_ttl, dumps, loads, not_found
 
 SCHEMA_VERSION = 6
 """1: sessions and rounds. 2: the lease columns and ``version``. 3: the ``trace`` table and ``identity``.
@@ -68,49 +68,6 @@ _LEASE_CLEARED = {
 }
 
 
-class Cursor(Protocol):
-    """What both drivers' cursors offer (rows are dicts: each engine sets a dict row factory)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> builtins.list[Any]: ...
-
-
-class Tx:
-    """One transaction's statements, with rows as dicts; written with ``?`` placeholders for every engine."""
-
-    def __init__(self, execute: Callable[[str, Sequence[Any]], Cursor]) -> None:
-        self._execute = execute
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Execute; return the number of rows changed."""
-        return self._execute(sql, params).rowcount
-
-    def one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
-        row: dict[str, Any] | None = self._execute(sql, params).fetchone()
-        return row
-
-    def all(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[dict[str, Any]]:
-        return self._execute(sql, params).fetchall()
-
-
-def dumps(value: Any) -> str:
-    """JSON as stored: compact, non-ASCII kept, key order kept (so arguments go back exactly as first sent)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def iso_time(value: datetime) -> str:
-    """Fixed width (always microseconds, always +00:00), so text order is time order."""
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
-
-
 def list_query(
     *, status: str | None = None, server: str | None = None, limit: int | None = None
 ) -> tuple[str, builtins.list[Any]]:
@@ -130,16 +87,6 @@ def list_query(
     sql += " ORDER BY updated DESC, id DESC" + ("" if limit is None else " LIMIT ?")
     params: list[Any] = [*filters.values(), *([] if limit is None else [limit])]
     return sql, params
-
-
-def not_found(id_or_prefix: str) -> SessionError:
-    return SessionError(f"No session matches '{id_or_prefix}'.", hint="List them with: mcpcli sessions list")
-
-
-def _check_ttl(ttl: float) -> timedelta:
-    if not ttl > 0:
-        raise ValueError(f"a lease needs a positive ttl, not {ttl!r}")
-    return timedelta(seconds=ttl)
 
 
 class SqlStore:
@@ -251,14 +198,14 @@ class SqlStore:
     @staticmethod
     def _session_from_row(row: dict[str, Any]) -> SessionRecord:
         # Times come back as ISO text (SQLite) or datetimes (PostgreSQL); the model takes both.
-        return SessionRecord.model_validate(row | {name: _loads(row[name]) for name in _JSON_FIELDS})
+        return SessionRecord.model_validate(row | {name: loads(row[name]) for name in _JSON_FIELDS})
 
     def _round_from_row(self, row: dict[str, Any]) -> RoundRecord:
         fields = dict(row)
         fields["index"] = fields.pop("round_index")  # INDEX is an SQL keyword
         fields |= {
-            "requests": _loads(row["requests"]),
-            "answers": _loads(row["answers"]),
+            "requests": loads(row["requests"]),
+            "answers": loads(row["answers"]),
             "request_state": self._state_out(row["request_state"]),
         }
         return RoundRecord.model_validate(fields)
@@ -521,7 +468,7 @@ class SqlStore:
         steal: bool = False,
         seen: SessionRecord | None = None,
     ) -> Lease:
-        length = _check_ttl(ttl)
+        length = check_ttl(ttl)
         if seen is not None and seen.id != session_id:
             raise ValueError(f"the session read is {seen.id}, not {session_id}")
         owner = owner or new_lease_owner(host, pid)
@@ -572,7 +519,7 @@ class SqlStore:
         raise StoreError(f"Could not claim session {session_id}: its lease kept changing hands.", hint="Try again.")
 
     def heartbeat(self, lease: Lease, ttl: float) -> Lease:
-        expires = self.clock() + _check_ttl(ttl)
+        expires = self.clock() + check_ttl(ttl)
         with self._transaction(write=True) as tx:
             extended = tx.run(
                 "UPDATE sessions SET lease_expires = ? WHERE id = ? AND version = ? AND lease_owner = ?",

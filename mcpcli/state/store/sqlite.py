@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from mcpcli.errors import StoreError
-from mcpcli.state.store.sql import SCHEMA_VERSION, SqlStore, Tx, iso_time
+from mcpcli.state.store.rows import Tx, iso_time
+from mcpcli.state.store.sql import SCHEMA_VERSION, SqlStore
 
 __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SqliteStore"]
 
