@@ -240,14 +240,16 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
     from mcp import Client
     from rich.console import Console
 
-    from mcpcli.answers import Presets
-    from mcpcli.config import Paths, Target
-    from mcpcli.connection import connect
-    from mcpcli.flow import Call, Flow
-    from mcpcli.keeper import Keeper
-    from mcpcli.store import open_store
+    from mcpcli.engine.answers import Presets
+    from mcpcli.engine.flow import Flow
+    from mcpcli.engine.steps import Call
+    from mcpcli.net.connection import connect
+    from mcpcli.settings.config import Paths
+    from mcpcli.settings.targets import Target
+    from mcpcli.state.keeper import Keeper
+    from mcpcli.state.store import open_store
+    from mcpcli.state.trace import Tracer
     from mcpcli.terminal.output import Output
-    from mcpcli.trace import Tracer
 
     paths = Paths.from_env()
     store = open_store(None, paths.store_file)  # the default store: SQLite, WAL, synchronous=FULL
@@ -316,7 +318,7 @@ def durable_write_ms(store: Any) -> float:
     """Median ms of one round's durable write: the round, its answers and the lease check, one transaction."""
     from datetime import timedelta
 
-    from mcpcli.store import Lease, SessionRecord, new_lease_owner, utcnow
+    from mcpcli.state.store import Lease, SessionRecord, new_lease_owner, utcnow
 
     session = SessionRecord(
         server="bench", method="tools/call", name="provision", arguments={}, status="running", protocol_version=None
@@ -343,7 +345,7 @@ def durable_write_ms(store: Any) -> float:
 
 
 def store_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
-    from mcpcli.store import SessionRecord, open_store
+    from mcpcli.state.store import SessionRecord, open_store
 
     sqlite = open_store(None, tmp / "home" / "sessions.db")
     try:
@@ -387,7 +389,7 @@ LISTED = 2_000
 def list_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
     """``sessions list`` (and ``--json``) over a store of ``LISTED`` sessions, against ``mcpcli --version`` in the
     same run: the command people run most between flows should cost no more than starting mcpcli at all."""
-    from mcpcli.store import SessionRecord, open_store
+    from mcpcli.state.store import SessionRecord, open_store
 
     home = tmp / "inbox-home"
     home.mkdir(mode=0o700)
@@ -677,12 +679,14 @@ def task_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
 async def _task_figures(url: str, runs: int) -> None:
     from rich.console import Console
 
-    from mcpcli.config import Paths, Target
-    from mcpcli.connection import connect
-    from mcpcli.flow import Call, Flow
-    from mcpcli.keeper import Keeper
-    from mcpcli.store import open_store
-    from mcpcli.tasks import get_task
+    from mcpcli.engine.flow import Flow
+    from mcpcli.engine.steps import Call
+    from mcpcli.net.connection import connect
+    from mcpcli.net.tasks import get_task
+    from mcpcli.settings.config import Paths
+    from mcpcli.settings.targets import Target
+    from mcpcli.state.keeper import Keeper
+    from mcpcli.state.store import open_store
     from mcpcli.terminal.output import Output
 
     paths = Paths.from_env()
@@ -714,7 +718,7 @@ async def _task_figures(url: str, runs: int) -> None:
                 totals.append(time.perf_counter() - start)
                 assert outcome.result["content"][0]["text"] == "slow_ok finished after 100 polls", outcome.result
             total = statistics.median(totals)
-            from mcpcli.tasks import POLL_FLOOR
+            from mcpcli.net.tasks import POLL_FLOOR
 
             # pollIntervalMs 0 is held at the floor: 100 waits of it are the server's pace, not the client's cost.
             beyond = (total - 100 * POLL_FLOOR) / 101 * 1000
@@ -732,8 +736,8 @@ def _task_write_ms(store: Any) -> float:
     """Median ms of the write a changed poll makes: the task's JSON, under the lease, one transaction."""
     from datetime import timedelta
 
-    from mcpcli.store import Lease, SessionRecord, new_lease_owner, utcnow
-    from mcpcli.store.base import lease_columns
+    from mcpcli.state.store import Lease, SessionRecord, new_lease_owner, utcnow
+    from mcpcli.state.store.base import lease_columns
 
     session = SessionRecord(
         server="bench", method="tools/call", name="slow_ok", arguments={}, status="running", protocol_version=None

@@ -29,7 +29,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.request_state import RequestStateSecurity
 
 from mcpcli import __version__
-from mcpcli.config import create_once
+from mcpcli.settings.config import create_once
 
 Answers = dict[str, dict[str, Any]]
 """Answers so far, keyed by the question's request key, as JSON (an ``ElicitResult`` or ``ListRootsResult``)."""
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ttl", type=float, default=600.0, help="seconds a request_state stays valid")
     args = parser.parse_args(argv)
     if args.key_file is None:
-        from mcpcli.config import Paths
+        from mcpcli.settings.config import Paths
 
         args.key_file = Paths.from_env().demo_key_file
     try:

@@ -36,6 +36,17 @@ def _escape(code: int) -> str:
 _TABLE = {code: _escape(code) for code in _CONTROLS}
 
 
+TERMINAL_TEXT_MAX = 4000
+"""Characters of one server text (a result, an error message) shown on a terminal before it is cut."""
+
+
+def clip(text: str, how_to_see_all: str, limit: int = TERMINAL_TEXT_MAX) -> str:
+    """``text``, or its first ``limit`` characters and a line saying how much was cut and how to see it all."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…\n[cut: {limit:,} of {len(text):,} characters shown; {how_to_see_all}]"
+
+
 def sanitize(text: str) -> str:
     """Return ``text`` with every control character the terminal would act on made visible.
 

@@ -145,7 +145,7 @@ def print_error(exc: McpcliError) -> None:
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     message = exc.message
     if console.is_terminal:  # a 5 MB server error would bury the terminal; a file or a pipe gets all of it
-        from mcpcli.bounds import clip
+        from mcpcli.display import clip
 
         message = clip(
             message, "all of it: run again with --json (the whole error on stdout), or send stderr to a file"

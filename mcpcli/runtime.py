@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 from mcpcli.errors import ExitCode, McpcliError
 
 if TYPE_CHECKING:
-    from mcpcli.bounds import Bounds
-    from mcpcli.config import Paths, Settings, Target
-    from mcpcli.store import Store
+    from mcpcli.net.bounds import Bounds
+    from mcpcli.settings.config import Paths, Settings
+    from mcpcli.settings.targets import Target
+    from mcpcli.state.store import Store
+    from mcpcli.state.trace import Tracer, TraceSinks
     from mcpcli.terminal.output import Output
-    from mcpcli.trace import Tracer, TraceSinks
 
 
 @dataclass
@@ -69,7 +70,7 @@ class ProcessSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ProcessSettings:
-        from mcpcli.keeper import LEASE_TTL
+        from mcpcli.state.keeper import LEASE_TTL
 
         env = os.environ if environ is None else environ
         try:
@@ -108,7 +109,7 @@ class Runtime:
     """What a command needs, built lazily: paths, settings, store, output."""
 
     def __init__(self, g: Globals, *, json_out: bool = False) -> None:
-        from mcpcli.config import Paths, load_settings
+        from mcpcli.settings.config import Paths, load_settings
         from mcpcli.terminal.output import Output
 
         self.g = g
@@ -123,7 +124,7 @@ class Runtime:
     @property
     def store(self) -> Store:
         if self._store is None:
-            from mcpcli.store import open_store
+            from mcpcli.state.store import open_store
 
             given = [("flag", self.g.store), ("env", os.environ.get("MCPCLI_STORE")), ("config", self.settings.store)]
             source, url = next(((s, u) for s, u in given if u), ("flag", None))
@@ -138,11 +139,11 @@ class Runtime:
 
     def target(self) -> Target:
         """The server to talk to; a name is looked up in config.toml, servers.json and ./.mcp.json (in that order)."""
-        from mcpcli.config import parse_headers, resolve_target
+        from mcpcli.settings.targets import parse_headers, resolve_target
 
         servers = None
         if not (self.g.server or "").startswith(("http://", "https://")):
-            from mcpcli.servers import ServerTable  # reads its files only when a name is looked up
+            from mcpcli.settings.servers import ServerTable  # reads its files only when a name is looked up
 
             servers = ServerTable(self.paths, self.settings)
         target, note = resolve_target(
@@ -166,14 +167,14 @@ class Runtime:
 
     def bounds(self) -> Bounds:
         """The connection bounds: ``[limits]`` and their environment variables (a bad value: exit 2)."""
-        from mcpcli.bounds import Bounds
+        from mcpcli.net.bounds import Bounds
 
         return Bounds.from_settings(self.settings)
 
     def trace_sinks(self) -> TraceSinks:
         """Where this run's trace lines go: ``--trace``, ``--record``, ``-v`` (opened once, closed with the run)."""
+        from mcpcli.state.trace import TraceSinks
         from mcpcli.terminal.trace_lines import summarize
-        from mcpcli.trace import TraceSinks
 
         if self._trace is None:
             console = self.out.err if self.g.verbose else None
@@ -183,7 +184,7 @@ class Runtime:
     def tracer(self, *, record: bool = False, summaries: bool = True) -> Tracer | None:
         """The tap for one connection: ``--trace``, ``-v`` summaries (unless ``summaries`` is off: the app owns
         the terminal) and, with ``record``, the lines a flow's session keeps. None when nobody would read it."""
-        from mcpcli.trace import Tracer
+        from mcpcli.state.trace import Tracer
 
         sinks = self.trace_sinks()
         if not (record or sinks.writing or (summaries and sinks.console is not None)):
@@ -207,7 +208,7 @@ def configure_logging(paths: Paths, debug: bool) -> None:
     """SDK and server logs go to a private file; on stderr only with --debug."""
     import logging
 
-    from mcpcli.config import private_dir
+    from mcpcli.settings.config import private_dir
 
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "mcpcli", False)]:  # a second run in one process

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import PY, stdio_server
 
-from mcpcli.arguments import build_arguments, typed_value, usable_schema
+from mcpcli.engine.arguments import build_arguments, typed_value, usable_schema
 from mcpcli.errors import ExitCode, UsageError
 
 SCHEMA: dict[str, Any] = {
@@ -303,7 +303,7 @@ def test_plain_schemas_are_checked_without_jsonschema_and_rich_ones_with_it() ->
 
     code = (
         "import sys\n"
-        "from mcpcli.arguments import build_arguments\n"
+        "from mcpcli.engine.arguments import build_arguments\n"
         "plain = {'type': 'object', 'properties': {'n': {'type': 'integer', 'title': 'N'}}, 'required': ['n']}\n"
         "build_arguments(plain, ['n=3'])\n"
         "print('jsonschema' in sys.modules)\n"

@@ -11,8 +11,8 @@ import pytest
 from conftest import Result, demo_stdio, run_inprocess, run_process, stdio_server
 
 from mcpcli.commands.batch import MAX_FLOWS, MAX_LINE_BYTES
-from mcpcli.config import Paths
-from mcpcli.store import open_store
+from mcpcli.settings.config import Paths
+from mcpcli.state.store import open_store
 
 REGION = "eu-west-1"
 

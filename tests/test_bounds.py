@@ -17,7 +17,7 @@ import pexpect
 import pytest
 from conftest import PY, ROOT, stdio_server
 
-from mcpcli.connection import failure_lines
+from mcpcli.net.serverlog import failure_lines
 
 HOSTILE = Path(__file__).resolve().parent / "hostile.py"
 
@@ -224,8 +224,9 @@ def test_a_pre_2026_server_gets_the_handshake_straight_away_the_second_time(proc
 
 def test_a_server_that_changed_since_is_asked_afresh(process: Any, home: Path) -> None:
     target = hostile("no_cache_hints")
-    from mcpcli.config import Paths, Settings, resolve_target
-    from mcpcli.handshakes import remember, remembered
+    from mcpcli.net.handshakes import remember, remembered
+    from mcpcli.settings.config import Paths, Settings
+    from mcpcli.settings.targets import resolve_target
 
     paths = Paths(home, home)
     resolved, _ = resolve_target(target, Settings())

@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from mcpcli import listcache
-from mcpcli.config import Paths, Target
+from mcpcli.net import listcache
+from mcpcli.settings.config import Paths
+from mcpcli.settings.targets import Target
 
 PY = sys.executable
 MARKER = "@@modules@@"
@@ -219,7 +220,7 @@ def test_tool_names_come_from_the_cache_mcpcli_tools_wrote_without_importing_the
     lines = proc.stdout.splitlines()
     assert lines[0] == "provision"
     modules = set(json.loads(next(x for x in lines if x.startswith(MARKER)).removeprefix(MARKER)))
-    assert {"mcpcli.cli.completion", "mcpcli.listcache"} <= modules  # the list is real: completion read the cache
+    assert {"mcpcli.cli.completion", "mcpcli.net.listcache"} <= modules  # the list is real: completion read the cache
     assert sorted(m for m in modules if m.split(".")[0] in SDK_AND_UI or m.startswith("mcpcli.tui")) == []
     assert not listcache.cache_file(Paths.from_env(), DEMO).with_suffix(".refresh").exists()  # fresh: no refresh
 
@@ -413,7 +414,7 @@ def test_session_ids_are_offered_with_what_each_session_is(cli: Any, home: Path,
     first = waiting.json()["session_id"]
     done = cli("call", "provision", "-a", "name=billing", "--answer", "region=eu-west-1", "--json")
     assert done.code == 0, done.err
-    from mcpcli.store import open_store
+    from mcpcli.state.store import open_store
 
     store = open_store(None, Paths.from_env().store_file)
     try:

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from mcpcli.config import Paths, Settings, load_settings, parse_headers, private_dir, resolve_target
 from mcpcli.errors import ConfigError, ExitCode, UsageError
+from mcpcli.settings.config import Paths, Settings, load_settings, private_dir
+from mcpcli.settings.targets import parse_headers, resolve_target
 
 DEMO_NOTE = "using the built-in demo server"
 

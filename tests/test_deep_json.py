@@ -111,7 +111,7 @@ def test_a_response_too_deep_to_read_ends_its_request_with_one_line(tmp_path: Pa
 
 
 def test_the_scan_finds_only_a_top_level_response_id() -> None:
-    from mcpcli.transports import _response_id
+    from mcpcli.net.transports import _response_id
 
     deep = nested(5000).encode()
     assert _response_id(b'{"jsonrpc": "2.0", "id": 7, "result": {"x": ' + deep + b"}}") == 7

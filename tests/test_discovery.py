@@ -7,12 +7,14 @@ from typing import Any
 
 import anyio
 
-from mcpcli.answers import Presets
-from mcpcli.config import Paths, Target
-from mcpcli.connection import connect
-from mcpcli.flow import Call, Flow
-from mcpcli.keeper import Keeper
-from mcpcli.store import open_store
+from mcpcli.engine.answers import Presets
+from mcpcli.engine.flow import Flow
+from mcpcli.engine.steps import Call
+from mcpcli.net.connection import connect
+from mcpcli.settings.config import Paths
+from mcpcli.settings.targets import Target
+from mcpcli.state.keeper import Keeper
+from mcpcli.state.store import open_store
 
 
 def test_tools_as_a_table_and_as_json(cli: Any) -> None:

@@ -15,7 +15,7 @@ import pytest
 from conftest import PY, ROOT, stdio_server
 from test_flows import ONBOARD_ANSWERS, only_session, store
 
-from mcpcli.config import Paths
+from mcpcli.settings.config import Paths
 
 
 def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

@@ -17,15 +17,17 @@ import anyio
 import mcp_types as t
 import pytest
 
-from mcpcli.answers import Presets
-from mcpcli.config import Paths, Target
-from mcpcli.connection import connect
+from mcpcli.engine.answers import Presets
+from mcpcli.engine.flow import Flow
+from mcpcli.engine.steps import Call, NeedInput, Outcome, Question
 from mcpcli.errors import ExitCode
-from mcpcli.flow import Call, Flow, NeedInput, Outcome, Question
-from mcpcli.keeper import Finished, Keeper
+from mcpcli.net.connection import connect
 from mcpcli.runtime import lone
-from mcpcli.store import LeaseLost, SessionBusy, SessionRecord, SqliteStore, Store, open_store
-from mcpcli.store.sql import SCHEMA_VERSION
+from mcpcli.settings.config import Paths
+from mcpcli.settings.targets import Target
+from mcpcli.state.keeper import Finished, Keeper
+from mcpcli.state.store import LeaseLost, SessionBusy, SessionRecord, SqliteStore, Store, open_store
+from mcpcli.state.store.sql import SCHEMA_VERSION
 
 DEMO = Target(label="demo", kind="demo")
 REGION = "eu-west-1"
@@ -412,7 +414,7 @@ def test_a_store_made_under_an_open_umask_is_private_and_leaves_the_umask_alone(
 def test_offloaded_calls_run_in_one_hot_thread_one_at_a_time_and_side_by_side_when_they_overlap() -> None:
     import threading
 
-    from mcpcli import offload
+    from mcpcli.state import offload
 
     async def main() -> None:
         names = {await offload.run_sync(lambda: threading.get_ident()) for _ in range(50)}
@@ -447,7 +449,7 @@ def test_offloaded_calls_run_in_one_hot_thread_one_at_a_time_and_side_by_side_wh
 def test_a_cancelled_caller_waits_for_its_offloaded_call_to_end() -> None:
     import threading
 
-    from mcpcli import offload
+    from mcpcli.state import offload
 
     ended = threading.Event()
 
@@ -464,7 +466,7 @@ def test_a_cancelled_caller_waits_for_its_offloaded_call_to_end() -> None:
 
 
 def test_offload_works_in_a_forked_child_of_a_process_that_used_it() -> None:
-    from mcpcli import offload
+    from mcpcli.state import offload
 
     assert anyio.run(offload.run_sync, lambda: 1) == 1
     pid = os.fork()

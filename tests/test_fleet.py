@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 from conftest import PY, ROOT
 
-from mcpcli.config import Paths
-from mcpcli.store import Store, open_store
+from mcpcli.settings.config import Paths
+from mcpcli.state.store import Store, open_store
 
 pytestmark = pytest.mark.slow
 

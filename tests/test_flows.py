@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from conftest import PY, Result, stdio_server
 
-from mcpcli.config import Paths
-from mcpcli.store import open_store
+from mcpcli.settings.config import Paths
+from mcpcli.state.store import open_store
 
 ONBOARD_ANSWERS = {
     "details.display_name": "Data team",

@@ -427,7 +427,7 @@ def test_a_nul_in_keys_names_and_state_is_stored_and_sent_back_exact(store_url: 
 def test_matching_presets_against_a_round_of_fifty_thousand_questions_takes_no_time() -> None:
     import time
 
-    from mcpcli.answers import Presets
+    from mcpcli.engine.answers import Presets
 
     asked = {f"q{i}": ["".join(("reg", "ion"))] for i in range(50_000)}  # each its own string, as parsed
     start = time.monotonic()

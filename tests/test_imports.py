@@ -73,8 +73,8 @@ def test_fast_commands_import_neither_the_sdk_nor_textual(argv: tuple[str, ...],
 
 def test_sessions_show_and_the_inbox_import_neither_the_sdk_nor_textual(home: Path) -> None:
     """On a real session with a secret answer, so masking, the timeline and the inbox all run."""
-    from mcpcli.config import Paths
-    from mcpcli.store import SessionRecord, open_store
+    from mcpcli.settings.config import Paths
+    from mcpcli.state.store import SessionRecord, open_store
 
     schema = {"type": "object", "properties": {"password": {"type": "string"}}, "required": ["password"]}
     ask = {
@@ -103,21 +103,28 @@ def test_sessions_show_and_the_inbox_import_neither_the_sdk_nor_textual(home: Pa
 
 def test_the_import_check_does_see_the_sdk_when_a_command_needs_it(home: Path) -> None:
     """The detector is not vacuous: a module that needs the SDK shows up in the list."""
-    modules = _imported("import mcpcli.connection", home)
+    modules = _imported("import mcpcli.net.connection", home)
     assert "mcp" in _matching(modules, SDK)
     assert "mcp_types" in _matching(modules, SDK)
 
 
-CORE = ["mcpcli.flow", "mcpcli.answers", "mcpcli.forms", "mcpcli.store", "mcpcli.config", "mcpcli.terminal.inline"]
+CORE = [
+    "mcpcli.engine.flow",
+    "mcpcli.engine.answers",
+    "mcpcli.forms",
+    "mcpcli.state.store",
+    "mcpcli.settings.config",
+    "mcpcli.terminal.inline",
+]
 CORE += [
     "mcpcli.commands.flows",
     "mcpcli.commands.discovery",
     "mcpcli.commands.jobs",
-    "mcpcli.inbox",
-    "mcpcli.keeper",
-    "mcpcli.vault",
+    "mcpcli.state.inbox",
+    "mcpcli.state.keeper",
+    "mcpcli.state.vault",
     "mcpcli.cli",
-    "mcpcli.sampling",
+    "mcpcli.engine.sampling",
     "mcpcli.llm",
 ]
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from mcpcli.config import Paths
 from mcpcli.demo import DamagedKey, load_or_create_key
 from mcpcli.errors import ConfigError
-from mcpcli.vault import load_store_key
+from mcpcli.settings.config import Paths
+from mcpcli.state.vault import load_store_key
 from mcpcli.wire import private_dirs
 
 ROUNDS = 25

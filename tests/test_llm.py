@@ -19,7 +19,6 @@ import anyio
 import pytest
 from fake_llm import FakeProvider, serve
 
-from mcpcli.config import Paths, ProviderConfig, Settings, load_settings, private_dir
 from mcpcli.errors import ConfigError, ExitCode, UsageError
 from mcpcli.llm import (
     Completion,
@@ -33,6 +32,7 @@ from mcpcli.llm import (
     resolve_provider,
 )
 from mcpcli.llm.keys import key_file, save_key
+from mcpcli.settings.config import Paths, ProviderConfig, Settings, load_settings, private_dir
 
 KEY = "sk-test-0123456789"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="

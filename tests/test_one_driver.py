@@ -19,9 +19,9 @@ from conftest import PY, ROOT, run_inprocess, stdio_server
 from test_durability import legs, spawn, wait_for_legs
 from test_flows import only_session, store
 
-from mcpcli.bundle import checksum
-from mcpcli.config import Paths
-from mcpcli.store import open_store
+from mcpcli.settings.config import Paths
+from mcpcli.state.bundle import checksum
+from mcpcli.state.store import open_store
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +89,7 @@ def test_fifty_racing_resume_pairs_send_each_round_exactly_once(
 def test_a_claim_made_from_a_stale_read_is_refused(tmp_path: Path) -> None:
     """The store level of the race: a process that read the session before another claimed (and finished) it
     cannot claim it on the strength of that old read."""
-    from mcpcli.store import SessionChanged, SessionRecord
+    from mcpcli.state.store import SessionChanged, SessionRecord
 
     s = open_store(None, tmp_path / "s.db")
     record = SessionRecord(
@@ -332,7 +332,7 @@ def test_a_shared_store_row_from_another_machine_runs_its_command_only_once_conf
 ) -> None:
     import pexpect
 
-    from mcpcli.store import SessionRecord
+    from mcpcli.state.store import SessionRecord
 
     marker = tmp_path / "ran"
     command = shlex.join([PY, "-c", f"import pathlib; pathlib.Path({str(marker)!r}).touch()"])

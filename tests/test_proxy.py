@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from conftest import PY, ROOT, free_port
 
-from mcpcli.proxies import bypassed
+from mcpcli.net.proxies import bypassed
 
 pytestmark = pytest.mark.slow
 

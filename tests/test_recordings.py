@@ -16,7 +16,7 @@ from conftest import PY, free_port, stdio_server
 from test_realservers import EVERYTHING, _npm_server
 from test_worker import mcpcli, served, warm  # noqa: F401  (warm: the worker fixture)
 
-from mcpcli.recording import Malformed, read_recording
+from mcpcli.state.recording import Malformed, read_recording
 
 pytestmark = pytest.mark.slow
 
@@ -375,7 +375,7 @@ def test_a_flow_recorded_from_a_resume_is_skipped_with_a_note(cli: Any, tmp_path
 
 
 def test_volatile_fields_and_ignored_pointers_leave_the_comparison() -> None:
-    from mcpcli.replay import ABSENT, first_difference, normalize, parse_pointer
+    from mcpcli.engine.replay import ABSENT, first_difference, normalize, parse_pointer
 
     recorded = {
         "jsonrpc": "2.0",
@@ -459,7 +459,7 @@ def test_the_mock_refuses_a_request_state_it_did_not_seal(cli: Any, tmp_path: Pa
     from mcp import Client
     from mcp.shared.exceptions import MCPError
 
-    from mcpcli.mock import build_server
+    from mcpcli.engine.mock import build_server
 
     path = tmp_path / "flow.ndjson"
     assert cli("--record", str(path), *PROVISION).code == 0
@@ -513,8 +513,8 @@ def test_through_the_worker_a_recording_lands_in_the_callers_directory_and_repla
 
 
 def test_a_recorded_target_keeps_no_password_header_value_or_environment() -> None:
-    from mcpcli.config import Target
-    from mcpcli.connection import recorded_target
+    from mcpcli.net.connection import recorded_target
+    from mcpcli.settings.targets import Target
 
     http = Target(label="https://ann:pw-123456@h.example/mcp", kind="http", url="https://ann:pw-123456@h.example/mcp")
     http.headers["Authorization"] = f"Bearer {TOKEN}"

@@ -188,7 +188,7 @@ def test_a_server_on_this_machine_is_reached_direct_unless_all_is_asked(
     ],
 )
 def test_which_servers_go_through_the_relay(url: str, relayed: bool) -> None:
-    from mcpcli.transports import relay_for
+    from mcpcli.net.transports import relay_for
 
     assert relay_for(url, {"MCPCLI_RELAY_SOCKET": "/r"}) == ("/r" if relayed else None)
     assert relay_for(url, {"MCPCLI_RELAY_SOCKET": "/r", "MCPCLI_HTTP_RELAY": "all"}) == "/r"
@@ -230,7 +230,7 @@ def test_a_preloaded_worker_child_imports_nothing_for_an_http_call(http_demo: An
     script = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from mcpcli.relayed import relay_status\n"
+        "from mcpcli.net.relayed import relay_status\n"
         "from mcpcli.worker import relay, server\n"
         "server.preload()\n"
         "handle = relay.start(Path(sys.argv[2]), 60.0)\n"

@@ -11,7 +11,7 @@ from conftest import stdio_server
 from fake_llm import serve
 from test_flows import only_session, store
 
-from mcpcli.config import Paths
+from mcpcli.settings.config import Paths
 
 KEY = "sk-test-0123456789"
 
@@ -233,7 +233,7 @@ def test_the_server_gets_the_reply_without_the_users_token_counts_which_stay_in_
 
 
 def test_only_mcpclis_own_meta_is_held_back() -> None:
-    from mcpcli.flow import for_server
+    from mcpcli.engine.steps import for_server
 
     stored = {"llm": {"model": "m", "_meta": {"io.mcpcli/usage": {"output": 5}, "vendor/trace": "t1"}}, "r": {"a": 1}}
     assert for_server(stored) == {"llm": {"model": "m", "_meta": {"vendor/trace": "t1"}}, "r": {"a": 1}}

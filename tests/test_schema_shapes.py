@@ -17,8 +17,8 @@ from textual.pilot import Pilot
 from textual.widgets import Button
 from tuikit import SIZE, make_app, pick, screen_of, until
 
-from mcpcli.arguments import build_arguments
 from mcpcli.commands.discovery import _args_summary
+from mcpcli.engine.arguments import build_arguments
 from mcpcli.forms import SchemaError, parse_schema, parse_schema_lenient
 from mcpcli.terminal.inline import Terminal, ask_form
 from mcpcli.tui.start import StartScreen
@@ -64,7 +64,7 @@ def test_titles_of_an_enum_are_the_choices_labels_whatever_the_spelling() -> Non
 
 
 def _config(home: Path) -> str:
-    from mcpcli.config import private_dir
+    from mcpcli.settings.config import private_dir
 
     private_dir(home)
     entry = f"[mcpServers.shapes]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps([str(SHAPES)])}\n"

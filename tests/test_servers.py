@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 from test_imports import SDK, UI, _matching, _run_main, run_and_list_modules
 
-from mcpcli.config import Paths, ServerEntry, Settings, private_dir, resolve_target
 from mcpcli.errors import ConfigError, ExitCode
-from mcpcli.servers import ServerTable, app_files, convert, strip_jsonc
+from mcpcli.settings.config import Paths, ServerEntry, Settings, private_dir
+from mcpcli.settings.servers import ServerTable, app_files, convert, strip_jsonc
+from mcpcli.settings.targets import resolve_target
 
 DATA = Path(__file__).resolve().parent / "data"
 ECHO = DATA / "echo_server.py"
@@ -300,7 +301,7 @@ def test_the_first_place_wins_when_a_name_is_resolved(home: Path, user_home: Pat
         json.dumps({"mcpServers": {"tool": {"command": "p"}, "proj": {"command": "q"}}})
     )
     paths = Paths.from_env()
-    from mcpcli.config import load_settings
+    from mcpcli.settings.config import load_settings
 
     table = ServerTable(paths, load_settings(paths))
     assert [resolve_target(n, Settings(), servers=table, environ={})[0].label for n in ("api", "tool", "proj")] == [

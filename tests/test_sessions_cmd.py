@@ -15,8 +15,8 @@ import pytest
 from conftest import Result, stdio_server
 from test_flows import ONBOARD_ANSWERS, store
 
-from mcpcli.bundle import checksum
-from mcpcli.config import Paths
+from mcpcli.settings.config import Paths
+from mcpcli.state.bundle import checksum
 
 PASSPHRASE = "correct horse battery"
 """The onboard form's secret field value (ONBOARD_ANSWERS["details.passphrase"])."""

@@ -21,11 +21,11 @@ from test_sessions_cmd import done_provision, set_updated, waiting_provision
 
 from mcpcli import entry, listing
 from mcpcli.commands.sessions import session_json
-from mcpcli.config import Paths
-from mcpcli.inbox import LEASE_FIELDS, inbox, pending_requests
-from mcpcli.store import SessionRecord
-from mcpcli.store.base import STATUSES
-from mcpcli.store.sql import SCHEMA_VERSION
+from mcpcli.settings.config import Paths
+from mcpcli.state.inbox import LEASE_FIELDS, inbox, pending_requests
+from mcpcli.state.store import SessionRecord
+from mcpcli.state.store.base import STATUSES
+from mcpcli.state.store.sql import SCHEMA_VERSION
 from mcpcli.terminal.session_lines import ago, cells, cut, render
 from mcpcli.wire import config_home, state_home
 

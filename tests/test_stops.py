@@ -20,8 +20,8 @@ import pytest
 from conftest import PY, ROOT, run_inprocess
 from test_durability import legs
 
-from mcpcli.config import Paths
-from mcpcli.store import SessionRecord, open_store
+from mcpcli.settings.config import Paths
+from mcpcli.state.store import SessionRecord, open_store
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,7 @@ import pytest
 from pydantic import ValidationError
 
 from mcpcli.errors import ConfigError, ExitCode, McpcliError, NextStep, SessionError, StoreError, UsageError
-from mcpcli.store import (
+from mcpcli.state.store import (
     Lease,
     LeaseLost,
     RoundRecord,
@@ -35,7 +35,7 @@ from mcpcli.store import (
     new_session_id,
     open_store,
 )
-from mcpcli.store.sql import SCHEMA_VERSION, list_query
+from mcpcli.state.store.sql import SCHEMA_VERSION, list_query
 from mcpcli.terminal.hints import worded
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -635,7 +635,7 @@ def test_claims_racing_from_separate_processes_have_exactly_one_winner(store_url
     code = textwrap.dedent(f"""
         import os, sys, time
         from pathlib import Path
-        from mcpcli.store import SessionBusy, open_store
+        from mcpcli.state.store import SessionBusy, open_store
         store = open_store({store_url!r}, Path("unused.db"))
         print("ready", flush=True)
         while not Path({str(go)!r}).exists():
@@ -972,7 +972,7 @@ def test_answers_are_durable_when_record_answers_returns_even_if_the_process_die
     done = _run(f"""
         import os
         from pathlib import Path
-        from mcpcli.store import SqliteStore
+        from mcpcli.state.store import SqliteStore
         store = SqliteStore(Path({str(sqlite_path)!r}))
         store.record_answers({session.id!r}, 1, {{"q": {{"action": "accept"}}}})
         os._exit(0)  # no close, no cleanup: as if killed right after
@@ -986,7 +986,7 @@ def test_answers_are_durable_when_record_answers_returns_even_if_the_process_die
 def test_importing_the_store_imports_neither_mcp_nor_textual_nor_psycopg() -> None:
     done = _run("""
         import sys
-        import mcpcli.store
+        import mcpcli.state.store
         heavy = {"mcp", "mcp_types", "textual", "rich", "httpx", "psycopg"}
         heavy = sorted({name.split(".")[0] for name in sys.modules} & heavy)
         print(heavy)
@@ -1119,7 +1119,7 @@ def test_a_full_disk_says_to_free_space_and_that_what_was_stored_is_intact(tmp_p
     """SQLite's own "database or disk is full" (a page limit stands in for the disk), worded by the store."""
     import sqlite3
 
-    from mcpcli.store.sqlite import _store_error
+    from mcpcli.state.store.sqlite import _store_error
 
     db = sqlite3.connect(tmp_path / "full.db")
     db.execute("PRAGMA max_page_count = 2")

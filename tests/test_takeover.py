@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from mcpcli.store import SessionBusy, SessionRecord, open_store
-from mcpcli.store.postgres import PostgresStore, session_lock_key
+from mcpcli.state.store import SessionBusy, SessionRecord, open_store
+from mcpcli.state.store.postgres import PostgresStore, session_lock_key
 
 
 def _session() -> SessionRecord:
@@ -98,8 +98,8 @@ def test_all_flows_of_one_process_share_its_one_connection_and_each_gives_its_lo
 
 
 def test_a_new_session_is_created_holding_its_lock(pg: Any, pg_url: str) -> None:
-    from mcpcli.store import Lease, new_lease_owner, utcnow
-    from mcpcli.store.base import lease_columns
+    from mcpcli.state.store import Lease, new_lease_owner, utcnow
+    from mcpcli.state.store.base import lease_columns
 
     store, other = pg(), pg()
     session, now = _session(), utcnow()
@@ -169,7 +169,7 @@ def test_a_killed_process_not_yet_reaped_or_a_reused_pid_is_not_a_live_driver() 
     import sys
     from datetime import UTC, datetime, timedelta
 
-    from mcpcli.keeper import alive
+    from mcpcli.state.keeper import alive
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

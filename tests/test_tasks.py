@@ -21,8 +21,8 @@ from conftest import PY, ROOT, HttpServer, free_port, run_inprocess, run_process
 from task_servers import answers_received
 from test_durability import spawn
 
-from mcpcli.config import Paths
-from mcpcli.store import open_store
+from mcpcli.settings.config import Paths
+from mcpcli.state.store import open_store
 
 pytestmark = pytest.mark.slow
 

@@ -16,13 +16,12 @@ import pytest
 from conftest import stdio_server
 from servers import EVIL
 
-from mcpcli.bundle import checksum
-from mcpcli.config import Paths
-from mcpcli.store import SessionRecord, SqliteStore, Store, open_store
-from mcpcli.store.base import TRACE_MAX_LINES, TRACE_TRUNCATED
-from mcpcli.store.sql import SCHEMA_VERSION
-from mcpcli.terminal.trace_lines import summarize
-from mcpcli.trace import (
+from mcpcli.settings.config import Paths
+from mcpcli.state.bundle import checksum
+from mcpcli.state.store import SessionRecord, SqliteStore, Store, open_store
+from mcpcli.state.store.base import TRACE_MAX_LINES, TRACE_TRUNCATED
+from mcpcli.state.store.sql import SCHEMA_VERSION
+from mcpcli.state.trace import (
     BUFFER_MAX_LINES,
     STORED_MESSAGE_MAX,
     Tracer,
@@ -31,6 +30,7 @@ from mcpcli.trace import (
     redact,
     state_digest,
 )
+from mcpcli.terminal.trace_lines import summarize
 
 PASSPHRASE = "correct horse battery"
 ONBOARD = [

@@ -16,8 +16,8 @@ from textual.widgets import Button, Switch
 from tuikit import SIZE, field, finished, make_app, rounds_server, screen_of, shown_text, until
 
 from mcpcli.commands.jobs import CallJob
-from mcpcli.config import Paths
-from mcpcli.store import open_store
+from mcpcli.settings.config import Paths
+from mcpcli.state.store import open_store
 from mcpcli.tui.round import FormPanel, RoundScreen, UrlPanel
 from mcpcli.tui.url import UrlConsent
 

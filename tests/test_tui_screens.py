@@ -13,10 +13,11 @@ from textual.widgets import DataTable, OptionList
 from tuikit import SIZE, finished, make_app, pick, screen_of, shown_text, until
 
 from mcpcli.commands.jobs import CallJob
-from mcpcli.config import Paths
-from mcpcli.flow import Flow, dump
-from mcpcli.sampling import Decision, SamplingView
-from mcpcli.store import open_store
+from mcpcli.engine.flow import Flow
+from mcpcli.engine.sampling import Decision, SamplingView
+from mcpcli.engine.steps import dump
+from mcpcli.settings.config import Paths
+from mcpcli.state.store import open_store
 from mcpcli.tui.round import RoundScreen
 from mcpcli.tui.run import RunScreen
 from mcpcli.tui.sampling import SamplingReview

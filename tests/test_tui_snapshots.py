@@ -16,8 +16,8 @@ from textual.widgets import Button, OptionList
 from tuikit import SIZE, finished, make_app, mounted, pick, rounds_server, screen_of, settled, until
 
 from mcpcli.commands.jobs import CallJob
-from mcpcli.config import Paths
-from mcpcli.store import RoundRecord, SessionRecord, open_store
+from mcpcli.settings.config import Paths
+from mcpcli.state.store import RoundRecord, SessionRecord, open_store
 from mcpcli.tui.round import RoundScreen
 from mcpcli.tui.sampling import SamplingReview
 from mcpcli.tui.sessions import SessionsScreen
@@ -29,7 +29,7 @@ FIXED_ID = "5e55104d0001"
 
 @pytest.fixture(autouse=True)
 def fixed_session_id(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("mcpcli.store.new_session_id", lambda: FIXED_ID)
+    monkeypatch.setattr("mcpcli.state.store.new_session_id", lambda: FIXED_ID)
 
 
 def onboard() -> Any:

@@ -14,8 +14,8 @@ from textual.pilot import Pilot
 from tuikit import SIZE, finished, make_app, screen_of, shown_text, until
 
 from mcpcli.commands.jobs import CallJob
-from mcpcli.config import Paths, private_dir
-from mcpcli.store import open_store
+from mcpcli.settings.config import Paths, private_dir
+from mcpcli.state.store import open_store
 from mcpcli.tui.round import RoundScreen
 from mcpcli.tui.run import RunScreen
 
@@ -29,7 +29,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def fixed_session_id(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("mcpcli.store.new_session_id", lambda: "7a5c00000001")
+    monkeypatch.setattr("mcpcli.state.store.new_session_id", lambda: "7a5c00000001")
 
 
 def tasks_server(state: Path, poll_ms: int = 50) -> str:

@@ -18,7 +18,7 @@ import pytest
 from conftest import PY, ROOT, HttpServer, Result, free_port
 from test_worker import mcpcli, warm  # noqa: F401  (warm: a fixture)
 
-from mcpcli.watching import Backlog, Backoff, Change, Stats
+from mcpcli.engine.watching import Backlog, Backoff, Change, Stats
 
 pytestmark = pytest.mark.slow
 

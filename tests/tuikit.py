@@ -113,7 +113,7 @@ def rounds_server() -> str:
     import sys
     from pathlib import Path
 
-    from mcpcli.config import private_dir
+    from mcpcli.settings.config import private_dir
 
     home = private_dir(Path(os.environ["MCPCLI_HOME"]))
     servers = Path(__file__).with_name("servers.py")

@@ -16,12 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcpcli.config import set_header
 from mcpcli.errors import ConfigError, McpcliError, ServerError
+from mcpcli.settings.targets import set_header
 
 if TYPE_CHECKING:
     from mcpcli.auth.tokens import Login
-    from mcpcli.config import Paths, Target
+    from mcpcli.settings.config import Paths
+    from mcpcli.settings.targets import Target
 
 Kind = Literal["oauth", "bearer", "header"]
 

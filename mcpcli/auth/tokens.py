@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from mcpcli.config import Paths, write_private
 from mcpcli.errors import ConfigError
+from mcpcli.settings.config import Paths, write_private
 
 Backend = Literal["file", "keyring"]
 KEYRING_SERVICE = "mcpcli-oauth"

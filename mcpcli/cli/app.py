@@ -105,7 +105,7 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
     document on stdout (DESIGN.md §Errors as data), as every other failure is: agents read stdout."""
     words = argv[: argv.index("--")] if "--" in argv else argv
     if words and words[0] == "resume" and "--wait" in words:  # --wait[=SECONDS]: the bare flag waits the default
-        from mcpcli.keeper import WAIT_DEFAULT
+        from mcpcli.state.keeper import WAIT_DEFAULT
 
         at = words.index("--wait")
         argv = [*argv[:at], f"--wait={WAIT_DEFAULT:g}", *argv[at + 1 :]]

@@ -12,7 +12,7 @@ from mcpcli.cli.options import ANSWERS, CONNECTION, STORE, shared
 from mcpcli.runtime import Globals, Runtime, StopSignals, run_async, until_stopped
 
 if TYPE_CHECKING:
-    from mcpcli.flow import Flow
+    from mcpcli.engine.flow import Flow
 
 BATCH_ANSWERS = {name: spec for name, spec in ANSWERS.items() if name != "tui"}
 """``call``'s answer options but ``--tui``; ``--no-input`` and ``--json`` are accepted and change nothing (a batch

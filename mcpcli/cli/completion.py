@@ -5,7 +5,7 @@ store and the list cache are imported inside the functions) and never imports ``
 a test checks ``sys.modules``. Every callback is wrapped by ``_quiet``: it prints nothing, swallows every
 exception and answers ``[]`` rather than break the user's shell.
 
-Tool and prompt names and ``--arg`` keys come from ``mcpcli.listcache``. A fresh list is used as it is; a stale
+Tool and prompt names and ``--arg`` keys come from ``mcpcli.net.listcache``. A fresh list is used as it is; a stale
 one is used too, while a background ``mcpcli _refresh-cache`` rewrites it for next time; a missing one is
 fetched by that same process while completion waits ``COLD_WAIT`` seconds at most. Completion never starts a
 stdio command line typed after ``-s`` (the line is not run yet, and may not be meant): only configured names,
@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer  # the callbacks' annotations are read at run time, by Typer
 
 if TYPE_CHECKING:
-    from mcpcli.config import Paths, Settings, Target
-    from mcpcli.listcache import Kind
+    from mcpcli.net.listcache import Kind
+    from mcpcli.settings.config import Paths, Settings
+    from mcpcli.settings.targets import Target
 
 Item = tuple[str, str]
 """A completion and its help text (zsh and fish show it; bash shows only the value)."""
@@ -85,8 +86,8 @@ def _given(ctx: Any, name: str) -> Any:
 
 
 def _settings(paths: Paths) -> Settings:
-    from mcpcli.config import Settings, load_settings
     from mcpcli.errors import McpcliError
+    from mcpcli.settings.config import Settings, load_settings
 
     try:
         return load_settings(paths)
@@ -96,7 +97,7 @@ def _settings(paths: Paths) -> Settings:
 
 def _servers_table(paths: Paths, settings: Settings) -> Any:
     """The named servers of every place mcpcli reads (config.toml, servers.json, ./.mcp.json), merged."""
-    from mcpcli.servers import ServerTable
+    from mcpcli.settings.servers import ServerTable
 
     return ServerTable(paths, settings)
 
@@ -104,7 +105,7 @@ def _servers_table(paths: Paths, settings: Settings) -> Any:
 def known_servers(paths: Paths) -> dict[str, str]:
     """Names usable as ``-s NAME``, each with a short description, then ``demo``. A place that does not parse is
     skipped: its names are missing, the others' are still offered."""
-    from mcpcli.servers import SOURCES
+    from mcpcli.settings.servers import SOURCES
 
     table = _servers_table(paths, _settings(paths))
     found: dict[str, str] = {}
@@ -133,7 +134,7 @@ def _describe_entry(entry: Any) -> str:
 @_quiet
 def complete_servers(ctx: typer.Context, incomplete: str) -> list[Item]:
     """``-s/--server``: the names of configured servers, and ``demo``."""
-    from mcpcli.config import Paths
+    from mcpcli.settings.config import Paths
 
     found = known_servers(Paths.from_env())
     return [(name, text) for name, text in found.items() if name.startswith(incomplete) and _WORD.fullmatch(name)]
@@ -145,7 +146,7 @@ def complete_servers(ctx: typer.Context, incomplete: str) -> list[Item]:
 def _chosen(ctx: Any, paths: Paths) -> tuple[Target, str | None, bool]:
     """The server the command line so far would talk to: the target, the ``-s`` value, and whether completion may
     contact it (a stdio command line typed after ``-s`` is never started)."""
-    from mcpcli.config import resolve_target
+    from mcpcli.settings.targets import resolve_target
 
     given = _given(ctx, "server")
     settings = _settings(paths)
@@ -159,8 +160,8 @@ def listing(ctx: Any, kind: Kind) -> list[dict[str, Any]]:
     """The chosen server's tools or prompts: cached (fresh, or stale while a refresh runs), else fetched now."""
     import subprocess
 
-    from mcpcli.config import Paths
-    from mcpcli.listcache import cache_file, cached, read_cache, start_refresh
+    from mcpcli.net.listcache import cache_file, cached, read_cache, start_refresh
+    from mcpcli.settings.config import Paths
 
     paths = Paths.from_env()
     target, given, reachable = _chosen(ctx, paths)
@@ -233,7 +234,7 @@ def complete_args(ctx: typer.Context, incomplete: str) -> list[Item]:
 
 
 def _tool_properties(item: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    from mcpcli.arguments import usable_schema
+    from mcpcli.engine.arguments import usable_schema
 
     schema = usable_schema(item.get("inputSchema"))
     properties = schema.get("properties") or {}
@@ -293,8 +294,8 @@ def complete_sessions(ctx: typer.Context, incomplete: str) -> list[Item]:
 
 
 def _sessions() -> Iterator[Any]:
-    from mcpcli.config import Paths
-    from mcpcli.store import open_store
+    from mcpcli.settings.config import Paths
+    from mcpcli.state.store import open_store
 
     paths = Paths.from_env()
     url = os.environ.get("MCPCLI_STORE") or _settings(paths).store

@@ -30,7 +30,8 @@ from mcpcli.terminal.hints import stop_note
 
 if TYPE_CHECKING:
     from mcpcli.commands.jobs import CallJob, ResumeJob
-    from mcpcli.flow import Flow, Method
+    from mcpcli.engine.flow import Flow
+    from mcpcli.engine.steps import Method
 
 
 # --- discovery -------------------------------------------------------------------------------------------------------
@@ -123,7 +124,8 @@ def _flow_command(
 
         def stopped(stops: StopSignals) -> int:
             from mcpcli.commands.flows import interrupted
-            from mcpcli.commands.tasks import cancel_task_of, offer_task_cancel
+            from mcpcli.commands.resume import cancel_task_of
+            from mcpcli.commands.tasks import offer_task_cancel
 
             interrupted(rt, flows, stops.what())
             if stops.signum is None and offer_task_cancel(rt, opts, flows):  # Ctrl-C, not a signal from afar
@@ -332,7 +334,7 @@ def resume(
     """
 
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        from mcpcli.commands.flows import run_resume
+        from mcpcli.commands.resume import run_resume
 
         return await run_resume(
             rt, opts, flows, session, steal=steal, trust_server=trust_server, cancel=cancel_task, wait=wait or 0.0

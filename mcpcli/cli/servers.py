@@ -162,8 +162,8 @@ def paths(ctx: typer.Context, json: Json = False) -> None:
     """Print where the config, the named servers, the session store, logs, tokens and caches live."""
 
     def body() -> int:
-        from mcpcli.config import Paths
-        from mcpcli.servers import project_file
+        from mcpcli.settings.config import Paths
+        from mcpcli.settings.servers import project_file
 
         p = Paths.from_env()
         project = project_file()

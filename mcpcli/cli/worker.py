@@ -83,7 +83,7 @@ def _relay(reply: dict[str, object] | None) -> dict[str, object] | None:
     named = (reply or {}).get("relay")
     if not isinstance(named, dict):
         return None
-    from mcpcli.relayed import relay_status
+    from mcpcli.net.relayed import relay_status
 
     return {**named, **(relay_status(str(named.get("socket"))) or {})}
 

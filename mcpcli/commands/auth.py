@@ -15,8 +15,8 @@ from mcpcli.auth.tokens import Login, TokenVault
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from mcpcli.config import Target
     from mcpcli.runtime import Runtime
+    from mcpcli.settings.targets import Target
 
 
 def _http_target(rt: Runtime, what: str) -> Target:
@@ -32,8 +32,8 @@ def _http_target(rt: Runtime, what: str) -> Target:
 async def login(rt: Runtime, *, open_browser: bool) -> int:
     """Sign in afresh (the stored login stays until the new one succeeds), then say as whom and until when."""
     from mcpcli.auth import Credentials
-    from mcpcli.connection import connect
-    from mcpcli.handshakes import server_info
+    from mcpcli.net.connection import connect
+    from mcpcli.net.handshakes import server_info
 
     target = _http_target(rt, "login")
     if target.bearer_token_env or any(k.lower() == "authorization" for k in target.headers) or rt.g.bearer:
@@ -117,7 +117,7 @@ async def revoke(record: Login, client: dict[str, Any]) -> bool:
     if not endpoint or not client.get("client_id"):
         return False
     ok = False
-    from mcpcli.transports import direct_transport  # the CA settings and proxies of the sign-in itself
+    from mcpcli.net.transports import direct_transport  # the CA settings and proxies of the sign-in itself
 
     transport = direct_transport()
     async with httpx2.AsyncClient(timeout=REVOKE_TIMEOUT, follow_redirects=False, transport=transport) as http:

@@ -24,11 +24,12 @@ from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError
 if TYPE_CHECKING:
     from mcp import Client
 
-    from mcpcli.answers import Presets
     from mcpcli.auth import Credentials
-    from mcpcli.config import Target
-    from mcpcli.flow import Flow, Outcome
+    from mcpcli.engine.answers import Presets
+    from mcpcli.engine.flow import Flow
+    from mcpcli.engine.steps import Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
+    from mcpcli.settings.targets import Target
 
 MAX_FLOWS = 10_000
 """Flows one batch may hold."""
@@ -153,7 +154,7 @@ def _check(number: int, text: str, where: str) -> Line:
     if answers is not None:
         if not isinstance(answers, dict):
             raise bad(f'"answers" must be an object (the --answers file format), not a JSON {_kind(answers)}')
-        from mcpcli.answers import Presets
+        from mcpcli.engine.answers import Presets
 
         try:
             Presets().merged(answers, f"line {number}")  # the same checks as an --answers file's
@@ -280,14 +281,14 @@ class Batch:
             return
 
     def _connection(self) -> dict[str, Any]:
-        from mcpcli.config import connection_settings
+        from mcpcli.settings.targets import connection_settings
 
         return connection_settings(self.target, self.protocol or self.target.protocol or "auto")
 
     async def _drive(self, flow: Flow, line: Line) -> dict[str, Any]:
         """Run one flow to its line: a result, what it needs, or why it failed."""
         from mcpcli.commands.flows import CallsBack, ending_of
-        from mcpcli.flow import NeedInput
+        from mcpcli.engine.steps import NeedInput
         from mcpcli.terminal.hints import worded
 
         async with flow.keeper.running():
@@ -312,22 +313,22 @@ class Batch:
 
     async def _start(self, flow: Flow, line: Line, client: Client) -> Outcome:
         from mcpcli.commands.flows import error_result, no_such_tool
-        from mcpcli.flow import Call
-        from mcpcli.tasks import task_support
+        from mcpcli.engine.steps import Call
+        from mcpcli.net.tasks import task_support
 
         if self.tools is not None:
             if line.tool not in self.tools:
                 raise no_such_tool(line.tool, sorted(self.tools))
             flow.as_task = task_support(client, self.tools[line.tool], False)
         else:
-            from mcpcli.connection import unlisted
+            from mcpcli.net.connection import unlisted
 
             unlisted(client, line.tool)
         return error_result(await flow.start(Call("tools/call", line.tool, line.arguments)))
 
     async def _on_shared(self, flow: Flow, line: Line, client: Client) -> Outcome:
         from mcpcli.commands.flows import CallsBack
-        from mcpcli.connection import wants_back_channel
+        from mcpcli.net.connection import wants_back_channel
 
         flow.client = client
         try:
@@ -339,7 +340,7 @@ class Batch:
 
     async def _on_own(self, flow: Flow, line: Line) -> Outcome:
         from mcpcli.commands.flows import connect_flow
-        from mcpcli.connection import back_channel_failure
+        from mcpcli.net.connection import back_channel_failure
 
         async with connect_flow(self.rt, self.opts, flow, self.target, self.protocol) as client:
             flow.client = client
@@ -365,7 +366,7 @@ class Batch:
         return self._head(line, code, status, session_id) | {"result": outcome.result}
 
     def _needs(self, line: Line, need: Any) -> dict[str, Any]:
-        from mcpcli.answers import answers_template
+        from mcpcli.engine.answers import answers_template
 
         needs = {"pending": dict(need.pending), "answers_template": answers_template(need.pending)}
         doc = self._head(line, int(ExitCode.INPUT_REQUIRED), "input_required", need.session.id)
@@ -387,10 +388,10 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     code: 0 when every flow exited 0, else the highest flow exit code."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    from mcpcli import trust
     from mcpcli.commands.discovery import credentials, declared, server_logs
     from mcpcli.commands.flows import presets_of
-    from mcpcli.connection import connect
+    from mcpcli.net.connection import connect
+    from mcpcli.settings import trust
 
     tally = Tally(len(lines))
     if not lines:

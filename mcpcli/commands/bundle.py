@@ -1,4 +1,4 @@
-"""``mcpcli sessions export | import``: a session to a bundle file and back (the format: ``mcpcli.bundle``).
+"""``mcpcli sessions export | import``: a session to a bundle file and back (the format: ``mcpcli.state.bundle``).
 
 Asks for the passphrase that encrypts the answers (``MCPCLI_PASSPHRASE``, else hidden at a terminal), writes
 the bundle 0600, and says what resuming an imported session would run.
@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mcpcli.bundle import (
+from mcpcli.errors import SessionError, StoreError, UsageError
+from mcpcli.settings.config import write_private
+from mcpcli.state.bundle import (
     MAX_BUNDLE_CHARS,
     PASSPHRASE_ENV,
     answers_to_export,
@@ -22,9 +24,7 @@ from mcpcli.bundle import (
     parse_bundle,
     seal_for_store,
 )
-from mcpcli.config import write_private
-from mcpcli.errors import SessionError, StoreError, UsageError
-from mcpcli.inbox import lease_holder
+from mcpcli.state.inbox import lease_holder
 
 if TYPE_CHECKING:
     from mcpcli.runtime import Runtime
@@ -64,7 +64,7 @@ def export_session(rt: Runtime, id_or_prefix: str, output: Path | None, *, inclu
     rounds = rt.store.rounds(record.id)
     box = None
     if include_answers:
-        from mcpcli.vault import encrypt_with_passphrase, load_store_key
+        from mcpcli.state.vault import encrypt_with_passphrase, load_store_key
 
         passphrase = read_passphrase(confirm=True)
         plain = answers_to_export(rounds, load_store_key(rt.paths.store_key_file, create=False))
@@ -114,7 +114,7 @@ def import_session(rt: Runtime, source: str) -> int:
     _refuse_existing(rt, session.id)
     rounds = bundle.rounds
     if bundle.answers_box is not None:
-        from mcpcli.vault import load_store_key
+        from mcpcli.state.vault import load_store_key
 
         answers = open_box(bundle.answers_box, read_passphrase(confirm=False), bundle)
         rounds = seal_for_store(session.id, rounds, answers, load_store_key(rt.paths.store_key_file))

@@ -1,16 +1,16 @@
 """``mcpcli _refresh-cache [TARGET]``: the detached process shell completion starts to rewrite a server's cached
-tool and prompt lists (``mcpcli.listcache`` keeps them; ``cli.completion`` reads them)."""
+tool and prompt lists (``mcpcli.net.listcache`` keeps them; ``cli.completion`` reads them)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from mcpcli.commands.discovery import declared
-from mcpcli.listcache import REFRESH_TIMEOUT, Kind, remember
+from mcpcli.net.listcache import REFRESH_TIMEOUT, Kind, remember
 
 if TYPE_CHECKING:
-    from mcpcli.config import Target
     from mcpcli.runtime import Runtime
+    from mcpcli.settings.targets import Target
 
 
 def refresh(given: str | None) -> int:
@@ -34,7 +34,7 @@ async def _refresh(rt: Runtime, target: Target) -> None:
     import anyio
     from mcp.shared.exceptions import MCPError
 
-    from mcpcli.connection import connect
+    from mcpcli.net.connection import connect
 
     paths = rt.paths
     with anyio.fail_after(REFRESH_TIMEOUT):

@@ -16,16 +16,16 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from mcpcli.arguments import usable_schema
 from mcpcli.auth import Credentials
-from mcpcli.connection import connect
+from mcpcli.engine.arguments import usable_schema
+from mcpcli.engine.steps import dump
 from mcpcli.errors import McpcliError, ServerError
-from mcpcli.flow import dump
-from mcpcli.handshakes import server_info
+from mcpcli.net.connection import connect
+from mcpcli.net.handshakes import server_info
 
 if TYPE_CHECKING:
-    from mcpcli.config import Target
     from mcpcli.runtime import Runtime
+    from mcpcli.settings.targets import Target
 
 
 def credentials(rt: Runtime, *, interactive: bool) -> Credentials:
@@ -115,8 +115,8 @@ async def all_pages(fetch: Any, key: str, keep: Keep | None = None, offered: obj
 
 
 def keep_listing(rt: Runtime, target: Target, client: Client, kind: Literal["tools", "prompts"]) -> Keep:
-    """Hands a complete tools or prompts listing to shell completion's cache (``mcpcli.listcache``)."""
-    from mcpcli.listcache import remember
+    """Hands a complete tools or prompts listing to shell completion's cache (``mcpcli.net.listcache``)."""
+    from mcpcli.net.listcache import remember
 
     return lambda pages: remember(rt.paths, target, kind, pages, client.protocol_version)
 
@@ -226,8 +226,8 @@ def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | No
 
     Unlike ``rt.target()`` it changes nothing in ``rt`` (the app runs many flows) and prints nothing.
     """
-    from mcpcli.config import parse_headers, resolve_target
-    from mcpcli.servers import ServerTable
+    from mcpcli.settings.servers import ServerTable
+    from mcpcli.settings.targets import parse_headers, resolve_target
 
     servers = ServerTable(rt.paths, rt.settings)
     return resolve_target(rt.g.server or stored, rt.settings, headers=parse_headers(rt.g.headers), servers=servers)

@@ -20,9 +20,6 @@ from typing import TYPE_CHECKING, Any, cast
 from mcp import Client
 from pydantic import ValidationError
 
-from mcpcli import trust
-from mcpcli.answers import Presets, Roots, answers_template
-from mcpcli.arguments import build_arguments, usable_schema
 from mcpcli.commands.discovery import (
     Keep,
     all_pages,
@@ -33,25 +30,26 @@ from mcpcli.commands.discovery import (
     keep_listing,
     server_logs,
 )
-from mcpcli.config import connection_settings
-from mcpcli.connection import Protocol, connect, transport_failure
-from mcpcli.display import sanitize
+from mcpcli.engine.answers import Presets, Roots, answers_template
+from mcpcli.engine.arguments import build_arguments, usable_schema
+from mcpcli.engine.flow import Flow
+from mcpcli.engine.steps import AnswerSource, Call, Limits, Method, NeedInput, Outcome
 from mcpcli.errors import ExitCode, InvalidAnswer, McpcliError, NextStep, ServerError, UsageError, UserStopped
-from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, is_legacy
-from mcpcli.keeper import Finished, Keeper
+from mcpcli.net.connection import connect, transport_failure
+from mcpcli.net.tasks import task_support
 from mcpcli.runtime import lone
-from mcpcli.tasks import task_support
+from mcpcli.settings import trust
+from mcpcli.settings.targets import connection_settings
+from mcpcli.state.keeper import Keeper
 from mcpcli.terminal.hints import stop_note
 from mcpcli.terminal.output import describe_pending, pending_document
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from mcpcli.config import Target
-    from mcpcli.flow import Reporter
+    from mcpcli.engine.sampling import Policy
+    from mcpcli.engine.steps import Reporter
     from mcpcli.runtime import AnswerOptions, Runtime
-    from mcpcli.sampling import Policy
-    from mcpcli.store import SessionRecord
     from mcpcli.terminal.inline import Terminal
 
 
@@ -130,8 +128,8 @@ def build_flow(
     roots, the person at the terminal, the sampler, the app's user — its reporter, limits, sign-in and trace tap.
     It joins ``flows`` (the list the interrupt handlers read). ``presets``: already built (``batch``: the command
     line's merged with a line's own answers); else parsed from ``opts``."""
-    from mcpcli.store import SqliteStore
-    from mcpcli.vault import load_store_key
+    from mcpcli.state.store import SqliteStore
+    from mcpcli.state.vault import load_store_key
 
     # Every flow records its trace in its session (bounded); --trace and -v read the same tap.
     tracer = rt.tracer(record=True, summaries=seat.summaries)
@@ -177,7 +175,7 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, appr
     if not settings.providers:
         return None
     from mcpcli import llm
-    from mcpcli.sampling import POLICIES, Budget, Sampler, usage_of
+    from mcpcli.engine.sampling import POLICIES, Budget, Sampler, usage_of
 
     policy = opts.approve_sampling or settings.sampling.policy_for(server)
     if policy not in POLICIES:
@@ -225,7 +223,7 @@ def connect_flow(
 def _answerers(opts: AnswerOptions, flow: Flow) -> dict[str, Any]:
     """Who answers this flow's questions, for what its handshake declares (``declared``): a person (the terminal,
     the app), presets, the sampler's policy."""
-    from mcpcli.sampling import Sampler
+    from mcpcli.engine.sampling import Sampler
 
     sampler = next((s for s in flow.sources if isinstance(s, Sampler)), None)
     person = any(s.interactive for s in flow.sources if s is not sampler)
@@ -237,7 +235,7 @@ def _answerers(opts: AnswerOptions, flow: Flow) -> dict[str, Any]:
 Body = Callable[[Client], Awaitable[Outcome]]
 
 
-async def _connect_and_run(
+async def connect_and_run(
     rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, run: Body, *, protocol: Any = None
 ) -> int:
     try:
@@ -263,7 +261,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
     connection is closed — a transport that dies under the loop surfaces only then (from the connection's task
     group), and its failure is recorded under the lease like any other.
     """
-    from mcpcli.connection import back_channel_failure, required_urls, wants_back_channel
+    from mcpcli.net.connection import back_channel_failure, required_urls, wants_back_channel
 
     printed: list[int] = []
     try:
@@ -469,7 +467,7 @@ async def run_call(
         return await flow.start(Call(method, name, arguments))
 
     async with flow.keeper.running():
-        return await _connect_and_run(rt, opts, flow, target, run, protocol=protocol)
+        return await connect_and_run(rt, opts, flow, target, run, protocol=protocol)
 
 
 def _check_store(rt: Runtime) -> None:
@@ -499,7 +497,7 @@ async def _tool_arguments(
             f"The server's tool listing could not be read ({first_problem(exc)}); sending --arg values as strings, "
             "unchecked (typed values: --args JSON)."
         )
-        from mcpcli.connection import unlisted
+        from mcpcli.net.connection import unlisted
 
         unlisted(client, tool)
         keys = [pair.partition("=")[0] for pair in pairs]
@@ -549,113 +547,6 @@ def no_such_tool(tool: str, names: list[str]) -> UsageError:
     """An unknown tool, naming the first few the server has (nothing is sent)."""
     shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
     return UsageError(f"The server has no tool {tool!r}.", hint=f"Its tools: {shown or 'none'} (mcpcli tools)")
-
-
-async def run_resume(
-    rt: Runtime,
-    opts: AnswerOptions,
-    flows: list[Flow],
-    session_id: str,
-    *,
-    steal: bool = False,
-    trust_server: bool = False,
-    cancel: bool = False,
-    wait: float = 0.0,
-) -> int:
-    record = rt.store.get(session_id)
-    if cancel:
-        from mcpcli.commands.tasks import check_cancellable
-
-        check_cancellable(record)
-    elif record.status == "done" and record.result is not None:
-        rt.out.note(f"Session {record.id} already finished; here is its result again.")
-        return render(rt, record.method, Outcome(record.result, record, ExitCode(record.exit_code or 0)))
-    seat = terminal_seat(rt, opts)
-    target, protocol = resume_target(rt, record, trust_server=trust_server, ask=seat.terminal)
-    rt.store.check_writable()
-    connection = connection_settings(target, protocol or target.protocol or "auto")
-    flow = build_flow(rt, opts, seat, record.server, flows, connection=connection)
-
-    async def run(client: Client) -> Outcome:
-        if cancel:
-            from mcpcli import taskflow
-
-            return await taskflow.cancel(flow)
-        return await flow.resume()
-
-    # The lease is claimed, and heart-beaten, from before connecting until after the connection is closed.
-    async with flow.keeper.running():
-        try:
-            # Before connecting: a loser of a race starts and sends nothing.
-            await flow.adopt(record, steal=steal, wait=wait)
-        except Finished as done:
-            finished = done.session
-            rt.out.note(f"Session {finished.id} was finished by another run meanwhile; here is its result.")
-            outcome = Outcome(finished.result or {}, finished, ExitCode(finished.exit_code or 0))
-            return render(rt, finished.method, outcome)
-        return await _connect_and_run(rt, opts, flow, target, run, protocol=protocol)
-
-
-def resume_protocol(rt: Runtime, record: SessionRecord) -> Protocol | None:
-    """``--protocol`` when given; else the era the flow ran in (a 2025-11-25 flow reconnects as legacy), else what
-    the flow asked for when it started (``None``: as any connection to that target would)."""
-    if rt.g.protocol:
-        return cast("Protocol", rt.g.protocol)
-    if is_legacy(record.protocol_version):
-        return "legacy"
-    asked = (record.connection or {}).get("protocol")
-    return cast("Protocol", asked) if asked in ("legacy", "2026-07-28") else None
-
-
-def resume_target(
-    rt: Runtime, record: SessionRecord, *, trust_server: bool, ask: Terminal | None
-) -> tuple[Target, Protocol | None]:
-    """The server a resume connects to, and how: ``-s`` when given, else the session's own, reconnected the way
-    the flow was; a command line that came from the session (not from the user) runs only once trusted."""
-    from mcpcli.config import parse_headers, resolve_target
-    from mcpcli.servers import ServerTable
-
-    given = rt.g.server
-    servers = ServerTable(rt.paths, rt.settings)
-    target, _note = resolve_target(
-        given or record.server, rt.settings, headers=parse_headers(rt.g.headers), servers=servers
-    )
-    target = rt.kept(target)
-    if given:
-        trust.remember(rt.paths, target)
-    elif not trust.is_trusted(rt.paths, target):
-        _confirm_command(rt, record, target, trust_server=trust_server, ask=ask)
-    stored = (record.connection or {}).get("headers") or []
-    sent = {name.lower() for name in target.headers}
-    if missing := [name for name in stored if isinstance(name, str) and name.lower() not in sent]:
-        rt.out.note(
-            f"This flow was connected with the header(s) {', '.join(sanitize(m) for m in missing)}, which this run"
-            " does not send (their values are never stored); add them with -H 'Name: value' if the server needs them."
-        )
-    return target, resume_protocol(rt, record)
-
-
-def _confirm_command(
-    rt: Runtime, record: SessionRecord, target: Target, *, trust_server: bool, ask: Terminal | None
-) -> None:
-    """A stored command line runs only after the user confirms the exact command, or with ``--trust-server``."""
-    import shlex
-
-    command = shlex.join([target.command or "", *target.args])
-    if trust_server:
-        trust.remember(rt.paths, target)
-        return
-    if ask is None:
-        raise UsageError(
-            f"Session {record.id} starts its server with a command line that did not come from you or your config:"
-            f" {sanitize(command)}",
-            hint=f"Check it; run it only if you trust it: mcpcli resume {record.id} --trust-server",
-        )
-    from mcpcli.terminal.inline import confirm_command
-
-    if not confirm_command(ask, sanitize(command), cwd=target.cwd):
-        raise UserStopped("The session's server command was not run; nothing was sent.", hint=None)
-    trust.remember(rt.paths, target)
 
 
 def render(rt: Runtime, method: str, outcome: Outcome) -> int:

@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mcp import Client
 
-from mcpcli import trust
-from mcpcli.arguments import build_arguments
 from mcpcli.commands.discovery import keep_listing, tui_target
 from mcpcli.commands.flows import (
     Seat,
@@ -18,14 +16,17 @@ from mcpcli.commands.flows import (
     drive_connected,
     input_schema,
     prompt_schema,
-    resume_target,
 )
-from mcpcli.config import connection_settings
-from mcpcli.connection import Protocol
+from mcpcli.commands.resume import resume_target
+from mcpcli.engine.arguments import build_arguments
+from mcpcli.engine.flow import Flow
+from mcpcli.engine.steps import Call, Method, Outcome
 from mcpcli.errors import ExitCode
-from mcpcli.flow import Call, Flow, Method, Outcome
-from mcpcli.keeper import Finished
-from mcpcli.tasks import task_support
+from mcpcli.net.connection import Protocol
+from mcpcli.net.tasks import task_support
+from mcpcli.settings import trust
+from mcpcli.settings.targets import connection_settings
+from mcpcli.state.keeper import Finished
 
 if TYPE_CHECKING:
     from mcpcli.runtime import AnswerOptions, Runtime

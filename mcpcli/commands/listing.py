@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mcpcli.listing import read
 from mcpcli.runtime import Globals, guarded
+from mcpcli.state.listing import read
 from mcpcli.wire import config_home, state_home
 
 

@@ -26,7 +26,7 @@ def parse_address(value: str) -> tuple[str, int]:
 async def mock(rt: Runtime, files: list[str], *, http: str | None, max_mb: float | None) -> int:
     address = parse_address(http) if http else None
     recordings = [load(path, max_mb) for path in files]
-    from mcpcli.mock import build_server, serve_http, serve_stdio, served
+    from mcpcli.engine.mock import build_server, serve_http, serve_stdio, served
 
     what = served(recordings)
     if not what.flows and not what.listings:

@@ -3,7 +3,7 @@
 The body reads the recording (bounded, checked: exit 2 naming the line, before anything is sent), gathers the
 answers the recording hides (``--answer``, else asked at the terminal without echo, else exit 3), picks the
 server (``-s``, else the recorded one: a recorded command line runs only with consent, as a bundle's does),
-connects and hands the exchanges to ``mcpcli.replay.Replayer``. Exit 0 when every round is equal, 1 with the
+connects and hands the exchanges to ``mcpcli.engine.replay.Replayer``. Exit 0 when every round is equal, 1 with the
 first difference, 4 when the server cannot be reached.
 """
 
@@ -14,14 +14,14 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpcli import trust
 from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError, UsageError, UserStopped
-from mcpcli.recording import MIB, Recording, hidden_answers, read_recording
+from mcpcli.settings import trust
+from mcpcli.state.recording import MIB, Recording, hidden_answers, read_recording
 
 if TYPE_CHECKING:
-    from mcpcli.config import Target
     from mcpcli.runtime import Runtime
+    from mcpcli.settings.targets import Target
     from mcpcli.terminal.inline import Terminal
 
 SHOWN = 400
@@ -46,7 +46,7 @@ class ReplayOptions:
 
 
 def parse_ignores(values: list[str]) -> list[tuple[str, ...]]:
-    from mcpcli.replay import parse_pointer
+    from mcpcli.engine.replay import parse_pointer
 
     parsed = []
     for value in values:
@@ -60,7 +60,7 @@ def parse_ignores(values: list[str]) -> list[tuple[str, ...]]:
 
 
 def load(path: str, max_mb: float | None) -> Recording:
-    from mcpcli.recording import MAX_BYTES
+    from mcpcli.state.recording import MAX_BYTES
 
     limit = int(max_mb * MIB) if max_mb else MAX_BYTES
     return read_recording(path, max_bytes=limit)
@@ -98,8 +98,8 @@ def hidden_values(
 
 def recorded_target(rt: Runtime, recording: Recording, options: ReplayOptions, terminal: Terminal | None) -> Target:
     """``-s`` when given; else the server the recording names — a command line only with the user's consent."""
-    from mcpcli.config import Target, parse_headers, resolve_target
-    from mcpcli.servers import ServerTable
+    from mcpcli.settings.servers import ServerTable
+    from mcpcli.settings.targets import Target, parse_headers, resolve_target
 
     if rt.g.server:
         return rt.target()
@@ -151,8 +151,8 @@ def _session_target(rt: Runtime, sessions: list[str]) -> dict[str, Any] | None:
 
 def _users_own(rt: Runtime, label: str, command: list[str], cwd: Any) -> Target | None:
     """The user's own named server, when the recording names it and it still runs the recorded command."""
-    from mcpcli.config import resolve_target
-    from mcpcli.servers import ServerTable
+    from mcpcli.settings.servers import ServerTable
+    from mcpcli.settings.targets import resolve_target
 
     servers = ServerTable(rt.paths, rt.settings)
     if not label or label not in servers:
@@ -184,8 +184,8 @@ def _consent(
 
 async def replay(rt: Runtime, options: ReplayOptions) -> int:
     from mcpcli.commands.discovery import at_terminal, credentials, declared
-    from mcpcli.connection import connect
-    from mcpcli.replay import Replayer, live_tracer, replayable
+    from mcpcli.engine.replay import Replayer, live_tracer, replayable
+    from mcpcli.net.connection import connect
 
     recording = load(options.path, options.max_mb)
     ignore = parse_ignores(options.ignore)
@@ -256,7 +256,7 @@ def render(rt: Runtime, recording: Recording, server: str, report: Any) -> int:
 
 
 def _shown(value: Any) -> str:
-    from mcpcli.replay import ABSENT
+    from mcpcli.engine.replay import ABSENT
 
     if value is ABSENT:
         return "(absent)"

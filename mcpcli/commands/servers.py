@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.config import ServerEntry, parse_headers
 from mcpcli.errors import ConfigError, UsageError
-from mcpcli.servers import (
+from mcpcli.settings.config import ServerEntry
+from mcpcli.settings.servers import (
     APPS,
     SOURCE_LABELS,
     Found,
@@ -27,6 +27,7 @@ from mcpcli.servers import (
     save_managed,
     warnings,
 )
+from mcpcli.settings.targets import parse_headers
 
 if TYPE_CHECKING:
     from mcpcli.runtime import Runtime

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from mcpcli.display import reveal_invisible, safe, sanitize
 from mcpcli.errors import SessionError, UsageError
 from mcpcli.forms import SECRET_MASK, FieldSpec, SchemaError, is_secret_name, parse_schema
-from mcpcli.inbox import (
+from mcpcli.state.inbox import (
     LEASE_FIELDS,
     describe_request,
     gone_drivers,
@@ -29,8 +29,8 @@ from mcpcli.inbox import (
     lease_holder,
     pending_requests,
 )
-from mcpcli.store import RoundRecord, SessionRecord, utcnow
-from mcpcli.store.base import STATUSES, Status
+from mcpcli.state.store import RoundRecord, SessionRecord, utcnow
+from mcpcli.state.store.base import STATUSES, Status
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -145,7 +145,7 @@ def secret_names(wire: Any, names: Iterable[str]) -> set[str]:
 
 
 def _has_marker(answers: Mapping[str, Any]) -> bool:
-    from mcpcli.vault import is_marker
+    from mcpcli.state.vault import is_marker
 
     return any(
         isinstance(a, Mapping) and isinstance(a.get("content"), Mapping) and any(map(is_marker, a["content"].values()))
@@ -155,7 +155,7 @@ def _has_marker(answers: Mapping[str, Any]) -> bool:
 
 def shown_answers(requests: Mapping[str, Any], answers: Mapping[str, Any], *, reveal: bool) -> dict[str, Any]:
     """``answers`` fit to show: secret values masked, or — revealed — still-sealed ones marked unavailable."""
-    from mcpcli.vault import is_marker
+    from mcpcli.state.vault import is_marker
 
     shown: dict[str, Any] = {}
     for key, answer in answers.items():
@@ -188,7 +188,7 @@ def session_document(
 
     ``store_key`` is called (once) only when ``reveal`` meets a sealed answer; ``gone``: ``inbox.gone_drivers``.
     """
-    from mcpcli.vault import open_answers
+    from mcpcli.state.vault import open_answers
 
     session: dict[str, Any] = record.model_dump(mode="json", exclude=set(LEASE_FIELDS))
     session["lease"] = lease_holder(record)
@@ -220,7 +220,7 @@ def show_session(rt: Runtime, id_or_prefix: str, *, reveal: bool) -> int:
     rounds = rt.store.rounds(record.id)
 
     def store_key() -> bytes | None:
-        from mcpcli.vault import load_store_key
+        from mcpcli.state.vault import load_store_key
 
         return load_store_key(rt.paths.store_key_file, create=False)
 
@@ -230,7 +230,7 @@ def show_session(rt: Runtime, id_or_prefix: str, *, reveal: bool) -> int:
         rt.out.json(doc)
         return 0
     console = rt.out.out
-    from mcpcli.bounds import TERMINAL_TEXT_MAX
+    from mcpcli.display import TERMINAL_TEXT_MAX
 
     for line in _timeline(doc):
         if console.is_terminal and len(line) > TERMINAL_TEXT_MAX:  # a key or message of a megabyte: --json has it
@@ -391,7 +391,7 @@ def _question(key: str, wire: Any) -> Iterable[Text]:
 def _answer(key: str, answer: Any, wire: Any) -> Iterable[Text]:
     from rich.text import Text
 
-    from mcpcli.vault import is_marker
+    from mcpcli.state.vault import is_marker
 
     if not isinstance(answer, Mapping):
         yield Text.assemble("    ", safe(key), ": ", safe(_compact(answer)))

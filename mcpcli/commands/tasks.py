@@ -1,5 +1,5 @@
 """Command bodies for tasks: how a task left running or cancelled is shown, which sessions can be cancelled, and
-Ctrl-C's "detach or cancel?" — the task itself is driven by the core (``mcpcli.taskflow``)."""
+Ctrl-C's "detach or cancel?" — the task itself is driven by the core (``mcpcli.engine.taskflow``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from mcpcli.flow import Flow, Outcome
+    from mcpcli.engine.flow import Flow
+    from mcpcli.engine.steps import Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
-    from mcpcli.store import SessionRecord
+    from mcpcli.state.store import SessionRecord
 
 
 def check_cancellable(record: SessionRecord) -> None:
@@ -74,12 +75,3 @@ def offer_task_cancel(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> bo
 
     assert session.task is not None
     return detach_or_cancel(Terminal(rt.out.err), str(session.task.get("id")))
-
-
-async def cancel_task_of(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-    """Cancel the task of the interrupted flow (its lease was given back as the run stopped)."""
-    session = task_left_running(flows)
-    assert session is not None
-    from mcpcli.commands.flows import run_resume
-
-    return await run_resume(rt, opts, [], session.id, cancel=True)

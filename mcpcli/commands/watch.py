@@ -1,4 +1,4 @@
-"""The body of ``mcpcli watch``: connect (again and again), hand the events to ``mcpcli.watching``, and print
+"""The body of ``mcpcli watch``: connect (again and again), hand the events to ``mcpcli.engine.watching``, and print
 each one — a line, or a JSON object — with what ``--read`` read again (a resource's contents, a list's additions
 and removals)."""
 
@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.shared.exceptions import MCPError
 
-from mcpcli.bounds import TERMINAL_TEXT_MAX, clip, size
 from mcpcli.commands.discovery import all_pages, at_terminal, credentials, declared, server_logs
-from mcpcli.connection import connect, transport_failure
-from mcpcli.display import some_of
+from mcpcli.display import TERMINAL_TEXT_MAX, clip, some_of
+from mcpcli.engine.steps import dump
+from mcpcli.engine.watching import LIST_KINDS, Change, Honoured, Stats, Want, Watch
 from mcpcli.errors import McpcliError
-from mcpcli.flow import dump
-from mcpcli.watching import LIST_KINDS, Change, Honoured, Stats, Want, Watch
+from mcpcli.net.bounds import size
+from mcpcli.net.connection import connect, transport_failure
 
 if TYPE_CHECKING:
     from mcp import Client

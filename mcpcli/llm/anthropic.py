@@ -26,7 +26,7 @@ from mcpcli.llm.base import (
 )
 
 if TYPE_CHECKING:
-    from mcpcli.config import ProviderConfig
+    from mcpcli.settings.config import ProviderConfig
 
 VERSION = "2023-06-01"
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")

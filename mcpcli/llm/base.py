@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from mcpcli.errors import ConfigError, ExitCode, McpcliError
 
 if TYPE_CHECKING:
-    from mcpcli.config import ProviderConfig, Settings
+    from mcpcli.settings.config import ProviderConfig, Settings
 
 
 class LlmError(McpcliError):

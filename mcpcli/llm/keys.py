@@ -12,11 +12,11 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from mcpcli.config import PROVIDER_NAME, private_dir, write_private
 from mcpcli.errors import ConfigError, UsageError
+from mcpcli.settings.config import PROVIDER_NAME, private_dir, write_private
 
 if TYPE_CHECKING:
-    from mcpcli.config import Paths, ProviderConfig
+    from mcpcli.settings.config import Paths, ProviderConfig
 
 KeySource = Literal["file", "env"]
 

@@ -28,7 +28,7 @@ from mcpcli.llm.base import (
 )
 
 if TYPE_CHECKING:
-    from mcpcli.config import ProviderConfig
+    from mcpcli.settings.config import ProviderConfig
 
 STOP_REASONS = {"stop": "endTurn", "length": "maxTokens", "tool_calls": "toolUse", "function_call": "toolUse"}
 """``finish_reason`` → MCP ``stopReason``; others pass through as given (MCP's stopReason is open)."""

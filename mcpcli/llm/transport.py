@@ -24,7 +24,7 @@ from mcpcli.llm.base import Completion, LlmError, Model, check_request, clamp_to
 if TYPE_CHECKING:
     import httpx2
 
-    from mcpcli.config import ProviderConfig
+    from mcpcli.settings.config import ProviderConfig
 
 TRIES = 3
 """The first try and at most two retries."""
@@ -112,7 +112,7 @@ async def _post(
 ) -> dict[str, Any]:
     import httpx2  # deferred: only a command that reaches an LLM pays for the HTTP stack
 
-    from mcpcli.transports import direct_transport  # the CA settings and proxies every mcpcli connection has
+    from mcpcli.net.transports import direct_transport  # the CA settings and proxies every mcpcli connection has
 
     content = json.dumps(body, ensure_ascii=False).encode("utf-8")
     failure, said = "", ""

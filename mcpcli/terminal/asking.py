@@ -17,10 +17,10 @@ import mcp_types as t
 from rich.text import Text
 
 from mcpcli import forms
-from mcpcli.answers import Presets
 from mcpcli.display import has_invisible, is_web_link, reveal_invisible, safe, sanitize
-from mcpcli.flow import Question
-from mcpcli.sampling import Decision, SamplingView
+from mcpcli.engine.answers import Presets
+from mcpcli.engine.sampling import Decision, SamplingView
+from mcpcli.engine.steps import Question
 from mcpcli.terminal.inline import Terminal, ask_form, interruptible, read_reply, refuse_form, shown
 
 

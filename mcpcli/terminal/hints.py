@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TypeVar
 from mcpcli.errors import McpcliError, NextStep
 
 if TYPE_CHECKING:
-    from mcpcli.flow import Flow
+    from mcpcli.engine.flow import Flow
 
 E = TypeVar("E", bound=McpcliError)
 

@@ -274,9 +274,9 @@ def _read(term: Terminal, prompt: str, *, secret: bool = False) -> str:
 
 
 def shown(text: object, limit: int | None = None) -> str:
-    """Server text at a prompt: sanitized, and cut past ``limit`` (default ``bounds.TERMINAL_TEXT_MAX``) — a form's
+    """Server text at a prompt: sanitized, and cut past ``limit`` (default ``display.TERMINAL_TEXT_MAX``) — a form's
     title or description of a megabyte would bury the prompt it belongs to."""
-    from mcpcli.bounds import TERMINAL_TEXT_MAX, clip
+    from mcpcli.display import TERMINAL_TEXT_MAX, clip
 
     return clip(sanitize(str(text)), "all of it: --no-input --json", limit or TERMINAL_TEXT_MAX)
 

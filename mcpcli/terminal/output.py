@@ -75,7 +75,7 @@ class Output:
         text = "".join(sanitize(line) + "\n" for line in lines)
         stream = self._stdout()
         if getattr(stream, "isatty", lambda: False)():  # cut for a person; --json, a pipe or a file gets it whole
-            from mcpcli.bounds import clip
+            from mcpcli.display import clip
 
             text = clip(text, "all of it: --json, or send stdout to a file (> FILE)")
             text = text if text.endswith("\n") else text + "\n"
@@ -124,7 +124,7 @@ class Output:
         shown = sanitize(text)
         if not self.err.is_terminal:
             return shown
-        from mcpcli.bounds import clip
+        from mcpcli.display import clip
 
         return clip(shown, "all of it: send stderr to a file (2> FILE)")
 
@@ -261,13 +261,13 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
     The example command names only keys and fields that can be typed as shown: one holding a control or an
     invisible character is shown escaped, and a pasted escape would not be that key, so then the example is an
     answers file (``--json``'s template has the keys exact). On a terminal, each server string is cut at
-    ``bounds.TERMINAL_TEXT_MAX``, each key or field name at ``NAME_MAX``, and the requests and each form's fields
+    ``display.TERMINAL_TEXT_MAX``, each key or field name at ``NAME_MAX``, and the requests and each form's fields
     after ``LISTED_MAX`` (``--json`` has them all).
     """
     from rich.text import Text
 
     from mcpcli import forms
-    from mcpcli.bounds import TERMINAL_TEXT_MAX, clip
+    from mcpcli.display import TERMINAL_TEXT_MAX, clip
 
     terminal = err.is_terminal  # asked once: Rich looks at the environment each time
 

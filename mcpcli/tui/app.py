@@ -28,28 +28,17 @@ from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError, UserStopped
 from mcpcli.runtime import lone
 from mcpcli.terminal.hints import worded
+from mcpcli.tui.host import Following
 
 if TYPE_CHECKING:
-    from mcpcli.answers import Presets
     from mcpcli.commands.jobs import CallJob, ResumeJob
-    from mcpcli.flow import AnswerSource, Flow, NeedInput, Outcome
+    from mcpcli.engine.answers import Presets
+    from mcpcli.engine.flow import Flow
+    from mcpcli.engine.steps import AnswerSource, NeedInput, Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.tui.run import RunScreen
 
 Mode = Literal["flow", "start", "sessions"]
-
-
-class Following:
-    """One of the app's watches (``McpcliApp._watched``): ``stop()`` ends it; ``ended`` is set once it has."""
-
-    def __init__(self) -> None:
-        import anyio
-
-        self.scope = anyio.CancelScope()
-        self.ended = asyncio.Event()
-
-    def stop(self) -> None:
-        self.scope.cancel()
 
 
 @dataclass(frozen=True)
@@ -198,7 +187,7 @@ class McpcliApp(App[TuiExit]):
     async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen) -> None:
         from mcpcli.commands.flows import Seat
         from mcpcli.commands.jobs import drive
-        from mcpcli.flow import NeedInput
+        from mcpcli.engine.steps import NeedInput
         from mcpcli.tui.sampling import TuiApprover
         from mcpcli.tui.source import TuiReporter
 

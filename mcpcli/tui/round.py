@@ -27,7 +27,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, RadioSet, Static
 
 from mcpcli import forms
-from mcpcli.flow import Question
+from mcpcli.engine.steps import Question
 from mcpcli.terminal.asking import check_url, url_text
 from mcpcli.tui.fields import NOT_GIVEN, FieldWidget, field_widget
 from mcpcli.tui.marks import Radio

@@ -19,12 +19,12 @@ from textual.widgets import Footer, ProgressBar, Static
 
 from mcpcli.display import progress_numbers
 from mcpcli.errors import McpcliError
+from mcpcli.tui.host import Following, host
 from mcpcli.tui.text import plain, pretty_json
 
 if TYPE_CHECKING:
-    from mcpcli.flow import NeedInput, Outcome
-    from mcpcli.tasks import TaskControl
-    from mcpcli.tui.app import Following
+    from mcpcli.engine.steps import NeedInput, Outcome
+    from mcpcli.net.tasks import TaskControl
 
 
 def _block(block: Mapping[str, Any]) -> Static:
@@ -197,10 +197,8 @@ class RunScreen(Screen[None]):
         return True
 
     def action_follow(self) -> None:
-        from mcpcli.tui.app import McpcliApp
-
-        if self.follow_uri is not None and self.following is None and isinstance(self.app, McpcliApp):
-            self.app.follow_resource(self.follow_uri, self)
+        if self.follow_uri is not None and self.following is None and hasattr(self.app, "follow_resource"):
+            host(self.app).follow_resource(self.follow_uri, self)
             self.set_status("Following updates of this resource (escape or q: stop).")
             self.refresh_bindings()
 

@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Static, TextArea
 
 from mcpcli.display import sanitize
-from mcpcli.sampling import Decision, SamplingView
+from mcpcli.engine.sampling import Decision, SamplingView
 from mcpcli.tui.text import plain
 
 

@@ -8,7 +8,7 @@ stored result again. The list is read again whenever the screen comes back.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -17,11 +17,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from mcpcli.display import safe
-from mcpcli.inbox import gone_drivers, inbox, pending_requests, shown_status
+from mcpcli.state.inbox import gone_drivers, inbox, pending_requests, shown_status
+from mcpcli.tui.host import host
 
 if TYPE_CHECKING:
-    from mcpcli.store import SessionRecord
-    from mcpcli.tui.app import McpcliApp
+    from mcpcli.state.store import SessionRecord
 
 RECENT = 20
 """How many finished (or failed) sessions are listed under the waiting ones."""
@@ -66,7 +66,7 @@ class SessionsScreen(Screen[None]):
         self.action_reload()
 
     def action_reload(self) -> None:
-        store = cast("McpcliApp", self.app).rt.store
+        store = host(self.app).rt.store
         waiting = self.query_one("#waiting", DataTable)
         recent = self.query_one("#recent", DataTable)
         waiting.clear()
@@ -91,10 +91,10 @@ class SessionsScreen(Screen[None]):
         from mcpcli.commands.jobs import ResumeJob
 
         if event.row_key.value is not None:
-            cast("McpcliApp", self.app).start_job(ResumeJob(event.row_key.value))
+            host(self.app).start_job(ResumeJob(event.row_key.value))
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
             self.dismiss(None)
         else:
-            cast("McpcliApp", self.app).exit_ok()
+            host(self.app).exit_ok()

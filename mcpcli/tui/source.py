@@ -15,17 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as t
 
-from mcpcli.answers import Presets
 from mcpcli.display import sanitize
+from mcpcli.engine.answers import Presets
+from mcpcli.engine.flow import Flow
+from mcpcli.engine.steps import Question
 from mcpcli.errors import UsageError, UserStopped
-from mcpcli.flow import Flow, Question
 from mcpcli.tui.round import RoundInfo, RoundScreen
 
 if TYPE_CHECKING:
     from textual.app import App
 
-    from mcpcli.store import Store
-    from mcpcli.tasks import TaskControl
+    from mcpcli.net.tasks import TaskControl
+    from mcpcli.state.store import Store
     from mcpcli.tui.run import RunScreen
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
 from textual import on
@@ -23,13 +23,13 @@ from textual.widgets import Button, Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from mcpcli import forms
-from mcpcli.arguments import usable_schema
+from mcpcli.engine.arguments import usable_schema
 from mcpcli.tui.fields import NOT_GIVEN, FieldWidget, field_widget
+from mcpcli.tui.host import host
 from mcpcli.tui.text import plain
 
 if TYPE_CHECKING:
-    from mcpcli.flow import Method
-    from mcpcli.tui.app import McpcliApp
+    from mcpcli.engine.steps import Method
 
 _VARIABLE = re.compile(r"\{([^{}]+)\}")
 
@@ -235,7 +235,7 @@ class StartScreen(Screen[None]):
             job = CallJob("resources/read", uri, arguments={})
         else:
             job = CallJob(entry.method, entry.name, arguments=arguments)
-        cast("McpcliApp", self.app).start_job(job)
+        host(self.app).start_job(job)
 
     def action_sessions(self) -> None:
         from mcpcli.tui.sessions import SessionsScreen

@@ -22,7 +22,7 @@ where a background process would surprise (``CI`` set), or with ``--no-worker`` 
 ``[worker] enabled = false``. ARCHITECTURE.md (The worker) has the rules and their numbers.
 
 The front end's side lives in ``mcpcli.warm`` and ``mcpcli.wire`` (standard library only: the warm path);
-a kept-alive server's transport in ``mcpcli.attach``.
+a kept-alive server's transport in ``mcpcli.net.attach``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The worker is single-threaded and forks a child per command, which cannot keep a
 thread of the worker's would make those forks unsafe. So the relay is a process of its own, forked by the worker
 (with everything imported already) on a Unix socket of its own beside the worker's: 0600 in the worker's 0700
 directory, same-uid peers only. The worker binds that socket before the fork, so a command forked after it finds it
-ready. Commands reach it through ``mcpcli.relayed`` (the protocol is described there).
+ready. Commands reach it through ``mcpcli.net.relayed`` (the protocol is described there).
 
 Per exchange the relay sends the request upstream through the pool for the command's connection settings (the CA
 files its environment names; one pool each, ``MAX_POOLS`` at most) — never following redirects, never signing
@@ -40,8 +40,8 @@ import httpx2
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcpcli import __version__
-from mcpcli.relayed import MAX_BODY, MAX_HEAD, FrameError, error_of, frame, loads, read_frame
-from mcpcli.transports import connection_settings, direct_transport
+from mcpcli.net.relayed import MAX_BODY, MAX_HEAD, FrameError, error_of, frame, loads, read_frame
+from mcpcli.net.transports import connection_settings, direct_transport
 from mcpcli.wire import peer
 from mcpcli.worker import log_line
 

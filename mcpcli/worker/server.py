@@ -433,11 +433,11 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: s
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
     os.environ["MCPCLI_WORKER_SOCKET"] = path  # kept-alive servers are attached through the worker
-    from mcpcli.transports import RELAY_ENV  # preloaded
+    from mcpcli.net.transports import RELAY_ENV  # preloaded
 
     os.environ.pop(RELAY_ENV, None)  # this worker's relay, or none: never one the caller's environment names
     if relay_path is not None and os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower() not in OFF:
-        os.environ[RELAY_ENV] = relay_path  # and HTTP requests go through its relay (mcpcli.relayed)
+        os.environ[RELAY_ENV] = relay_path  # and HTTP requests go through its relay (mcpcli.net.relayed)
     os.chdir(str(request.get("cwd") or "/"))
     _reopen_stdio()
     send(conn, {"started": os.getpid()})
@@ -551,8 +551,8 @@ def preload() -> None:
     import typer.main
 
     from mcpcli.cli import app
-    from mcpcli.flow import prepare_validators
-    from mcpcli.transports import tls_context
+    from mcpcli.engine.steps import prepare_validators
+    from mcpcli.net.transports import tls_context
 
     global _COMMAND
     _COMMAND = typer.main.get_command(app)

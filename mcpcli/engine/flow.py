@@ -1,0 +1,583 @@
+"""The hand-run input-required loop (PROTOCOL.md): call, answer, persist, retry — until a result.
+
+``Flow`` knows the answer sources (through the small ``AnswerSource`` interface)
+and the session store, not how answers are collected. Every round is committed
+before the retry is sent; a stale ``request_state`` restarts the flow with the
+same arguments, and answers already given to unchanged questions are replayed.
+Nothing here is process-global: one ``Flow`` per call, so a long-lived worker
+can run many side by side — each its own lease owner, its store calls in worker
+threads (``Keeper``), so one slow store write stalls only its own flow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+import mcp_types as t
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from mcpcli.display import some_of
+from mcpcli.engine import taskflow
+from mcpcli.engine.roots import EarlyRoots
+from mcpcli.engine.steps import (
+    AnswerSource,
+    Call,
+    LimitReached,
+    Limits,
+    NeedInput,
+    Outcome,
+    Question,
+    Reporter,
+    dump,
+    for_server,
+    innermost,
+    is_legacy,
+    is_stale_state,
+    parse_request,
+    result_exit_code,
+    typed_responses,
+)
+from mcpcli.errors import Action, McpcliError, NextStep, ServerError, UsageError, invalid_shape, rpc_error
+from mcpcli.net.tasks import CreateTaskResult, TaskControl, same_question
+from mcpcli.state.keeper import Keeper
+
+if TYPE_CHECKING:
+    from mcpcli.auth import Credentials
+    from mcpcli.state.store import RoundRecord, SessionRecord
+    from mcpcli.state.trace import Tracer
+
+STATE_ONLY_BACKOFF = (0.05, 0.25)
+"""First sleep and cap (seconds) for state-only rounds: 50 ms doubling to 250 ms, as the SDK's own loop."""
+
+MAX_RESTARTS = 2
+"""How often one run may start the flow over after a stale ``request_state`` before giving up."""
+
+
+@dataclass
+class Flow:
+    """One flow: a call and its rounds, driven by hand over one connected ``Client``."""
+
+    keeper: Keeper
+    """The flow's session on disk: created with the first round, leased, secrets sealed."""
+    server: str
+    """The target label, stored with the session."""
+    sources: Sequence[AnswerSource]
+    reporter: Reporter
+    limits: Limits = field(default_factory=Limits)
+    call: Call | None = None
+    client: Client | None = None
+    """Set once connected: the back-channel callbacks are built before the connection exists."""
+    credentials: Credentials | None = None
+    """How the connection signs in (HTTP); the session records the identity it names."""
+    tracer: Tracer | None = None
+    """The connection's tap: told where the loop stands (start, rounds, restarts, result) for the trace."""
+    connection: dict[str, Any] | None = None
+    """How the flow connects (``targets.connection_settings``): kept with its session, so a resume reconnects
+    the same way."""
+    detach: bool = False
+    """``--detach``: when the call becomes a task, save it and return at once, leaving it running on the server."""
+    as_task: bool = False
+    """2025-11-25: call the tool as a task (``task`` param): its ``execution.taskSupport`` asks for it."""
+    task_control: TaskControl = field(default_factory=lambda: TaskControl())
+    """A front end's detach or cancel request for the task the call became (the app's keys)."""
+    roots_expected: bool = False
+    """The server is known to ask for the roots on connecting (``batch``): the call waits for that question first."""
+    resent: RoundRecord | None = None
+    """The stored round this run sent again as it was (its answers were given before, to a driver that died)."""
+    _t0: float = 0.0
+    deadline: float = math.inf
+    _attempt: int = 1
+    _back_channel_count: dict[str, int] = field(default_factory=dict)
+    _refused: list[str] = field(default_factory=list)
+    """Back-channel questions of legs that completed anyway, described for ``Outcome.refused``."""
+    _refused_key: str | None = None
+    """The request key of the question ``_back_channel_refused`` answered."""
+    back_channel_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _back_channel_refused: McpcliError | None = None
+    """Why mcpcli refused a back-channel question (an invalid --answer, asked as ``_refused_key``): the leg's error,
+    when the server then failed it; named beside its result when it finished anyway (``_settle_back_channel``)."""
+    _in_flight: bool = False
+    _early: EarlyRoots = field(default_factory=EarlyRoots)
+    """The ``roots/list`` a server asks before the call (``engine.roots``)."""
+
+    @property
+    def session(self) -> SessionRecord | None:
+        """The flow's session once it has one (saved, or about to be saved with its first round)."""
+        return self.keeper.session
+
+    @property
+    def _saved(self) -> bool:
+        return self.keeper.saved
+
+    # --- entry points ------------------------------------------------------------------------------------------------
+
+    async def start(self, call: Call) -> Outcome:
+        """Call for the first time; a session is created with the first input request.
+
+        Run it inside ``async with flow.keeper.running():``, which holds the lease's heartbeat and gives the
+        lease back however the run ends — after the connection is closed, so that a connection that died can
+        still be recorded under the lease.
+        """
+        await self._early.settle(self.roots_expected, self.client)
+        self.call = call
+        self._arm_deadline()
+        self.event("start", method=call.method, name=call.name)
+        return await self._loop()
+
+    async def adopt(self, session: SessionRecord, *, steal: bool = False, wait: float = 0.0) -> SessionRecord:
+        """Claim a stored session before anything is sent (before connecting, even), inside the keeper's
+        ``running()``: ``SessionBusy`` (also for a second flow of this process; after ``wait`` seconds of waiting
+        for the holder to stop), or ``keeper.Finished`` when another driver finished it since it was read."""
+        return await self.keeper.adopt(session, steal=steal, wait=wait, note=self.reporter.note)
+
+    async def resume(self) -> Outcome:
+        """Continue the adopted session: answer what is pending and retry with the stored state, byte for byte."""
+        session = self.keeper.session
+        assert session is not None and self.keeper.lease is not None, "adopt() the session first"
+        await self._early.settle(self.roots_expected, self.client)
+        await self._check_identity(session)
+        if self.connection is not None and self.connection != session.connection:
+            await self.keeper.update(connection=self.connection)  # resumed another way (-s, --protocol): keep how
+        self.call = Call(session.method, session.name, session.arguments)
+        self._arm_deadline()
+        if session.task is not None:
+            return await taskflow.resume(self)
+        found = await self.keeper.last_round()
+        last, lost = found if found else (None, set())
+        self._attempt = last.attempt if last else 1
+        self.event("resume", session=session.id, round=session.round, attempt=self._attempt)
+        if last is not None and self.tracer is not None:
+            self.tracer.learn(last.requests)  # which of the answers about to be sent are secret
+        now_legacy = is_legacy(self.client.protocol_version if self.client else None)
+        if last is not None and now_legacy != is_legacy(session.protocol_version):
+            self.reporter.note(
+                f"This flow ran as protocol {session.protocol_version}; the server now speaks "
+                f"{self.client.protocol_version if self.client else '?'}: starting it over, replaying your answers."
+            )
+            await self.keeper.update(protocol_version=self.client.protocol_version if self.client else None)
+            self._attempt += 1
+            return await self._loop()
+        if last is None or now_legacy:
+            # A back-channel question cannot be answered after the call ended: ask the call again, replaying.
+            if last is not None:
+                self._attempt += 1
+            return await self._loop()
+        if last.answers is not None and not lost:
+            # Still "running" as claimed: its driver died mid-round (a stop or a lost connection would have put it
+            # back to waiting). Its answers are re-sent as stored, so the presets that gave them met their question.
+            why = (
+                "its driver died before the result came back" if session.status == "running" else "no result came back"
+            )
+            self.reporter.note(f"Round {last.index} was answered, but {why}: sending it again with the same answers.")
+            self.resent = last
+            return await self._loop(last.answers, last.request_state)
+        responses = await self.answer_stored(last)
+        return await self._loop(responses, last.request_state)
+
+    async def lost(self, message: str) -> ServerError:
+        """The connection died mid-flow (the transport failed under the loop): keep the session resumable."""
+        return await self.fail(message)
+
+    async def interrupted(self) -> None:
+        """Ctrl-C, SIGTERM or SIGHUP stopped the run: a session left running goes back to waiting (resumable),
+        under the lease, before the lease is given back (the keeper's writes are shielded from the cancellation
+        that is taking the run down)."""
+        session = self.keeper.session
+        if session is None or not self.keeper.saved or self.keeper.lease is None:
+            return
+        with contextlib.suppress(McpcliError):  # lost the lease meanwhile, or the store failed: nothing to record
+            await self.keeper.update(status="waiting")
+
+    @property
+    def in_doubt(self) -> bool:
+        """Whether the run stopped after answers were committed and sent, before their result arrived."""
+        return self._in_flight
+
+    async def _check_identity(self, session: SessionRecord) -> None:
+        """Say so when this run is not who started the flow: the server binds its state to that principal."""
+        now = self.credentials.identity() if self.credentials else None
+        if session.identity is None or now == session.identity:
+            return
+        self.reporter.note(
+            f"This flow was started as {session.identity}; this run is {now or 'not signed in'}. "
+            "If the server refuses the flow's state for that, mcpcli starts the flow over as you."
+        )
+        await self.keeper.update(identity=now)
+
+    # --- the loop ----------------------------------------------------------------------------------------------------
+
+    def _arm_deadline(self) -> None:
+        self._t0 = time.monotonic()
+        if self.limits.timeout is not None:
+            self.deadline = time.monotonic() + self.limits.timeout
+
+    async def _loop(self, responses: dict[str, Any] | None = None, state: str | None = None) -> Outcome:
+        call = self.call
+        assert call is not None
+        rounds = restarts = 0
+        delay = STATE_ONLY_BACKOFF[0]
+        while True:
+            self.keeper.check()
+            self._in_flight = responses is not None and self._saved
+            try:
+                result = await self._send(call, responses, state)
+            except MCPError as exc:
+                self._in_flight = False
+                if state is not None and is_stale_state(exc) and restarts < MAX_RESTARTS:
+                    restarts += 1
+                    self._attempt += 1
+                    self.event("restart", session=self.session_record().id, attempt=self._attempt)
+                    self.reporter.note(
+                        "The server no longer accepts this flow's state (expired or restarted); "
+                        "starting over with the same arguments and replaying your answers."
+                    )
+                    responses = state = None
+                    continue
+                if exc.code == t.CONNECTION_CLOSED and exc.message == "Connection closed":
+                    # The SDK's own verdict on a transport that ended under the request (a server may send -32000
+                    # for anything: only the SDK's exact outcome means the connection is gone).
+                    raise await self.fail("The server closed the connection before answering.") from None
+                failure = await self.fail(rpc_error(exc.code, exc.message))
+                failure.rpc_code = exc.code
+                raise failure from None
+            self._in_flight = False
+            self.keeper.fault("after_send")
+            if isinstance(result, CreateTaskResult):
+                return await taskflow.start(self, result)
+            if not isinstance(result, t.InputRequiredResult):
+                if (kind := getattr(result, "result_type", "complete")) != "complete":
+                    # The SDK takes any string here; only "complete" is a result, "input_required" needs its
+                    # requests or state (else it is not this class), and anything else is a kind no one agreed on.
+                    raise await self.fail(f"The server sent a result of unknown type {kind!r} (resultType).")
+                return await self.finish(dump(result))
+            requests = {key: dump(req) for key, req in (result.input_requests or {}).items()}
+            state = result.request_state
+            rounds += 1
+            asked = ", ".join(requests) or "nothing (not finished yet)"
+            self.reporter.detail(f"round {rounds} (session {self.session_record().id}): the server asks {asked}")
+            if rounds > self.limits.max_rounds:
+                # Recorded unanswered: a later resume (with a higher --max-rounds) continues from the newest state.
+                await self._record(requests, state)
+                await self._keep("waiting")
+                still = (
+                    "still asks for input"
+                    if requests
+                    else "is still not finished (it asks nothing, only to call again)"
+                )
+                raise LimitReached(
+                    f"The server {still} after {self.limits.max_rounds} rounds; stopped.",
+                    next_step=self.next_step("continue_more_rounds"),
+                )
+            responses = await self.take_round(requests, state)
+            if requests:
+                delay = STATE_ONLY_BACKOFF[0]
+            else:
+                await self._sleep(delay)
+                delay = min(delay * 2, STATE_ONLY_BACKOFF[1])
+
+    async def _send(self, call: Call, responses: dict[str, Any] | None, state: str | None) -> Any:
+        """One leg: the same method, name and arguments; only the responses and the state change."""
+        finished = False
+        try:
+            result = await self._leg(call, responses, state)
+            finished = True
+            return result
+        finally:
+            await self._settle_back_channel(finished=finished)
+
+    async def _leg(self, call: Call, responses: dict[str, Any] | None, state: str | None) -> Any:
+        typed = typed_responses(for_server(responses)) if responses is not None else None
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise await self.timed_out()
+        assert self.client is not None
+        session = self.client.session
+        try:
+            with anyio.fail_after(None if math.isinf(remaining) else remaining):
+                if call.method == "tools/call" and self.as_task and responses is None and state is None:
+                    from mcpcli.net.tasks import call_as_task
+
+                    return await call_as_task(self.client, call.name, call.arguments, self._on_progress)
+                if call.method == "tools/call":
+                    return await session.call_tool(
+                        call.name,
+                        call.arguments,
+                        progress_callback=self._on_progress,
+                        input_responses=typed,
+                        request_state=state,
+                        allow_input_required=True,
+                        allow_claimed=True,  # a task handle (tasks.CreateTaskResult), driven by taskflow
+                    )
+                if call.method == "prompts/get":
+                    return await session.get_prompt(
+                        call.name, call.arguments, input_responses=typed, request_state=state, allow_input_required=True
+                    )
+                return await session.read_resource(
+                    call.name, input_responses=typed, request_state=state, allow_input_required=True
+                )
+        except TimeoutError:
+            raise await self.timed_out() from None
+        except ValidationError as exc:
+            why = invalid_shape(exc.errors(include_url=False))
+            raise await self.fail(f"The server sent a malformed result: {why}.") from None
+        except (MCPError, McpcliError):
+            raise
+        except Exception as exc:  # boundary: transports fail in many shapes (httpx2 errors, closed streams, groups)
+            raise await self.fail(f"The connection to the server failed: {innermost(exc)}") from exc
+
+    async def _settle_back_channel(self, *, finished: bool) -> None:
+        """After a leg, what became of the questions a pre-2026 server asked during it that got no answer.
+
+        The leg failed: the flow waits (such a question cannot be deferred; exit 3, or the refusal's own error).
+        The leg brought a complete result anyway: that result is the flow's — printed, the session done, so that
+        no ``resume`` repeats a call that completed — and what was refused is named once (``Outcome.refused``).
+        """
+        pending = dict(self.back_channel_failed)
+        self.back_channel_failed.clear()
+        refused = self.take_refusal()
+        if finished:
+            if pending:
+                self._refused.append(f"{some_of(list(pending), 10)} (nobody could answer)")
+            if refused is not None:
+                self._refused.append(f"{self._refused_key or 'a question'} ({refused.message.rstrip('.')})")
+            return
+        if pending:
+            await self._keep("waiting")
+            assert self.session is not None
+            raise NeedInput(self.session, pending, deferred=False)
+        if refused is not None:
+            raise refused
+
+    def take_refusal(self) -> McpcliError | None:
+        """The error a back-channel answer failed with during the last leg, once (see ``_back_channel_refused``)."""
+        refused, self._back_channel_refused = self._back_channel_refused, None
+        return refused
+
+    async def _on_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.reporter.progress(progress, total, message)
+
+    async def _sleep(self, seconds: float) -> None:
+        if time.monotonic() + seconds > self.deadline:
+            raise await self.timed_out()
+        await anyio.sleep(seconds)
+
+    # --- answering ---------------------------------------------------------------------------------------------------
+
+    async def take_round(self, requests: dict[str, dict[str, Any]], state: str | None) -> dict[str, Any]:
+        """Answer a fresh round and make it durable before anything is sent.
+
+        When presets, roots or replay answer everything, the round and its answers are one write; otherwise
+        the round is saved first (a person may take their time, or press Ctrl-C) and the answers after.
+        """
+        questions = self._questions(requests)
+        session_id, index = self.session_record().id, self.keeper.last_index + 1
+        self.event("round", session=session_id, round=index, attempt=self._attempt, requests=list(requests))
+        try:
+            answers = await self._answer_silently(questions)
+        except BaseException as exc:
+            await self._record(requests, state)  # e.g. an invalid preset or a refused sampling: nothing is sent
+            if isinstance(exc, McpcliError) and not isinstance(exc, NeedInput):
+                await self._keep("waiting", error=exc.message)  # why the flow paused, for the session's timeline
+            raise
+        if len(answers) == len(questions):
+            await self._record(requests, state, answers)
+            return answers
+        record = await self._record(requests, state)
+        try:
+            answers = await self._ask_people(questions, answers)
+        except McpcliError as exc:
+            if not isinstance(exc, NeedInput):
+                await self._keep("waiting", error=exc.message)
+            raise
+        await self.keeper.record_answers(record, answers)
+        return answers
+
+    async def answer_stored(self, pending: RoundRecord) -> dict[str, Any]:
+        """Answer a round saved by an earlier run, then save the answers before the retry."""
+        questions = self._questions(pending.requests)
+        answers = await self._ask_people(questions, await self._answer_silently(questions))
+        await self.keeper.record_answers(pending, answers)
+        return answers
+
+    def _questions(self, requests: dict[str, dict[str, Any]], *, back_channel: bool = False) -> list[Question]:
+        session = self.session_record()
+        return [
+            Question(key, parse_request(wire), wire, session.id, self.server, requests, back_channel=back_channel)
+            for key, wire in requests.items()
+        ]
+
+    async def _answer_silently(self, questions: Sequence[Question]) -> dict[str, Any]:
+        """What presets, roots and replay can answer: nobody is asked, and presets are checked first."""
+        answers: dict[str, Any] = {}
+        for question in questions:
+            if (answer := await self._ask(question, interactive=False)) is not None:
+                answers[question.key] = dump(answer)
+        return answers
+
+    async def _ask_people(self, questions: Sequence[Question], answers: dict[str, Any]) -> dict[str, Any]:
+        """Ask a person what is left; with nobody to ask, stop with exit 3 (the round is saved)."""
+        unanswered = [q for q in questions if q.key not in answers]
+        if unanswered and not any(s.interactive for s in self.sources):
+            raise NeedInput(self.session_record(), {q.key: q.wire for q in unanswered})
+        together = next((s for s in self.sources if s.interactive and hasattr(s, "answer_round")), None)
+        if together is not None and unanswered:
+            given = await together.answer_round(unanswered)
+            answers.update({key: dump(answer) for key, answer in given.items()})
+            for key in given:
+                self._answered(key, "prompt")
+        for question in unanswered:
+            if question.key in answers:
+                continue
+            answer = await self._ask(question, interactive=True)
+            if answer is None:
+                left = {q.key: q.wire for q in unanswered if q.key not in answers}
+                raise NeedInput(self.session_record(), left)
+            answers[question.key] = dump(answer)
+        return answers
+
+    async def _ask(self, question: Question, *, interactive: bool) -> t.InputResponse | None:
+        """The first answer, in DESIGN.md's order: what the user gave for this run, replay, then the rest.
+
+        Replay comes before every other source so that a restarted flow never asks a person, or bills an LLM,
+        twice for a question already answered.
+        """
+        candidates = [s for s in self.sources if s.interactive == interactive]
+        if not interactive:
+            explicit = [s for s in candidates if getattr(s, "explicit", False)]
+            for source in explicit:
+                if (answer := await source.answer(question)) is not None:
+                    self._answered(question.key, "preset")
+                    return answer
+            if (replayed := await self._replay(question)) is not None:
+                self._answered(question.key, "replay")
+                return replayed
+            candidates = [s for s in candidates if s not in explicit]
+        for source in candidates:
+            if (answer := await source.answer(question)) is not None:
+                self._answered(question.key, getattr(source, "origin", "prompt" if interactive else "preset"))
+                return answer
+        return None
+
+    def _answered(self, key: str, source: str) -> None:
+        """Where an answer came from, for a recording (``--record``): preset, replay, prompt, roots, llm."""
+        if self.tracer is not None:
+            self.tracer.fact("answer", key=key, source=source)
+
+    async def _replay(self, question: Question) -> t.InputResponse | None:
+        """An answer given in an earlier attempt of this flow to the identical question (same key, same request)."""
+        if not self._saved or self._attempt == 1:
+            return None
+        for record, lost in reversed(await self.keeper.rounds()):
+            if record.attempt >= self._attempt or record.answers is None or question.key in lost:
+                continue
+            if same_question(record.requests.get(question.key), question.wire) and question.key in record.answers:
+                responses = typed_responses({question.key: record.answers[question.key]})
+                return responses[question.key]
+        return None
+
+    def back_channel(self, kind: str) -> Callable[[t.InputRequest], Awaitable[t.InputResponse | t.ErrorData]]:
+        """An SDK callback body for pre-2026 servers: the same sources, asked mid-call, recorded as a round."""
+
+        async def handle(request: t.InputRequest) -> t.InputResponse | t.ErrorData:
+            if self.call is None:
+                return await self._early.answer(
+                    Question(f"{kind}-0", request, dump(request), "", self.server, back_channel=True), self.sources
+                )
+            self._back_channel_count[kind] = n = self._back_channel_count.get(kind, 0) + 1
+            key = f"{kind}-{n}"
+            requests = {key: dump(request)}
+            try:
+                answers = await self.take_round(requests, None)
+            except NeedInput:
+                self.back_channel_failed[key] = requests[key]
+                return t.ErrorData(code=t.INVALID_REQUEST, message="The user is not available to answer.")
+            except UsageError as exc:  # a bad answer, kept waiting by take_round; the server hears a refusal
+                if self._back_channel_refused is None:
+                    self._back_channel_refused, self._refused_key = exc, key
+                raise
+            typed: t.InputResponse = typed_responses(for_server(answers))[key]
+            return typed
+
+        return handle
+
+    # --- sessions ----------------------------------------------------------------------------------------------------
+
+    def session_record(self) -> SessionRecord:
+        """The flow's session, built (not yet saved) at the first input request."""
+        if self.keeper.session is None:
+            # deferred: a call with no questions needs no store
+            from mcpcli.state.store import SessionRecord, new_session_id
+
+            assert self.call is not None
+            now = datetime.now(UTC)
+            self.keeper.begin(
+                SessionRecord(
+                    id=new_session_id(),
+                    server=self.server,
+                    method=self.call.method,
+                    name=self.call.name,
+                    arguments=self.call.arguments,
+                    protocol_version=self.client.protocol_version if self.client else None,
+                    identity=self.credentials.identity() if self.credentials else None,
+                    connection=self.connection,
+                    status="running",
+                    created=now,
+                    updated=now,
+                )
+            )
+        assert self.keeper.session is not None
+        return self.keeper.session
+
+    async def _record(
+        self, requests: dict[str, Any], state: str | None, answers: dict[str, Any] | None = None
+    ) -> RoundRecord:
+        self.session_record()
+        return await self.keeper.record_round(requests, state, self._attempt, answers)
+
+    async def _keep(self, status: Literal["waiting", "failed", "expired"], error: str | None = None) -> None:
+        await self.keeper.update(status=status, error=error)
+
+    async def finish(self, result: dict[str, Any], **changes: Any) -> Outcome:
+        assert self.call is not None
+        code = result_exit_code(self.call.method, result)
+        self.event("result", session=self.session.id if self.session and self._saved else None, exit_code=int(code))
+        await self.keeper.update(status="done", result=result, exit_code=int(code), last=True, **changes)
+        session = self.session if self._saved else None
+        return Outcome(result=result, session=session, exit_code=code, refused=tuple(self._refused))
+
+    def event(self, kind: str, /, **fields: Any) -> None:
+        if self.tracer is not None:
+            self.tracer.event(kind, **fields, elapsed_ms=round((time.monotonic() - self._t0) * 1000, 3))
+
+    def next_step(self, action: Action = "continue") -> NextStep | None:
+        """Continue the saved session (the front end words it); None when nothing was saved."""
+        if self.session is None or not self._saved:
+            return None
+        return NextStep(action, self.session.id)
+
+    async def call_again(self, *, as_task: bool) -> Outcome:
+        """A new attempt at the call (the task it became is gone): the stored answers are replayed, each only to
+        the new attempt's identical question (same key, same request)."""
+        found = await self.keeper.last_round()
+        self._attempt = max(self._attempt, found[0].attempt if found else 1) + 1
+        self.as_task = as_task
+        assert self.session is not None
+        self.event("restart", session=self.session.id, attempt=self._attempt)
+        return await self._loop()
+
+    async def fail(self, message: str) -> ServerError:
+        await self._keep("waiting", error=message)
+        return ServerError(message, next_step=self.next_step())
+
+    async def timed_out(self) -> LimitReached:
+        await self._keep("waiting")
+        return LimitReached(f"The flow did not finish within {self.limits.timeout:g} s.", next_step=self.next_step())

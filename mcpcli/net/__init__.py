@@ -1,0 +1,12 @@
+"""The net: what carries a flow to a server and back, and nothing about what the flow means.
+
+- ``connection``: ``connect()`` — one open, initialized SDK client for a target, with the flow's hooks.
+- ``transports``: stdio and HTTP transports, guarded by ``bounds`` (size, depth and time limits on what a
+  server sends) and routed through ``proxies``.
+- ``handshakes`` and ``listcache``: what a server said at initialize and in its lists, remembered on disk.
+- ``tasks``: the tasks protocol extension the connection installs (``tasks/get``, ``tasks/result``…) and the
+  client-side task state a task flow polls.
+- ``attach`` and ``relayed``: reaching a server the warm worker keeps, over its socket.
+
+Importing this package imports nothing (no SDK): take the module you need.
+"""

@@ -1,0 +1,138 @@
+"""What each server negotiated last time, so that the next connection goes straight to the right handshake.
+
+``mode="auto"`` first sends a 2026-07-28 ``server/discover``; a pre-2026 server refuses it and the SDK falls back
+to ``initialize``: one wasted round trip (and the server's time to start refusing) on every connection. So
+``connect`` remembers per target — keyed as shell completion's list cache is (``listcache.identity``: where the
+server is, never who asks) — that it spoke the handshake, in one small 0600 file, ``<cache dir>/handshakes.json``,
+and next time starts with ``initialize``. Should that fail (the server was upgraded), the entry is forgotten
+and ``auto`` runs as if nothing were known. A modern server needs no entry: its discover succeeds first time.
+
+A cache: unreadable or missing means nothing is known, and a failed write costs only the round trip.
+
+Also what the handshake itself says (``HandshakeClient``): the back-channel capabilities ``initialize`` declares,
+and the ``serverInfo`` of a discover result, wherever the server put it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as t
+from mcp import Client
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from mcpcli.settings.config import Paths
+    from mcpcli.settings.targets import Target
+
+MAX_ENTRIES = 200
+"""The oldest entries go past this many servers."""
+
+
+def _file(paths: Paths) -> Path:
+    return paths.cache_dir / "handshakes.json"
+
+
+def _read(paths: Paths) -> dict[str, Any]:
+    try:
+        doc = json.loads(_file(paths).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def remembered(paths: Paths, target: Target) -> str | None:
+    """``"legacy"`` when ``target`` spoke the pre-2026 handshake last time, else None."""
+    from mcpcli.net.listcache import identity
+
+    entry = _read(paths).get(identity(target))
+    return "legacy" if isinstance(entry, dict) and entry.get("mode") == "legacy" else None
+
+
+def remember(paths: Paths, target: Target, legacy: bool) -> None:
+    """Record what ``auto`` found (only a change is written); never fails the caller."""
+    from mcpcli.net.listcache import identity
+    from mcpcli.settings.config import write_private
+
+    key = identity(target)
+    doc = _read(paths)
+    had = isinstance(doc.get(key), dict) and doc[key].get("mode") == "legacy"
+    if had == legacy:
+        return
+    if legacy:
+        doc[key] = {"mode": "legacy", "server": target.label, "at": time.time()}
+        if len(doc) > MAX_ENTRIES:
+            oldest = sorted(doc, key=lambda k: doc[k].get("at", 0) if isinstance(doc[k], dict) else 0)
+            for old in oldest[: len(doc) - MAX_ENTRIES]:
+                del doc[old]
+    else:
+        doc.pop(key, None)
+    try:
+        write_private(_file(paths), json.dumps(doc), durable=False)
+    except OSError:
+        logging.getLogger(__name__).debug("could not write %s", _file(paths), exc_info=True)
+
+
+BACK_CHANNEL = frozenset({"sampling", "elicitation", "roots"})
+
+
+class _Handshake:
+    """Dispatcher wrapper for the handshake.
+
+    ``initialize`` declares only the back-channel capabilities this run can answer (``offers``; None: all). On the
+    handshake a question cannot wait for a later ``resume``, so a capability declared without an answerer only
+    earns the server a refusal — and a server that would have done without (the SDK's own client declares nothing
+    it cannot answer) may fail instead. The 2026-07-28 probe and every modern request keep declaring them all:
+    there a question waits in the session.
+
+    A ``server/discover`` result's ``serverInfo`` is kept when the server put it at the top level of the result
+    (C# SDK 2.0) rather than in ``_meta``, where the SDK looks (its model drops the unknown field): ``server_info``.
+    """
+
+    def __init__(self, inner: Any, offers: frozenset[str] | None, client: HandshakeClient) -> None:
+        self._inner = inner
+        self._offers = offers
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: dict[str, Any] | None = None, **kw: Any
+    ) -> dict[str, Any]:
+        offers = self._offers
+        if method == "initialize" and offers is not None and params and isinstance(params.get("capabilities"), dict):
+            kept = {k: v for k, v in params["capabilities"].items() if k not in BACK_CHANNEL or k in offers}
+            params = {**params, "capabilities": kept}
+        raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
+        if method == "server/discover" and isinstance(raw, dict) and isinstance(info := raw.get("serverInfo"), dict):
+            from pydantic import ValidationError
+
+            with contextlib.suppress(ValidationError):  # display-only, as the SDK reads the _meta stamp
+                self._client.top_level_info = t.Implementation.model_validate(info)
+        return raw
+
+
+class HandshakeClient(Client):
+    """The SDK's client, its session's dispatcher wrapped before the handshake (``_Handshake``)."""
+
+    handshake_offers: frozenset[str] | None = None
+    top_level_info: t.Implementation | None = None
+
+    async def _build_session(self, exit_stack: AsyncExitStack) -> Any:
+        session = await super()._build_session(exit_stack)
+        session._dispatcher = _Handshake(session._dispatcher, self.handshake_offers, self)  # type: ignore[assignment]  # see module docstring
+        return session
+
+
+def server_info(client: Client) -> t.Implementation | None:
+    """Who the server says it is, wherever it said it: the handshake's ``serverInfo``, the discover result's
+    ``_meta`` stamp, or the discover result's top level."""
+    return client.server_info or (client.top_level_info if isinstance(client, HandshakeClient) else None)

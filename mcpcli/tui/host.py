@@ -1,0 +1,63 @@
+"""What a screen may ask of the app that shows it — so the screens never import the app (``tui/app``), which
+imports them.
+
+``McpcliApp`` is an ``AppHost``; a screen reaches it as ``host(self.app)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from mcpcli.commands.jobs import CallJob, ResumeJob
+    from mcpcli.runtime import Runtime
+
+
+class Following:
+    """One of the app's watches (``McpcliApp._watched``): ``stop()`` ends it; ``ended`` is set once it has."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self.scope = anyio.CancelScope()
+        self.ended = asyncio.Event()
+
+    def stop(self) -> None:
+        self.scope.cancel()
+
+
+class Follower(Protocol):
+    """A screen that shows a resource again as it changes (the run screen)."""
+
+    following: Following | None
+
+    def show_update(self, result: Mapping[str, Any]) -> None: ...
+
+    def set_status(self, text: str) -> None: ...
+
+
+class AppHost(Protocol):
+    """The app's side of the screens: its runtime, a flow to start, a resource to follow, the way out."""
+
+    rt: Runtime
+
+    def start_job(self, job: CallJob | ResumeJob) -> None:
+        """Run the call or resume in a worker, on a run screen."""
+        ...
+
+    def exit_ok(self) -> None:
+        """Leave the app with exit code 0 (nothing left to do)."""
+        ...
+
+    def follow_resource(self, uri: str, screen: Follower) -> None:
+        """Show ``uri`` again on ``screen`` each time the server says it changed (until the screen closes)."""
+        ...
+
+
+def host(app: App[object]) -> AppHost:
+    """The app showing a screen, as the screen may use it."""
+    return cast("AppHost", app)

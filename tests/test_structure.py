@@ -1,0 +1,72 @@
+"""The shape of the code: no import circle between mcpcli's modules, and no module past 600 lines.
+
+The layers themselves are import-linter's contracts (pyproject.toml, ``lint-imports``); these two checks are the
+ones it does not make. Both read the source only (grimp's import graph, line counts): nothing is imported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grimp
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mcpcli"
+MAX_LINES = 600
+
+
+def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every group of modules that import each other round in a circle (Tarjan's strongly connected components)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in edges.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    """Not vacuous: a circle of three and a module importing itself through another are found, a chain is not."""
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_between_mcpcli_modules() -> None:
+    """Imports inside functions and under TYPE_CHECKING count too: a circle hidden there is still a circle."""
+    graph = grimp.build_graph("mcpcli")
+    modules = {m for m in graph.modules if m == "mcpcli" or m.startswith("mcpcli.")}
+    edges = {m: {i for i in graph.find_modules_directly_imported_by(m) if i in modules} for m in modules}
+    assert len(modules) > 50
+    assert _circles(edges) == []
+
+
+def test_no_module_over_600_lines() -> None:
+    sizes = {
+        str(path.relative_to(PACKAGE.parent)): len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")
+    }
+    assert len(sizes) > 50
+    assert {path: lines for path, lines in sizes.items() if lines > MAX_LINES} == {}
