@@ -19,9 +19,10 @@ from test_flows import store
 from test_imports import SDK, UI, _matching
 from test_sessions_cmd import done_provision, set_updated, waiting_provision
 
-from mcpcli import entry, listing
+from mcpcli import entry
 from mcpcli.commands.sessions import session_json
 from mcpcli.settings.config import Paths
+from mcpcli.state import listing
 from mcpcli.state.inbox import LEASE_FIELDS, inbox, pending_requests
 from mcpcli.state.store import SessionRecord
 from mcpcli.state.store.base import STATUSES
