@@ -9,6 +9,9 @@
 - ``answers``: where an answer comes from (``--answer``, files, stdin, the keeper's stored answers).
 - ``sampling``: a server's ``sampling/createMessage`` turned into a question for a model or a person.
 - ``arguments``: a tool's input schema → the command line's ``key=value`` arguments and back.
+- ``roots``: the ``roots/list`` a server asks before the call, answered by the sources that need nobody.
+- ``replay`` and ``mock``: a ``--record`` file replayed against a server, or served as one.
+- ``watching``: what a server changes, as one ordered, bounded stream of events (``mcpcli watch``).
 
 Importing this package imports nothing: take the module you need.
 """

@@ -6,6 +6,8 @@
 - ``handshakes`` and ``listcache``: what a server said at initialize and in its lists, remembered on disk.
 - ``tasks``: the tasks protocol extension the connection installs (``tasks/get``, ``tasks/result``…) and the
   client-side task state a task flow polls.
+- ``tap``: the SDK client's streams wrapped so every message reaches a tracer; ``serverlog``: a stdio server's
+  stderr, kept in a private log, its tail explaining a failed start.
 - ``attach`` and ``relayed``: reaching a server the warm worker keeps, over its socket.
 
 Importing this package imports nothing (no SDK): take the module you need.
