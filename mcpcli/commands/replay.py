@@ -215,7 +215,13 @@ async def replay(rt: Runtime, options: ReplayOptions) -> int:
         assert replayer is not None
         return await replayer.back_channel(request)
 
-    settings = {**declared(rt), "protocol": protocol}
+    # Every question the recording answered is answered again from it, so the handshake declares all three
+    # back-channel capabilities (as the recorded run's answerers did): a server lists and asks by what is declared.
+    # A server may list and ask by what is declared: declare what the recorded client did, when the file says.
+    offers = frozenset({"elicitation", "roots", "sampling"})
+    if recording.client_capabilities is not None:
+        offers = frozenset(offers & set(recording.client_capabilities))
+    settings = {**declared(rt), "protocol": protocol, "handshake_offers": offers}
     async with connect(
         target,
         rt.paths,
