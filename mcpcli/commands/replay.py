@@ -215,9 +215,8 @@ async def replay(rt: Runtime, options: ReplayOptions) -> int:
         assert replayer is not None
         return await replayer.back_channel(request)
 
-    # Every question the recording answered is answered again from it, so the handshake declares all three
-    # back-channel capabilities (as the recorded run's answerers did): a server lists and asks by what is declared.
-    # A server may list and ask by what is declared: declare what the recorded client did, when the file says.
+    # Every question the recording answered is answered again from it, so the handshake declares what the recorded
+    # client declared (a server lists tools and asks by it), or all three when the file does not say.
     offers = frozenset({"elicitation", "roots", "sampling"})
     if recording.client_capabilities is not None:
         offers = frozenset(offers & set(recording.client_capabilities))
