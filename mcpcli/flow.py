@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -460,7 +461,9 @@ class Flow:
         finished = False
         try:
             result = await self._leg(call, responses, state)
-            finished = True
+            # A refusal the server hands back as a tool result (the TypeScript SDK dresses a JSON-RPC error so) is
+            # the call failing after the refusal, not a result: the flow waits, as for any failed leg.
+            finished = not (self._back_channel_failed or self._back_channel_refused) or not _dressed_error(result)
             return result
         finally:
             await self._settle_back_channel(finished=finished)
@@ -781,3 +784,15 @@ def for_server(responses: Mapping[str, Any]) -> dict[str, Any]:
 def _typed_responses(responses: Mapping[str, Any]) -> t.InputResponses:
     typed: t.InputResponses = _adapter(t.InputResponses).validate_python(dict(responses), by_alias=True)
     return typed
+
+
+_DRESSED_ERROR = re.compile(r"MCP error -?\d+: .+", re.DOTALL)
+
+
+def _dressed_error(result: Any) -> bool:
+    """Whether ``result`` is an ``isError`` tool result whose one text is a JSON-RPC error (``MCP error -32600: …``)."""
+    content = getattr(result, "content", None)
+    if not getattr(result, "is_error", False) or not isinstance(content, list) or len(content) != 1:
+        return False
+    text = getattr(content[0], "text", None)
+    return isinstance(text, str) and _DRESSED_ERROR.fullmatch(text.strip()) is not None

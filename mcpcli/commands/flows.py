@@ -231,7 +231,7 @@ def _answerers(opts: AnswerOptions, flow: Flow) -> dict[str, Any]:
     person = any(s.interactive for s in flow.sources if s is not sampler)
     given = bool(opts.answer or opts.answers or opts.decline or opts.cancel or opts.accept or opts.accept_defaults)
     policy = "never" if sampler is None else sampler.policy
-    return {"person": person, "presets": given, "sampling_policy": policy}
+    return {"person": person, "presets": given, "sampling_policy": policy, "later": opts.no_input}
 
 
 Body = Callable[[Client], Awaitable[Outcome]]
