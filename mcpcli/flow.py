@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,17 @@ from pydantic import TypeAdapter, ValidationError
 
 from mcpcli.connection import roots_asked_again
 from mcpcli.display import some_of
-from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, UsageError, invalid_shape, rpc_error
+from mcpcli.errors import (
+    DRESSED_RPC_ERROR,
+    Action,
+    ExitCode,
+    McpcliError,
+    NextStep,
+    ServerError,
+    UsageError,
+    invalid_shape,
+    rpc_error,
+)
 from mcpcli.keeper import Keeper
 from mcpcli.tasks import CreateTaskResult, TaskControl, same_question
 
@@ -786,13 +795,10 @@ def _typed_responses(responses: Mapping[str, Any]) -> t.InputResponses:
     return typed
 
 
-_DRESSED_ERROR = re.compile(r"MCP error -?\d+: .+", re.DOTALL)
-
-
 def _dressed_error(result: Any) -> bool:
     """Whether ``result`` is an ``isError`` tool result whose one text is a JSON-RPC error (``MCP error -32600: …``)."""
     content = getattr(result, "content", None)
     if not getattr(result, "is_error", False) or not isinstance(content, list) or len(content) != 1:
         return False
     text = getattr(content[0], "text", None)
-    return isinstance(text, str) and _DRESSED_ERROR.fullmatch(text.strip()) is not None
+    return isinstance(text, str) and DRESSED_RPC_ERROR.fullmatch(text.strip()) is not None

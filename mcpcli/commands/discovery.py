@@ -200,14 +200,9 @@ def declared(
     told ``--no-input`` (what is asked is the exit-3 document's, answered by a resume that starts the call over; a
     result that comes anyway after the refusal is printed, never thrown away)."""
     person = at_terminal() if person is None else person
-    if later:
-        return {
-            "protocol": rt.protocol(),
-            "bounds": rt.bounds(),
-            "sampling_tools": _sampling_tools(rt, llm_name),
-            "handshake_offers": frozenset({"roots", "elicitation", "sampling"}),
-        }
     offers = {"roots"}
+    if later:
+        offers |= {"elicitation", "sampling"}
     if person or presets:
         offers.add("elicitation")
     if rt.settings.providers:

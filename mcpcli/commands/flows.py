@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -36,7 +35,16 @@ from mcpcli.commands.discovery import (
 from mcpcli.config import connection_settings
 from mcpcli.connection import Protocol, connect, transport_failure
 from mcpcli.display import sanitize
-from mcpcli.errors import ExitCode, InvalidAnswer, McpcliError, NextStep, ServerError, UsageError, UserStopped
+from mcpcli.errors import (
+    DRESSED_RPC_ERROR,
+    ExitCode,
+    InvalidAnswer,
+    McpcliError,
+    NextStep,
+    ServerError,
+    UsageError,
+    UserStopped,
+)
 from mcpcli.flow import AnswerSource, Call, Flow, Limits, Method, NeedInput, Outcome, is_legacy
 from mcpcli.keeper import Finished, Keeper
 from mcpcli.runtime import lone
@@ -400,14 +408,10 @@ def _result_text(outcome: Outcome) -> str | None:
     return text if isinstance(text, str) else None
 
 
-_MCP_ERROR = re.compile(r"MCP error (-?\d+): (.+)", re.DOTALL)
-"""How the TypeScript SDK's servers hand a JSON-RPC error back as a tool result (``McpError.message``)."""
-
-
 def error_result(outcome: Outcome) -> Outcome:
     """A JSON-RPC error dressed as an ``isError`` result is a protocol error: exit 4, like any other."""
     text = _result_text(outcome)
-    if text is not None and (match := _MCP_ERROR.fullmatch(text.strip())):
+    if text is not None and (match := DRESSED_RPC_ERROR.fullmatch(text.strip())):
         code, message = int(match.group(1)), match.group(2).strip()
         raise ServerError(f"The server answered with an error: {message} (code {code}).")
     return outcome
