@@ -118,6 +118,10 @@ UNREADABLE_RESPONSE = "mcpcli could not read the server's response (nested too d
 """The error a stdio transport ends a request with when its response cannot be read (``transports``)."""
 
 
+DRESSED_RPC_ERROR = re.compile(r"MCP error (-?\d+): (.+)", re.DOTALL)
+"""How the TypeScript SDK's servers hand a JSON-RPC error back as a tool result's one text (``McpError.message``)."""
+
+
 def rpc_error(code: int, message: str, what: str = "The server answered with an error") -> str:
     """One line for a JSON-RPC error a request ended with: the server's words, or — for a response nobody could
     read (mcpcli's stdio transport, or the SDK's HTTP one, which quotes pydantic's whole multi-line report) —

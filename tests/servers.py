@@ -523,6 +523,10 @@ def legacy_only() -> None:
         method = message.get("method")
         if method is None and message.get("id") in pending:  # the client's answer to our elicitation
             call = pending.pop(message["id"])
+            if "result" not in message:  # refused (nobody to answer): the call fails, as a real server's would
+                error = {"code": -32603, "message": "provision needs a region"}
+                print(json.dumps({"jsonrpc": "2.0", "id": call["id"], "error": error}), flush=True)
+                continue
             region = ((message.get("result") or {}).get("content") or {}).get("region", "?")
             text = f"Provisioned '{call['params']['arguments']['name']}' in {region}."
             result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}

@@ -39,7 +39,7 @@ async def _refresh(rt: Runtime, target: Target) -> None:
     paths = rt.paths
     with anyio.fail_after(REFRESH_TIMEOUT):
         # Declaring what `call` declares: a server may list some tools only to clients that can answer them.
-        async with connect(target, paths, **declared(rt)) as client:
+        async with connect(target, paths, **declared(rt, later=True)) as client:
             caps = client.server_capabilities
             fetchers: dict[Kind, Any] = {"tools": client.list_tools, "prompts": client.list_prompts}
             for kind, fetch in fetchers.items():

@@ -43,7 +43,9 @@ async def discover(rt: Runtime, what: str) -> int:
     creds = credentials(rt, interactive=at_terminal())
     logs = server_logs(rt, rt.out.note)
     tracer = rt.tracer()
-    async with connect(target, rt.paths, credentials=creds, tracer=tracer, **logs, **declared(rt)) as client:
+    async with connect(
+        target, rt.paths, credentials=creds, tracer=tracer, **logs, **declared(rt, later=True)
+    ) as client:
         # A server that does not declare a kind refuses to list it ("Method not found"): it has none of it.
         offers = client.server_capabilities
         try:
@@ -185,6 +187,7 @@ def declared(
     person: bool | None = None,
     presets: bool = False,
     sampling_policy: str | None = None,
+    later: bool = False,
 ) -> dict[str, Any]:
     """What every connection of this run declares and is bounded by — the one place that decides it, so that
     ``tools``, the app's lists and completion see what ``call`` sees: the protocol, the limits, whether sampling
@@ -192,9 +195,14 @@ def declared(
     and which back-channel capabilities the pre-2026 handshake declares: only what this run can answer, since
     such a question cannot wait for a resume — roots always (the working directory answers), elicitation with a
     ``person`` to ask (default: a terminal) or ``presets``, sampling with a provider whose policy lets it answer
-    (``ask`` needs the person). The 2026-07-28 era declares all three (``connection.connect``)."""
+    (``ask`` needs the person). The 2026-07-28 era declares all three (``connection.connect``). ``later``: all three
+    too — a run that only lists (nothing is asked while listing, and the list shows what a call could use), or one
+    told ``--no-input`` (what is asked is the exit-3 document's, answered by a resume that starts the call over; a
+    result that comes anyway after the refusal is printed, never thrown away)."""
     person = at_terminal() if person is None else person
     offers = {"roots"}
+    if later:
+        offers |= {"elicitation", "sampling"}
     if person or presets:
         offers.add("elicitation")
     if rt.settings.providers:
@@ -237,7 +245,9 @@ async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
     """What the start screen lists: every tool, prompt, resource and resource template (a kind refused: none)."""
     creds = credentials(rt, interactive=False)  # the app owns the terminal: sign in with `mcpcli auth login`
     tracer = rt.tracer(summaries=False)
-    async with connect(tui_target(rt)[0], rt.paths, credentials=creds, tracer=tracer, **declared(rt)) as client:
+    async with connect(
+        tui_target(rt)[0], rt.paths, credentials=creds, tracer=tracer, **declared(rt, later=True)
+    ) as client:
         return await catalog_of(client)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -34,7 +33,16 @@ from mcpcli.engine.answers import Presets, Roots, answers_template
 from mcpcli.engine.arguments import build_arguments, usable_schema
 from mcpcli.engine.flow import Flow
 from mcpcli.engine.steps import AnswerSource, Call, Limits, Method, NeedInput, Outcome
-from mcpcli.errors import ExitCode, InvalidAnswer, McpcliError, NextStep, ServerError, UsageError, UserStopped
+from mcpcli.errors import (
+    DRESSED_RPC_ERROR,
+    ExitCode,
+    InvalidAnswer,
+    McpcliError,
+    NextStep,
+    ServerError,
+    UsageError,
+    UserStopped,
+)
 from mcpcli.net.connection import connect, transport_failure
 from mcpcli.net.tasks import task_support
 from mcpcli.runtime import lone
@@ -229,7 +237,7 @@ def _answerers(opts: AnswerOptions, flow: Flow) -> dict[str, Any]:
     person = any(s.interactive for s in flow.sources if s is not sampler)
     given = bool(opts.answer or opts.answers or opts.decline or opts.cancel or opts.accept or opts.accept_defaults)
     policy = "never" if sampler is None else sampler.policy
-    return {"person": person, "presets": given, "sampling_policy": policy}
+    return {"person": person, "presets": given, "sampling_policy": policy, "later": opts.no_input}
 
 
 Body = Callable[[Client], Awaitable[Outcome]]
@@ -398,14 +406,10 @@ def _result_text(outcome: Outcome) -> str | None:
     return text if isinstance(text, str) else None
 
 
-_MCP_ERROR = re.compile(r"MCP error (-?\d+): (.+)", re.DOTALL)
-"""How the TypeScript SDK's servers hand a JSON-RPC error back as a tool result (``McpError.message``)."""
-
-
 def error_result(outcome: Outcome) -> Outcome:
     """A JSON-RPC error dressed as an ``isError`` result is a protocol error: exit 4, like any other."""
     text = _result_text(outcome)
-    if text is not None and (match := _MCP_ERROR.fullmatch(text.strip())):
+    if text is not None and (match := DRESSED_RPC_ERROR.fullmatch(text.strip())):
         code, message = int(match.group(1)), match.group(2).strip()
         raise ServerError(f"The server answered with an error: {message} (code {code}).")
     return outcome

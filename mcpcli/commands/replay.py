@@ -215,7 +215,12 @@ async def replay(rt: Runtime, options: ReplayOptions) -> int:
         assert replayer is not None
         return await replayer.back_channel(request)
 
-    settings = {**declared(rt), "protocol": protocol}
+    # Every question the recording answered is answered again from it, so the handshake declares what the recorded
+    # client declared (a server lists tools and asks by it), or all three when the file does not say.
+    offers = frozenset({"elicitation", "roots", "sampling"})
+    if recording.client_capabilities is not None:
+        offers = frozenset(offers & set(recording.client_capabilities))
+    settings = {**declared(rt), "protocol": protocol, "handshake_offers": offers}
     async with connect(
         target,
         rt.paths,

@@ -37,6 +37,7 @@ from mcpcli.engine.steps import (
     Outcome,
     Question,
     Reporter,
+    dressed_error,
     dump,
     for_server,
     innermost,
@@ -289,7 +290,9 @@ class Flow:
         finished = False
         try:
             result = await self._leg(call, responses, state)
-            finished = True
+            # A refusal the server hands back as a tool result (the TypeScript SDK dresses a JSON-RPC error so) is
+            # the call failing after the refusal, not a result: the flow waits, as for any failed leg.
+            finished = not (self.back_channel_failed or self._back_channel_refused) or not dressed_error(result)
             return result
         finally:
             await self._settle_back_channel(finished=finished)

@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from mcpcli.display import some_of
-from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError
+from mcpcli.errors import DRESSED_RPC_ERROR, Action, ExitCode, McpcliError, NextStep, ServerError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -277,3 +277,12 @@ class FlowSteps(Protocol):
     async def call_again(self, *, as_task: bool) -> Outcome:
         """A new attempt at the call (``as_task``: called as a task again), the stored answers replayed."""
         ...
+
+
+def dressed_error(result: Any) -> bool:
+    """Whether ``result`` is an ``isError`` tool result whose one text is a JSON-RPC error (``MCP error -32600: …``)."""
+    content = getattr(result, "content", None)
+    if not getattr(result, "is_error", False) or not isinstance(content, list) or len(content) != 1:
+        return False
+    text = getattr(content[0], "text", None)
+    return isinstance(text, str) and DRESSED_RPC_ERROR.fullmatch(text.strip()) is not None

@@ -113,6 +113,8 @@ class Recording:
     protocol: str | None = None
     server_info: dict[str, Any] | None = None
     capabilities: dict[str, Any] | None = None
+    client_capabilities: dict[str, Any] | None = None
+    """What the recorded client's ``initialize`` declared (pre-2026 handshakes: what the server may ask)."""
     instructions: str | None = None
     exchanges: list[Exchange] = field(default_factory=list)
     sources: dict[str, list[str]] = field(default_factory=dict)
@@ -410,6 +412,9 @@ def _handshake(recording: Recording, leg: Leg) -> None:
         return
     if leg.request.get("method") == "initialize":
         info = result.get("serverInfo")
+        declared = leg.params.get("capabilities")
+        if isinstance(declared, dict) and recording.client_capabilities is None:
+            recording.client_capabilities = declared
         if isinstance(result.get("protocolVersion"), str):
             recording.protocol = recording.protocol or result["protocolVersion"]
     else:
