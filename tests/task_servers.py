@@ -321,8 +321,16 @@ class TasksExtension(Extension):
         return {"resultType": "complete"}
 
 
-def tasks_2026(state: Path | None, poll_ms: int = POLL_MS, *, fixed_ids: bool = False, id_size: int = 0) -> MCPServer:
-    extension = TasksExtension(State(state), poll_ms, fixed_ids=fixed_ids, id_size=id_size)
+def tasks_2026(
+    state: Path | None,
+    poll_ms: int = POLL_MS,
+    *,
+    fixed_ids: bool = False,
+    id_size: int = 0,
+    extension: TasksExtension | None = None,
+) -> MCPServer:
+    """The 2026 task server (``extension``: another ``TasksExtension`` serves the tasks, ``tests/task_push.py``)."""
+    extension = extension or TasksExtension(State(state), poll_ms, fixed_ids=fixed_ids, id_size=id_size)
     server = MCPServer("tasks-2026", extensions=[extension])
 
     # The tools are listed (with their schemas) like any; their calls never reach these bodies: the extension's

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
@@ -26,15 +26,20 @@ from mcpcli.engine.steps import FlowSteps, LimitReached, NeedInput, Outcome, for
 from mcpcli.errors import ExitCode, McpcliError, NextStep, rpc_error
 from mcpcli.net.tasks import (
     LEGACY,
+    POLL_FLOOR,
     TERMINAL,
     CreateTaskResult,
     DetailedTask,
     TaskState,
     get_task,
     next_delay,
+    streamed_delay,
     task_result,
     update_task,
 )
+
+if TYPE_CHECKING:
+    from mcpcli.net.taskfeed import TaskFeed
 
 
 class TaskEnded(McpcliError):
@@ -114,20 +119,39 @@ async def _start_over(flow: FlowSteps, state: TaskState, gone: TaskGone) -> Outc
 
 
 async def _drive(flow: FlowSteps, state: TaskState, *, first: bool = False) -> Outcome:
+    """Follow the task to its end: by polling, and by the server's stream of its status where it offers one."""
+    from mcpcli.net.taskfeed import following
+
     assert flow.client is not None
+    return await following(flow.client, state.id, lambda feed: _follow(flow, state, feed, first))
+
+
+async def _follow(flow: FlowSteps, state: TaskState, feed: TaskFeed | None, first: bool) -> Outcome:
     delay: float | None = None
     changed = True
     answered_rounds = 0
+    streamed = False
     while True:
+        pushed: DetailedTask | None = None
         if not first:
-            delay = next_delay(state, delay, changed)
-            await _wait(flow, delay)
+            if feed is not None and streamed != feed.live:
+                streamed = feed.live
+                delay = None  # the stream began or ended: the usual pace starts again from the server's interval
+                _streaming(flow, state, feed)
+            delay = streamed_delay(state) if streamed else next_delay(state, delay, changed)
+            pushed = await _wait(flow, delay, feed if streamed else None)
         first = False
         if (asked := await _asked(flow, state)) is not None:
             return asked
         flow.keeper.check()
-        detailed = await _poll(flow, state)
-        state.polls += 1
+        if pushed is not None:
+            detailed = pushed
+            state.pushed += 1
+        else:
+            if feed is not None:
+                feed.forget()  # the poll answers for the task as it is now
+            detailed = await _poll(flow, state)
+            state.polls += 1
         changed = state.observe(
             detailed.status, detailed.status_message, detailed.ttl_ms, detailed.poll_interval_ms, at=_now()
         )
@@ -161,14 +185,66 @@ async def _drive(flow: FlowSteps, state: TaskState, *, first: bool = False) -> O
             await flow.keeper.save_task(state.dump())
 
 
-async def _wait(flow: FlowSteps, seconds: float) -> None:
-    """The pause between polls, bounded by ``--timeout``; a front end's detach or cancel ends it at once."""
+async def _wait(flow: FlowSteps, seconds: float, feed: TaskFeed | None = None) -> DetailedTask | None:
+    """The pause between polls, bounded by ``--timeout``; a front end's detach or cancel ends it at once. While the
+    server streams the task's status (``feed``): the pause before a safety poll, which an update ends (returned: it
+    stands for the poll), or the stream's end (None: poll now); within ``--timeout`` the stream is waited for."""
     import anyio
 
-    if time.monotonic() + seconds > flow.deadline:
+    if feed is None:
+        if time.monotonic() + seconds > flow.deadline:
+            raise await flow.timed_out()
+        with anyio.move_on_after(seconds):
+            await flow.task_control.wake_event().wait()
+        return None
+    began = time.monotonic()
+    if began >= flow.deadline:
         raise await flow.timed_out()
-    with anyio.move_on_after(seconds):
+    with anyio.move_on_after(POLL_FLOOR):  # updates are taken at most this often: a flood is folded
         await flow.task_control.wake_event().wait()
+    remaining = min(seconds, flow.deadline - began) - (time.monotonic() - began)
+    with anyio.move_on_after(max(remaining, 0)) as waited:
+        await _either(flow.task_control.wake_event(), feed)
+    latest, resync = feed.take()
+    if latest is not None and (detailed := _update(latest, feed)) is not None:
+        return detailed
+    if waited.cancelled_caught and not resync and flow.deadline - began <= seconds:
+        raise await flow.timed_out()
+    return None
+
+
+async def _either(woken: Any, feed: TaskFeed) -> None:
+    """Until a front end asks something of the task, or the feed has news."""
+    import anyio
+
+    async with anyio.create_task_group() as tg:
+
+        async def one(event: Any) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(one, woken)
+        tg.start_soon(one, feed.signal)
+
+
+def _streaming(flow: FlowSteps, state: TaskState, feed: TaskFeed) -> None:
+    """The server began sending the task's status (told to the trace), or stopped (told to the user too)."""
+    flow.event("task_stream", task=state.id, live=feed.live, ended=feed.ended, folded=feed.folded, ignored=feed.ignored)
+    if not feed.live:
+        why = short_id(feed.ended or "", 200)
+        flow.reporter.note(f"The server's status stream for task {short_id(state.id)} ended ({why}); polling again.")
+
+
+def _update(latest: dict[str, Any], feed: TaskFeed) -> DetailedTask | None:
+    """A streamed update as ``tasks/get`` would answer it; None (a poll instead) when it is not one."""
+    from pydantic import ValidationError
+
+    try:
+        detailed = DetailedTask.model_validate(latest)
+    except ValidationError:
+        feed.ignored += 1
+        return None
+    return detailed if detailed.task_id == feed.task_id else None
 
 
 async def _asked(flow: FlowSteps, state: TaskState) -> Outcome | None:

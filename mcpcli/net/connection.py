@@ -1,12 +1,14 @@
 """Target → a connected ``mcp.Client`` (streamable HTTP, stdio, or the built-in demo in-process).
 
-Also the one place mcpcli reaches inside the SDK: ``_FlowLegs`` wraps the
+Also the place mcpcli reaches inside the SDK: ``_FlowLegs`` wraps the
 session's dispatcher so that every leg of a flow goes out under a fresh,
 globally unique JSON-RPC id (a retry sent by another process must never reuse
 an earlier leg's id), so that a complete result without ``resultType`` —
 the spec's default — is accepted (mcp 2.3.0's models reject it), as is a
-listing without cache hints, and so that a server that still calls back on
-2026-07-28 is noticed.
+listing without cache hints, so that a server that still calls back on
+2026-07-28 is noticed, and so that a task's ``subscriptions/listen`` goes out
+under the id ``taskfeed`` chose (which reads that stream's frames off the SDK's
+dispatcher underneath: ``sdk_dispatcher``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from mcpcli.net.bounds import Bounds, Tripwire
 from mcpcli.net.handshakes import HandshakeClient, remember, remembered
 from mcpcli.net.serverlog import ServerLog
 from mcpcli.net.tap import traced
-from mcpcli.net.tasks import CREATED_TASK_META, TasksExtension
+from mcpcli.net.tasks import CREATED_TASK_META, LISTEN_ID, TasksExtension
 from mcpcli.settings.config import Paths
 from mcpcli.settings.targets import Target
 from mcpcli.state.trace import Tracer
@@ -67,6 +69,8 @@ class _FlowLegs:
             # A string that does not parse as an integer never collides with the dispatcher's own counter,
             # nor with any id an earlier process used for another leg of the same flow.
             opts = {**(opts or {}), "request_id": f"mcpcli-{secrets.token_hex(8)}"}
+        elif method == "subscriptions/listen" and (listen_id := LISTEN_ID.get()) is not None:
+            opts = {**(opts or {}), "request_id": listen_id}  # a task's stream: taskfeed knows its frames by it
         try:
             raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
         except MCPError as exc:
@@ -111,6 +115,17 @@ LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resou
 def _install_flow_legs(client: Client, on_refused: Callable[[], None] | None) -> None:
     session = client.session
     session._dispatcher = _FlowLegs(session._dispatcher, client, on_refused)  # type: ignore[assignment]  # see module docstring
+
+
+def sdk_dispatcher(client: Client) -> Any:
+    """The SDK's own dispatcher of a connected client, under ``_FlowLegs`` and ``handshakes._Handshake`` (``taskfeed``
+    reads its receive order)."""
+    from mcpcli.net.handshakes import _Handshake
+
+    dispatcher = client.session._dispatcher
+    while isinstance(dispatcher, _FlowLegs | _Handshake):
+        dispatcher = dispatcher._inner
+    return dispatcher
 
 
 @asynccontextmanager

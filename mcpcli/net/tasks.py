@@ -15,6 +15,7 @@ task's life, so a key answered once is never answered again; an unknown task is 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -54,6 +55,15 @@ POLL_CAP = 5.0
 """The longest: an unchanged task is polled less and less often, up to this — a server's longer interval (even
 10^12 ms) too, so a task that ended is seen within it."""
 POLL_GROWTH = 1.5
+STREAMED_FACTOR = 10
+"""While the server sends the task's status on a listen stream (``taskfeed``), polls are only a safety net against a
+stream that went quiet: this many times the usual interval apart (1 s for the 100 ms floor)…"""
+STREAMED_CAP = 30.0
+"""…and at most this many seconds apart (a 5 s interval's 50 s would leave a silent stream unnoticed too long)."""
+
+LISTEN_ID: ContextVar[str | None] = ContextVar("mcpcli_listen_id", default=None)
+"""The JSON-RPC id a ``subscriptions/listen`` sent in this context goes out under (``connection._FlowLegs`` sets it):
+the stream's frames carry it as their subscription id, so ``taskfeed`` must know it before the first frame."""
 
 
 class CreateTaskResult(t.Result):
@@ -204,6 +214,8 @@ class TaskState:
     last_updated_at: str | None = None
     polls: int = 0
     """Polls made so far (stored only with a change: the count in the store lags by the unchanged polls since)."""
+    pushed: int = 0
+    """Status updates taken from the server's listen stream instead of a poll (``taskfeed``)."""
     delivered: tuple[str, ...] = ()
     """Request keys whose answers the server acknowledged (``tasks/update`` returned): never sent again."""
     timeline: tuple[dict[str, Any], ...] = ()
@@ -237,6 +249,7 @@ class TaskState:
             "poll_ms": self.poll_ms,
             "last_updated_at": self.last_updated_at,
             "polls": self.polls,
+            "pushed": self.pushed,
             "delivered": list(self.delivered),
             "timeline": list(self.timeline),
         }
@@ -289,6 +302,11 @@ def next_delay(state: TaskState, previous: float | None, changed: bool) -> float
     if changed or previous is None:
         return base
     return max(base, min(previous * POLL_GROWTH, POLL_CAP))
+
+
+def streamed_delay(state: TaskState) -> float:
+    """How long to wait for the stream before a safety poll, while the server sends the task's status."""
+    return min(state.interval() * STREAMED_FACTOR, STREAMED_CAP)
 
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"

@@ -10,7 +10,8 @@
   closed" for the handshake request (a stdio server that never answers ``initialize``, or prints junk and
   sleeps, cannot hang the command).
 - ``http_transport``: the httpx2 transport for streamable HTTP, whose POST responses are read under
-  ``idle_timeout`` (SSE comments — keep-alives — do not count as activity; a message does) and
+  ``idle_timeout`` (SSE comments — keep-alives — do not count as activity; a message does; a ``subscriptions/listen``
+  stream, quiet while nothing changes, has no such bound) and
   ``max_message_bytes`` (a JSON body in all, each SSE event on its own); under the bounds, the connections are
   the worker's HTTP relay's when a command runs in the worker (``mcpcli.net.relayed``) and the server is not on this
   machine (``relay_for``), else its own — through the environment's proxy, if any (``mcpcli.net.proxies``).
@@ -401,6 +402,8 @@ class _BoundedTransport(httpx2.AsyncBaseTransport):
             self._trip,
             sse=kind.startswith("text/event-stream"),
             declared=int(declared) if declared.isdigit() else None,
+            # A listen stream is quiet while nothing changes (a watch; a task's status): it is its own end.
+            idle=request.headers.get("mcp-method") != "subscriptions/listen",
         )
         return httpx2.Response(
             status_code=response.status_code,
@@ -415,13 +418,17 @@ class _BoundedTransport(httpx2.AsyncBaseTransport):
 
 
 class _BoundedStream(httpx2.AsyncByteStream):
-    """A response body: idle at most ``idle_timeout`` between messages, no message over ``max_message_bytes``."""
+    """A response body: idle at most ``idle_timeout`` between messages (unless ``idle`` is false: a listen stream), no
+    message over ``max_message_bytes``."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream, trip: Tripwire, *, sse: bool, declared: int | None) -> None:
+    def __init__(
+        self, inner: httpx2.AsyncByteStream, trip: Tripwire, *, sse: bool, declared: int | None, idle: bool = True
+    ) -> None:
         self._inner = inner
         self._trip = trip
         self._sse = sse
         self._declared = declared
+        self._idle = trip.bounds.idle_timeout if idle else float("inf")
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         bounds = self._trip.bounds
@@ -430,7 +437,7 @@ class _BoundedStream(httpx2.AsyncByteStream):
             self._trip.message_too_large(self._declared)
             raise LimitExceeded("message too large")
         chunks = aiter(self._inner)
-        deadline = anyio.current_time() + bounds.idle_timeout
+        deadline = anyio.current_time() + self._idle
         total = 0  # JSON: the whole body; SSE: the event being read
         head = bytearray()  # SSE: the start of the line being read, to tell a comment from a field
         while True:
@@ -448,7 +455,7 @@ class _BoundedStream(httpx2.AsyncByteStream):
                 if total > limit:
                     self._trip.message_too_large()
                     raise LimitExceeded("message too large")
-                deadline = anyio.current_time() + bounds.idle_timeout
+                deadline = anyio.current_time() + self._idle
                 yield chunk
                 continue
             for piece in chunk.splitlines(keepends=True):  # only the last piece may be a line still unfinished
@@ -465,7 +472,7 @@ class _BoundedStream(httpx2.AsyncByteStream):
                 if not text:
                     total = 0  # an event ends at a blank line
                 elif not text.startswith(b":"):
-                    deadline = anyio.current_time() + bounds.idle_timeout  # a field of an event: the server is busy
+                    deadline = anyio.current_time() + self._idle  # a field of an event: the server is busy
             yield chunk
 
     async def aclose(self) -> None:

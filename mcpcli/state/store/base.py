@@ -53,6 +53,7 @@ _TASK_FIELDS: dict[str, tuple[type, ...]] = {
     "poll_ms": (int, type(None)),
     "last_updated_at": (str, type(None)),
     "polls": (int,),
+    "pushed": (int,),
     "delivered": (list,),
     "timeline": (list,),
 }
