@@ -14,6 +14,8 @@ step on every ``--every`` seconds whether or not anyone polls (``tasks/get`` onl
 the state's ``gets``). ``--honour no``: the listen is acknowledged without ``taskIds`` (and nothing pushed).
 ``--break-after N``: after pushing N notifications the stream fails (an error response to the listen request).
 ``--silent-after N``: after N the stream stays open and pushes nothing more (only a poll can see the end).
+``--flood N``: right after the acknowledgement, N updates of the task as fast as the pipe takes them, each
+``working`` with another status message holding a terminal escape (a hostile server); then as usual.
 Pushed notifications are counted in the state's ``pushed``.
 """
 
@@ -68,7 +70,7 @@ class ClockTasks(TasksExtension):
         while entry["task"]["status"] == "working" and now - last >= self.every:
             last += self.every
             self._advance(entry)
-        entry["clock"] = max(last, now - self.every) if entry["task"]["status"] != "working" else last
+        entry["clock"] = last
 
     def shown(self, entry: dict[str, Any]) -> dict[str, Any]:
         """The task as ``tasks/get`` answers it (and as a notification carries it)."""
@@ -90,11 +92,14 @@ class ClockTasks(TasksExtension):
 class Listener:
     """Serves ``subscriptions/listen`` with the tasks extension's ``taskIds`` (core keys are not honoured)."""
 
-    def __init__(self, tasks: ClockTasks, honour: bool, break_after: int | None, silent_after: int | None) -> None:
+    def __init__(
+        self, tasks: ClockTasks, honour: bool, break_after: int | None, silent_after: int | None, flood: int = 0
+    ) -> None:
         self.tasks = tasks
         self.honour = honour
         self.break_after = break_after
         self.silent_after = silent_after
+        self.flood = flood
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], params: ListenParams) -> dict[str, Any]:
         sub = ctx.request_id
@@ -110,6 +115,12 @@ class Listener:
             _Frame(method="notifications/subscriptions/acknowledged", params=ack),  # type: ignore[arg-type]
             related_request_id=sub,
         )
+        for i in range(self.flood if honoured else 0):
+            fake = {"taskId": honoured[0], "status": "working", "statusMessage": f"\x1b[2Jflood {i}", "_meta": meta}
+            await ctx.session.send_notification(
+                _Frame(method="notifications/tasks", params=fake),  # type: ignore[arg-type]
+                related_request_id=sub,
+            )
         last: dict[str, Any] = {}
         pushed = 0
         while True:
@@ -146,12 +157,13 @@ def main() -> None:
     parser.add_argument("--honour", choices=["yes", "no"], default="yes")
     parser.add_argument("--break-after", type=int)
     parser.add_argument("--silent-after", type=int)
+    parser.add_argument("--flood", type=int, default=0)
     args = parser.parse_args()
     from servers import serve
 
     tasks = ClockTasks(State(args.state), args.poll_ms, args.every)
     server = tasks_2026(args.state, args.poll_ms, extension=tasks)
-    listener = Listener(tasks, args.honour == "yes", args.break_after, args.silent_after)
+    listener = Listener(tasks, args.honour == "yes", args.break_after, args.silent_after, args.flood)
     server._lowlevel_server.add_request_handler("subscriptions/listen", ListenParams, listener)  # type: ignore[arg-type]
     serve(server, args.http)
 

@@ -11,7 +11,7 @@
   sleeps, cannot hang the command).
 - ``http_transport``: the httpx2 transport for streamable HTTP, whose POST responses are read under
   ``idle_timeout`` (SSE comments — keep-alives — do not count as activity; a message does; a ``subscriptions/listen``
-  stream, quiet while nothing changes, has no such bound) and
+  stream, quiet while nothing changes, has no such bound nor a read timeout) and
   ``max_message_bytes`` (a JSON body in all, each SSE event on its own); under the bounds, the connections are
   the worker's HTTP relay's when a command runs in the worker (``mcpcli.net.relayed``) and the server is not on this
   machine (``relay_for``), else its own — through the environment's proxy, if any (``mcpcli.net.proxies``).
@@ -390,6 +390,12 @@ class _BoundedTransport(httpx2.AsyncBaseTransport):
         self._trip = trip
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        # A listen stream is quiet while nothing changes (a watch; a task's status): it is its own end, so no read
+        # timeout on it (nor the idle bound below); the connect timeout and the message bound stay.
+        listen = request.headers.get("mcp-method") == "subscriptions/listen"
+        if listen:
+            timeouts = dict(request.extensions.get("timeout") or {})
+            request.extensions = {**request.extensions, "timeout": {**timeouts, "read": None}}
         response = await self._inner.handle_async_request(request)
         if response.status_code >= 400:
             self._trip.http_status = f"{response.status_code} {httpx2.codes.get_reason_phrase(response.status_code)}"
@@ -402,8 +408,7 @@ class _BoundedTransport(httpx2.AsyncBaseTransport):
             self._trip,
             sse=kind.startswith("text/event-stream"),
             declared=int(declared) if declared.isdigit() else None,
-            # A listen stream is quiet while nothing changes (a watch; a task's status): it is its own end.
-            idle=request.headers.get("mcp-method") != "subscriptions/listen",
+            idle=not listen,
         )
         return httpx2.Response(
             status_code=response.status_code,
