@@ -127,7 +127,7 @@ def test_a_quiet_task_stream_over_http_is_not_cut_by_the_idle_bound(
     """A listen response is quiet while nothing changes: the idle bound (1 s here) is for responses that should
     end, so the stream stays and delivers each step, 1.5 s apart."""
     monkeypatch.setenv("MCPCLI_IDLE_TIMEOUT", "1")
-    server, state = push_server("http", "--poll-ms", "500", "--every", "1.5")
+    server, _state = push_server("http", "--poll-ms", "500", "--every", "1.5")
     r = run_inprocess("call", "slow_ok", "-a", "polls=2", "-s", server)
     assert (r.code, r.out) == (0, "slow_ok finished after 2 polls\n"), r.err
     assert "stream" not in r.err, r.err
@@ -136,7 +136,7 @@ def test_a_quiet_task_stream_over_http_is_not_cut_by_the_idle_bound(
 
 
 def test_a_flood_of_status_updates_is_folded_bounded_and_shown_sanitized(push_server: Any) -> None:
-    server, state = push_server("stdio", "--poll-ms", "100", "--every", "0.3", "--flood", "20000")
+    server, _state = push_server("stdio", "--poll-ms", "100", "--every", "0.3", "--flood", "20000")
     started = time.monotonic()
     r = run_inprocess("call", "slow_ok", "-a", "polls=2", "-s", server)
     elapsed = time.monotonic() - started

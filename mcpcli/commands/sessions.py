@@ -348,6 +348,7 @@ def _task_timeline(task: Mapping[str, Any]) -> Iterable[Text]:
     from rich.text import Text
 
     polls = f", {task['polls']} polls" if task.get("polls") else ""
+    polls += f", {task['pushed']} from the server's stream" if task.get("pushed") else ""
     yield _field_line("task", f"{task.get('id')} ({task.get('generation')}{polls})")
     for entry in task.get("timeline") or []:
         at = str(entry.get("at", ""))[:19].replace("T", " ")
