@@ -54,6 +54,19 @@ which then ends the connection and with it the session locks the vanished driver
 
 _SERVER_KEEPALIVE = "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3"
 
+_SESSION_SETTINGS = (
+    # Unqualified names in the shared SQL mean the store's own tables, whatever else the database has.
+    f"SET search_path TO {SCHEMA}; "
+    # The store's tables are small and hot; at the default cost (4, for spinning disks) the planner would rather sort
+    # thousands of sessions than walk the (status|server, updated, id) index backwards, which is what gives a listing
+    # its order for free (and is faster, measured).
+    "SET random_page_cost = 1.1; "
+    # The server's side of the keepalives: a client host that vanished ends its connection (and its locks) in seconds
+    # rather than the kernel's two hours. Settable by any user; ignored on a Unix socket.
+    f"{_SERVER_KEEPALIVE}"
+)
+"""Sent as one statement (no parameters: the simple protocol takes several), one round trip when the store opens."""
+
 
 def session_lock_key(session_id: str) -> tuple[int, int]:
     """The two keys of a session's advisory lock (``pg_advisory_lock(int, int)``): every session its own, for good."""
@@ -206,16 +219,7 @@ class PostgresStore(SqlStore):
             raise _connect_error(self.url, exc) from None
         try:
             with self._transaction(write=True) as tx:
-                # Unqualified names in the shared SQL mean the store's own tables, whatever else the database has.
-                tx.run(f"SET search_path TO {SCHEMA}")
-                # The store's tables are small and hot; at the default cost (4, for spinning disks) the planner
-                # would rather sort thousands of sessions than walk the (status|server, updated, id) index
-                # backwards, which is what gives a listing its order for free (and is faster, measured).
-                tx.run("SET random_page_cost = 1.1")
-                # The server's side of the keepalives: a client host that vanished ends its connection (and its locks)
-                # in seconds rather than the kernel's two hours. Settable by any user; ignored on a Unix socket.
-                for statement in _SERVER_KEEPALIVE.split("; "):
-                    tx.run(statement)
+                tx.run(_SESSION_SETTINGS)  # one round trip: a takeover from a cold process waits on each
             self._init_schema()
         except BaseException:
             self._conn.close()
