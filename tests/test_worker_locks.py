@@ -103,9 +103,9 @@ def fleet(pg_url: str, home: Path) -> Iterator[Fleet]:
 
 
 def _in_flight(fleet: Fleet, http_server: Any, tmp_path: Path) -> tuple[list[str], list[subprocess.Popen[str]]]:
-    """``FLOWS`` resumes through the worker at once, each with its answered round at a server that takes 30 s."""
+    """``FLOWS`` resumes through the worker at once, each with its answered round at a server that takes 300 s."""
     record = tmp_path / "legs.jsonl"
-    server = http_server("recorder", "--record", str(record), "--slow-once", "30")
+    server = http_server("recorder", "--record", str(record), "--slow-once", "300")
     sessions = []
     for n in range(FLOWS):
         code, out, err = fleet.run(
@@ -132,7 +132,7 @@ def test_many_flows_through_the_worker_hold_their_locks_on_one_connection_and_a_
         assert all(store.get(s).lease_locked for s in sessions)
         # Waiting on the server, the commands keep no connection open: the keeper's one holds every lock.
         mine = store._conn.info.backend_pid
-        assert _wait_until(lambda: fleet.connections(mine) <= 1, 30), fleet.connections(mine)
+        assert _wait_until(lambda: fleet.connections(mine) <= 1, 20), fleet.connections(mine)
         holders = fleet.lock_holders(sessions)
         assert len(set(holders)) == 1 and holders[0] != 0, holders
         print(f"{FLOWS} flows in flight through the worker: {fleet.connections(mine)} connection(s) to the store")
