@@ -17,11 +17,10 @@ if TYPE_CHECKING:
     from mcpcli.worker.relay import Handle
 
 
-def take_environment(env: dict[str, Any], path: str, relay_path: str | None, locks_path: str | None) -> None:
-    """The caller's environment, and where this worker's socket, relay and lock keeper are — never ones the caller's
-    environment names."""
+def take_environment(env: dict[str, Any], path: str, relay_path: str | None) -> None:
+    """The caller's environment, and where this worker's socket and relay are — never ones the caller's environment
+    names. (The worker's socket also tells a command on PostgreSQL where to ask for the lock keeper.)"""
     from mcpcli.net.transports import RELAY_ENV  # preloaded
-    from mcpcli.state.store.pglocks import ENV as LOCKS_ENV
 
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in env.items()})
@@ -29,9 +28,6 @@ def take_environment(env: dict[str, Any], path: str, relay_path: str | None, loc
     os.environ.pop(RELAY_ENV, None)
     if relay_path is not None and os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower() not in OFF:
         os.environ[RELAY_ENV] = relay_path  # and HTTP requests go through its relay (mcpcli.net.relayed)
-    os.environ.pop(LOCKS_ENV, None)
-    if locks_path is not None:
-        os.environ[LOCKS_ENV] = locks_path  # and PostgreSQL session locks are held by its keeper
 
 
 def lock_keeper(handle: Handle | None, worker_socket: Path) -> Handle | None:

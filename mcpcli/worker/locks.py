@@ -2,13 +2,14 @@
 runs, on one connection per store — so a busy worker (many commands, ``batch --jobs 32`` in each) needs one
 connection for all its flows' locks, not one per flow held for the flow's life.
 
-A command (the worker's child) that claims a session on PostgreSQL asks the keeper over a Unix socket
-(``state.store.pglocks``) to take the session's lock before its claim's compare-and-set; the keeper takes it on its
-connection and says whether nobody held it (which proves a lock-backed lease's holder gone). The command's socket
-is its life: when the command exits or is killed the socket closes, and the keeper gives up every lock the command
-took at once. When the keeper dies, its connection ends and the database frees all the locks; a command still
-running notices at its next store call and takes its locks again on a connection of its own. The keeper outlives the
-worker while commands still hold locks through it (they are live drivers), then exits.
+A command (the worker's child) that claims a session on PostgreSQL asks the worker where the keeper is (the worker
+starts it on first need: a worker whose commands never use PostgreSQL has none), then asks the keeper over a Unix
+socket (``state.store.pglocks``) to take the session's lock before its claim's compare-and-set; the keeper takes
+it on its connection and says whether nobody held it (which proves a lock-backed lease's holder gone). The
+command's socket is its life: when the command exits or is killed the socket closes, and the keeper gives up every
+lock the command took at once. When the keeper dies, its connection ends and the database frees all the locks; a
+command still running sees the socket close and takes its locks again at once on a connection of its own. The
+keeper outlives the worker while commands still hold locks through it (they are live drivers), then exits.
 
 The rest of a command's store work runs on its own connection, closed when idle (``PostgresStore``), so a flow
 waiting on a server holds no connection.
@@ -30,9 +31,6 @@ from typing import Any
 from mcpcli.wire import WireError, peer, receive, send
 from mcpcli.worker import log_line
 from mcpcli.worker.relay import Handle, _let_go_of_inherited
-
-ENV = "MCPCLI_LOCKS_SOCKET"
-"""Where a worker's child finds the keeper (set by the worker; never taken from the caller's environment)."""
 
 LINGER = 30.0
 """Seconds a store's connection stays open holding no lock before the keeper closes it."""

@@ -302,6 +302,9 @@ class Worker:
             send(conn, {"ok": True, "servers": self.kept.describe(_home_of(hello))})
         elif op.startswith("restart:"):
             send(conn, {"ok": self.kept.restart(op.removeprefix("restart:"), _home_of(hello))})
+        elif op == "locks":  # a command on PostgreSQL: the lock keeper, started on first need
+            self.locks = child.lock_keeper(self.locks, self.path)
+            send(conn, {"ok": self.locks is not None, "path": None if self.locks is None else str(self.locks.path)})
         elif op == "attach":
             self.kept.attach(conn, hello)
             return "kept"
@@ -359,8 +362,6 @@ class Worker:
     def fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         self.ensure_relay()
         relay_path = str(self.relay.path) if self.relay is not None else None
-        self.locks = child.lock_keeper(self.locks, self.path)
-        locks_path = str(self.locks.path) if self.locks is not None else None
         pid = os.fork()
         if pid == 0:  # the child: never returns
             code = 70
@@ -372,7 +373,7 @@ class Worker:
                     self.relay.forget_in_child()
                 if self.locks is not None:
                     self.locks.forget_in_child()
-                code = _child(conn, request, fds, str(self.path), relay_path, locks_path)
+                code = _child(conn, request, fds, str(self.path), relay_path)
             finally:
                 os._exit(code)
         for fd in fds:
@@ -428,14 +429,7 @@ def _rss_kb() -> int:
     return 0
 
 
-def _child(
-    conn: socket.socket,
-    request: dict[str, Any],
-    fds: list[int],
-    path: str,
-    relay_path: str | None,
-    locks_path: str | None,
-) -> int:
+def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: str, relay_path: str | None) -> int:
     """In the forked child: become the caller's process, wait for "go", run the command, report its status."""
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_DFL)
@@ -443,7 +437,7 @@ def _child(
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
-    child.take_environment(dict(request.get("env") or {}), path, relay_path, locks_path)
+    child.take_environment(dict(request.get("env") or {}), path, relay_path)
     os.chdir(str(request.get("cwd") or "/"))
     child.reopen_stdio()
     send(conn, {"started": os.getpid()})

@@ -18,8 +18,9 @@ from typing import Any
 
 from mcpcli.wire import WireError, receive, send
 
-ENV = "MCPCLI_LOCKS_SOCKET"
-"""Where the keeper listens (set by the worker in its children; see ``mcpcli.worker.locks``)."""
+WORKER_ENV = "MCPCLI_WORKER_SOCKET"
+"""The worker's socket, set by the worker in the commands it runs (``net.attach.SOCKET_ENV``): asked where the
+keeper listens (``{"op": "locks"}``), which starts it on first need."""
 
 TIMEOUT = 15.0
 """Seconds a request may take (the keeper may be connecting to the database: its ``connect_timeout`` is 10 s)."""
@@ -54,7 +55,7 @@ class Broker:
 
     @classmethod
     def from_env(cls, url: str, params: dict[str, Any], on_gone: Callable[[], None]) -> Broker | None:
-        path = os.environ.get(ENV)
+        path = os.environ.get(WORKER_ENV)
         return cls(path, url, params | libpq_environment(), on_gone) if path else None
 
     def _watch(self, sock: socket.socket) -> None:
@@ -72,7 +73,7 @@ class Broker:
             if self.sock is None:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 sock.settimeout(TIMEOUT)
-                sock.connect(self.path)
+                sock.connect(self._keeper())
                 self.sock = sock
                 self._exchange({"op": "open", "url": self.url, "params": self.params})
                 threading.Thread(target=self._watch, args=(sock,), name="mcpcli-lock-keeper", daemon=True).start()
@@ -80,6 +81,17 @@ class Broker:
         except (OSError, WireError, BrokerGone):
             self.close()
             raise BrokerGone from None
+
+    def _keeper(self) -> str:
+        """Where the keeper listens, from the worker (``self.path``), which starts it if it is not running."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as worker:
+            worker.settimeout(TIMEOUT)
+            worker.connect(self.path)
+            send(worker, {"op": "locks"})
+            answer, _ = receive(worker)
+        if not answer.get("ok") or not isinstance(answer.get("path"), str):
+            raise BrokerGone
+        return str(answer["path"])
 
     def _exchange(self, message: dict[str, Any]) -> dict[str, Any]:
         assert self.sock is not None
