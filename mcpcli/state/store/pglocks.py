@@ -119,5 +119,6 @@ class Broker:
         self.failed = True
         if self.sock is not None:
             with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)  # the keeper sees it at once, and the watching thread ends
                 self.sock.close()
             self.sock = None
