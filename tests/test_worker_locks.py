@@ -178,3 +178,33 @@ def test_a_killed_lock_keeper_frees_its_locks_and_the_live_commands_take_theirs_
         front.kill()
         front.communicate(timeout=30)
     assert _wait_until(lambda: set(fleet.lock_holders(sessions)) == {0}, 30)
+
+
+def test_a_killed_worker_leaves_its_live_commands_their_locks_and_the_keeper_goes_with_the_last(
+    fleet: Fleet, http_server: Any, tmp_path: Path
+) -> None:
+    sessions, fronts = _in_flight(fleet, http_server, tmp_path)
+    assert _wait_until(lambda: 0 not in fleet.lock_holders(sessions), 30)
+    said = "".join(log.read_text() for log in fleet.worker_dir.glob("*.log"))
+    (worker,) = set(re.findall(r" worker (\d+): serving /", said))
+    (keeper,) = re.findall(r" locks (\d+): serving", said)
+    os.kill(int(worker), signal.SIGKILL)
+    # The commands it ran are alive and still driving: their locks stay held, and another host finds them busy.
+    time.sleep(1.0)
+    assert 0 not in fleet.lock_holders(sessions)
+    with closing(open_store(fleet.url, tmp_path / "unused.db")) as store:
+        with pytest.raises(SessionBusy) as busy:
+            store.claim(sessions[0], host="elsewhere", pid=1, ttl=30)
+        assert busy.value.holder == "alive"
+    for front in fronts:  # the commands end: every lock goes, and the keeper with the last of them
+        front.kill()
+        front.communicate(timeout=30)
+    assert _wait_until(lambda: set(fleet.lock_holders(sessions)) == {0}, 30)
+    assert _wait_until(lambda: not Path(f"/proc/{keeper}").exists() or _zombie(int(keeper)), 30)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
