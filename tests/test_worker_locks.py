@@ -208,3 +208,33 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_a_command_that_cannot_reach_the_keeper_holds_its_locks_on_its_own_connection(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcpcli.state.store import SessionRecord
+
+    monkeypatch.setenv("MCPCLI_WORKER_SOCKET", str(tmp_path / "no-worker.sock"))  # a worker's child, its worker gone
+    with (
+        closing(open_store(pg_url, tmp_path / "unused.db")) as store,
+        closing(open_store(pg_url, tmp_path / "x")) as other,
+    ):
+        assert isinstance(store, PostgresStore)
+        session = SessionRecord(
+            server="demo", method="tools/call", name="t", arguments={}, protocol_version=None, status="waiting"
+        )
+        store.create(session)
+        lease = store.claim(session.id, host="here", pid=os.getpid(), ttl=30)
+        fleet = Fleet(pg_url, tmp_path, tmp_path)
+        assert fleet.lock_holders([session.id]) == [store._conn.info.backend_pid]
+        time.sleep(1.5)  # past the idle close: a connection holding a lock is kept
+        assert not store._conn.closed
+        with pytest.raises(SessionBusy) as busy:
+            other.claim(session.id, host="elsewhere", pid=1, ttl=30)
+        assert busy.value.holder == "alive"
+        # Given back, nothing lives on the connection any more: closed when idle, and opened again when needed.
+        store.release(lease)
+        assert fleet.lock_holders([session.id]) == [0]
+        assert _wait_until(lambda: store._conn.closed, 10)
+        assert store.get(session.id).lease_owner is None

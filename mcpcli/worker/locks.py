@@ -193,12 +193,16 @@ class Keeper:
         except (OSError, WireError):
             self.drop(channel)  # the command exited, or was killed: its locks go now
             return
+        import psycopg
+
         try:
             answer = self.answer(channel, ask)
-        except Exception as exc:  # boundary: the database failed; the command falls back to its own connection
+        except psycopg.Error as exc:  # the database failed: its locks are gone; each command takes its own back
             log(f"a lock request failed: {type(exc).__name__}: {exc}")
             self.lost(channel.store)
             answer = {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
+        except (KeyError, TypeError, ValueError) as exc:  # a malformed request: that command's alone
+            answer = {"error": f"bad request: {type(exc).__name__}"}
         try:
             send(channel.sock, answer)
         except OSError:
