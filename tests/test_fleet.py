@@ -141,6 +141,10 @@ def kill_loop(
     started after the kill (it must not find the session busy), else by one already waiting (``--wait``) when the
     kill comes. Returns the takeover times (kill to the round reaching the server again) by kind, and what happened."""
     times: dict[str, list[float]] = {"started after the kill": [], "waiting (--wait)": []}
+    # Where the time goes (printed, not asserted): a taker started after the kill, by how it ran — through its host's
+    # worker or a cold process — to its claim and to its send; and a cold `mcpcli --version` on that host just after
+    # (the process-start floor at the load of the moment).
+    phases: dict[str, list[float]] = {}
     seen: Counter[str] = Counter()
     for n, (item, session_id) in enumerate(sessions.items()):
         victim_host, taker_host = hosts[n % len(hosts)], hosts[(n + 1) % len(hosts)]
@@ -161,6 +165,7 @@ def kill_loop(
         if holder.lease_pid != victim.pid:  # through a worker: its front end ends when the child does
             victim.kill()
         victim.communicate(timeout=30)
+        claimed = _claimed_at(store, session_id, holder.lease_owner, taker)
         out, err = taker.communicate(timeout=120)
         err = err or (logs / f"{item}.err").read_text()
         if taker.returncode == 6:
@@ -172,8 +177,28 @@ def kill_loop(
         resent = [leg["t"] for leg in legs(record) if leg["item"] == item and leg["state"] == "asked"]
         assert len(resent) == 2, resent  # the killed driver's and the taker's: nobody else's
         times["waiting (--wait)" if waiting else "started after the kill"].append(resent[1] - killed_at)
+        if not waiting:
+            how = "warm" if taker_host.warm else "cold"
+            if claimed is not None:
+                phases.setdefault(f"{how} taker: kill to claim", []).append(claimed - killed_at)
+            phases.setdefault(f"{how} taker: kill to send", []).append(resent[1] - killed_at)
+            started = time.monotonic()
+            taker_host.run("--version", "--no-worker")
+            phases.setdefault(f"{how} host: cold --version", []).append(time.monotonic() - started)
         seen["taken over"] += 1
+    times |= phases
     return times, seen
+
+
+def _claimed_at(store: Store, session_id: str, gone: str | None, taker: subprocess.Popen[str]) -> float | None:
+    """When the taker's claim landed (another lease owner on the session than the killed one), polled every 10 ms
+    while the taker runs; ``None`` if it was not seen (claimed and finished between two looks)."""
+    while taker.poll() is None:
+        owner = store.get(session_id).lease_owner
+        if owner is not None and owner != gone:
+            return time.time()
+        time.sleep(0.01)
+    return None
 
 
 def count(store: Store, record: Path, sessions: dict[str, str], allowed: int) -> Counter[str]:
@@ -191,9 +216,11 @@ def count(store: Store, record: Path, sessions: dict[str, str], allowed: int) ->
 
 
 def say_times(label: str, times: dict[str, list[float]]) -> list[str]:
+    def what(kind: str, n: int) -> str:  # a takeover kind, or one of the phases (named "who: what")
+        return f"{kind}: {n}" if ":" in kind else f"taker {kind}: {n} takeovers after kill -9"
+
     lines = [
-        f"{label}, taker {kind}: {len(t)} takeovers after kill -9: min {min(t):.2f} s,"
-        f" median {statistics.median(t):.2f} s, max {max(t):.2f} s"
+        f"{label}, {what(kind, len(t))}: min {min(t):.2f} s, median {statistics.median(t):.2f} s, max {max(t):.2f} s"
         for kind, t in times.items()
         if t
     ]

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import mcpcli
 from mcpcli import __version__
-from mcpcli.wire import OFF, WireError, own_private_dir, peer, receive, send, socket_path, state_home
-from mcpcli.worker import log_line
+from mcpcli.wire import WireError, own_private_dir, peer, receive, send, socket_path, state_home
+from mcpcli.worker import child, log_line
 
 if TYPE_CHECKING:
     from mcpcli.worker import relay
@@ -105,6 +105,8 @@ class Worker:
         self.inode: int | None = None
         self.kept: Any = None
         self.relay: relay.Handle | None = None
+        self.locks: relay.Handle | None = None
+        """The lock keeper (``worker.locks``): the PostgreSQL session locks of every command, on one connection."""
         self.relay_failures = 0
         self.relay_paused_until = 0.0
 
@@ -300,6 +302,9 @@ class Worker:
             send(conn, {"ok": True, "servers": self.kept.describe(_home_of(hello))})
         elif op.startswith("restart:"):
             send(conn, {"ok": self.kept.restart(op.removeprefix("restart:"), _home_of(hello))})
+        elif op == "locks":  # a command on PostgreSQL: the lock keeper, started on first need
+            self.locks = child.lock_keeper(self.locks, self.path)
+            send(conn, {"ok": self.locks is not None, "path": None if self.locks is None else str(self.locks.path)})
         elif op == "attach":
             self.kept.attach(conn, hello)
             return "kept"
@@ -366,6 +371,8 @@ class Worker:
                 self.kept.forget_in_child()
                 if self.relay is not None:
                     self.relay.forget_in_child()
+                if self.locks is not None:
+                    self.locks.forget_in_child()
                 code = _child(conn, request, fds, str(self.path), relay_path)
             finally:
                 os._exit(code)
@@ -430,23 +437,16 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: s
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
-    os.environ.clear()
-    os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
-    os.environ["MCPCLI_WORKER_SOCKET"] = path  # kept-alive servers are attached through the worker
-    from mcpcli.net.transports import RELAY_ENV  # preloaded
-
-    os.environ.pop(RELAY_ENV, None)  # this worker's relay, or none: never one the caller's environment names
-    if relay_path is not None and os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower() not in OFF:
-        os.environ[RELAY_ENV] = relay_path  # and HTTP requests go through its relay (mcpcli.net.relayed)
+    child.take_environment(dict(request.get("env") or {}), path, relay_path)
     os.chdir(str(request.get("cwd") or "/"))
-    _reopen_stdio()
+    child.reopen_stdio()
     send(conn, {"started": os.getpid()})
     conn.settimeout(30.0)
     go, _ = receive(conn)
     if not go.get("go"):
         return 0
     conn.settimeout(None)
-    _hang_up_with(conn)
+    child.hang_up_with(conn)
     argv = [str(word) for word in request.get("argv") or []]
     code = _run(argv)
     with contextlib.suppress(OSError, ValueError):
@@ -455,30 +455,6 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: s
     with contextlib.suppress(OSError):
         send(conn, {"exit": code})
     return code
-
-
-def _hang_up_with(conn: socket.socket) -> None:
-    """When the front end goes away mid-command (killed, its terminal closed), this child gets SIGHUP — what the
-    cold path's process would have got from its terminal: a flow saves its session and stops its server."""
-    import threading
-
-    def watch() -> None:
-        with contextlib.suppress(OSError):
-            if conn.recv(1) == b"":
-                os.kill(os.getpid(), signal.SIGHUP)
-
-    threading.Thread(target=watch, name="mcpcli-front-end-watch", daemon=True).start()
-
-
-def _reopen_stdio() -> None:
-    """Fresh text streams on the caller's descriptors, buffered as Python would for them (line-buffered on a
-    terminal)."""
-    encoding = os.environ.get("PYTHONIOENCODING", "utf-8").split(":")[0] or "utf-8"
-    sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
-    sys.stdout = open(  # noqa: SIM115
-        1, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1 if os.isatty(1) else -1
-    )  # as the cold path's stdout (``terminal.output.lenient_stdout``)
-    sys.stderr = open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
 
 
 _COMMAND: Any = None

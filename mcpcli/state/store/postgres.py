@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -30,6 +32,7 @@ from psycopg.rows import dict_row
 
 from mcpcli.errors import StoreError
 from mcpcli.state.store.base import SessionRecord, redact_url
+from mcpcli.state.store.pglocks import Broker, BrokerGone
 from mcpcli.state.store.rows import Taken, Tx
 from mcpcli.state.store.sql import SqlStore
 
@@ -49,10 +52,37 @@ its low 32 bits. Two-key advisory locks are a space of their own, apart from the
 
 KEEPALIVE = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3}
 """TCP keepalives on the store's connection (unless the URL sets them): a peer that vanished (its host died, the
-network went) is noticed within ~11 s — well within a lease (30 s) — by us, and by the server (``_SERVER_KEEPALIVE``),
+network went) is noticed within ~11 s — well within a lease (30 s) — by us, and by the server (``SERVER_KEEPALIVE``),
 which then ends the connection and with it the session locks the vanished driver held."""
 
-_SERVER_KEEPALIVE = "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3"
+IDLE_CLOSE = 1.0
+"""Seconds a worker's command keeps its own connection open unused (its session locks are the keeper's)."""
+
+SERVER_KEEPALIVE = "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3"
+
+_SESSION_SETTINGS = (
+    # Unqualified names in the shared SQL mean the store's own tables, whatever else the database has.
+    f"SET search_path TO {SCHEMA}; "
+    # The store's tables are small and hot; at the default cost (4, for spinning disks) the planner would rather sort
+    # thousands of sessions than walk the (status|server, updated, id) index backwards, which is what gives a listing
+    # its order for free (and is faster, measured).
+    "SET random_page_cost = 1.1; "
+    # The server's side of the keepalives: a client host that vanished ends its connection (and its locks) in seconds
+    # rather than the kernel's two hours. Settable by any user; ignored on a Unix socket.
+    f"{SERVER_KEEPALIVE}"
+)
+"""Sent as one statement (no parameters: the simple protocol takes several), one round trip when the store opens."""
+
+
+def connect_args(url: str) -> dict[str, Any]:
+    """What the store adds to the URL's connection parameters (unless the URL or the environment sets them)."""
+    given = conninfo_to_dict(url)
+    extra: dict[str, Any] = {}
+    if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
+        extra["connect_timeout"] = CONNECT_TIMEOUT
+    if "application_name" not in given and not os.environ.get("PGAPPNAME"):
+        extra["application_name"] = "mcpcli"  # so a DBA can tell mcpcli's connections apart
+    return extra | {name: value for name, value in KEEPALIVE.items() if name not in given}
 
 
 def session_lock_key(session_id: str) -> tuple[int, int]:
@@ -185,41 +215,53 @@ class PostgresStore(SqlStore):
         super().__init__()
         self.url = redact_url(url)
         """The store URL, without its password (if it had one)."""
+        self._dsn = url
         try:
-            given = conninfo_to_dict(url)
+            self._extra = connect_args(url)
         except psycopg.Error as exc:
             raise StoreError(f"The store URL {self.url} is not a valid PostgreSQL URL: {_first_line(exc)}.") from None
-        extra: dict[str, Any] = {}
-        if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
-            extra["connect_timeout"] = CONNECT_TIMEOUT
-        if "application_name" not in given and not os.environ.get("PGAPPNAME"):
-            extra["application_name"] = "mcpcli"  # so a DBA can tell mcpcli's connections apart
-        extra |= {name: value for name, value in KEEPALIVE.items() if name not in given}
         self._locks: dict[str, set[str]] = {}
         """The session locks this connection holds, by session: the owners (flows of this process) that took one.
         PostgreSQL counts a session-level lock taken twice on one connection, so each owner gives back its own."""
+        self._broker = Broker.from_env(url, self._extra, self._keeper_gone)
+        """In a command the worker runs: its lock keeper, which holds the session locks on its one connection."""
+        self._brokered: dict[str, set[str]] = {}
+        """The session locks the keeper holds for this process, by session: the owners that took one."""
+        self._shut = False
+        self._used = time.monotonic()
+        self._conn: psycopg.Connection[dict[str, Any]] = self._connect()
         try:
-            self._conn: psycopg.Connection[dict[str, Any]] = psycopg.connect(
-                url, autocommit=False, row_factory=dict_row, **extra
-            )
-        except psycopg.Error as exc:
-            raise _connect_error(self.url, exc) from None
-        try:
-            with self._transaction(write=True) as tx:
-                # Unqualified names in the shared SQL mean the store's own tables, whatever else the database has.
-                tx.run(f"SET search_path TO {SCHEMA}")
-                # The store's tables are small and hot; at the default cost (4, for spinning disks) the planner
-                # would rather sort thousands of sessions than walk the (status|server, updated, id) index
-                # backwards, which is what gives a listing its order for free (and is faster, measured).
-                tx.run("SET random_page_cost = 1.1")
-                # The server's side of the keepalives: a client host that vanished ends its connection (and its locks)
-                # in seconds rather than the kernel's two hours. Settable by any user; ignored on a Unix socket.
-                for statement in _SERVER_KEEPALIVE.split("; "):
-                    tx.run(statement)
             self._init_schema()
         except BaseException:
             self._conn.close()
             raise
+        if self._broker is not None:  # no lock lives on this connection: closed when idle, opened again when needed
+            threading.Thread(target=self._close_when_idle, name="mcpcli-store-idle", daemon=True).start()
+
+    def _connect(self) -> psycopg.Connection[dict[str, Any]]:
+        try:
+            conn = psycopg.connect(self._dsn, autocommit=False, row_factory=dict_row, **self._extra)
+        except psycopg.Error as exc:
+            raise _connect_error(self.url, exc) from None
+        try:
+            with conn.transaction():
+                conn.execute(_SESSION_SETTINGS)  # one round trip: a takeover from a cold process waits on each
+        except psycopg.Error as exc:
+            conn.close()
+            raise StoreError(f"The PostgreSQL session store {self.url} failed: {_first_line(exc)}.") from None
+        return conn
+
+    def _close_when_idle(self) -> None:
+        """A worker's command holds its connection only while it uses it (its locks are the keeper's): a flow
+        waiting on a server, or a busy worker's many flows, keep no connection open."""
+        while True:
+            time.sleep(IDLE_CLOSE / 2)
+            with self._lock:
+                if self._shut:
+                    return
+                idle = time.monotonic() - self._used > IDLE_CLOSE
+                if idle and not self._locks and not self._conn.closed:
+                    self._conn.close()
 
     # -- the dialect -----------------------------------------------------------
 
@@ -231,11 +273,15 @@ class PostgresStore(SqlStore):
         # Reads get a transaction too: with autocommit off, one is open from the first statement anyway,
         # and ending it here means no connection sits "idle in transaction" between calls.
         with self._lock:
+            if self._conn.closed and not self._shut:  # closed when idle (``_close_when_idle``)
+                self._conn = self._connect()
             try:
                 with self._conn.transaction():
                     yield Tx(self._execute)
             except psycopg.Error as exc:
                 raise self._error(exc) from None
+            finally:
+                self._used = time.monotonic()
 
     def _error(self, exc: psycopg.Error) -> StoreError:
         """One line (and a hint) for a failure of a statement or of the connection."""
@@ -282,6 +328,20 @@ class PostgresStore(SqlStore):
     # -- session locks: every flow of this process holds its sessions' locks on this one connection --------------------
 
     def _take_lock(self, tx: Tx, session_id: str, owner: str) -> Taken:
+        if self._broker is not None and not self._broker.gone():
+            if owner in self._brokered.get(session_id, ()):
+                return Taken(locked=True)
+            try:
+                got = self._broker.ask({"op": "lock", "session": session_id, "owner": owner})
+            except BrokerGone:
+                pass
+            else:
+                if not got.get("got"):
+                    return Taken()
+                self._brokered.setdefault(session_id, set()).add(owner)
+                return Taken(locked=True, new=True, proves_gone=bool(got.get("proves_gone")))
+        if self._brokered:  # the keeper is gone, and the locks it held for us with it: ours again, here
+            self._take_back(tx)
         holders = self._locks.setdefault(session_id, set())
         if owner in holders:  # this owner's already (a claim of a session it holds)
             return Taken(locked=True)
@@ -296,8 +356,33 @@ class PostgresStore(SqlStore):
         holders.add(owner)
         return Taken(locked=True, new=True, proves_gone=proves_gone)
 
+    def _keeper_gone(self) -> None:
+        """The keeper hung up (killed, or its connection failed): the locks it held for us, taken here at once."""
+        with suppress(StoreError), self._transaction(write=True) as tx:
+            if self._brokered:
+                self._take_back(tx)
+
+    def _take_back(self, tx: Tx) -> None:
+        """The locks the keeper held for this process, taken on this connection; one that another driver got first
+        stays theirs (their claim changed the session's version: this process's next write finds its lease lost)."""
+        brokered, self._brokered = self._brokered, {}
+        for session_id, owners in brokered.items():
+            for owner in owners:
+                row = tx.one("SELECT pg_try_advisory_lock(?, ?) AS got", session_lock_key(session_id))
+                if row is not None and row["got"]:
+                    self._locks.setdefault(session_id, set()).add(owner)
+
     def _drop_lock(self, session_id: str, owner: str) -> None:
         with self._lock:
+            brokered = self._brokered.get(session_id)
+            if brokered is not None and owner in brokered:
+                brokered.discard(owner)
+                if not brokered:
+                    del self._brokered[session_id]
+                assert self._broker is not None
+                with suppress(BrokerGone):  # gone: the lock went with it
+                    self._broker.ask({"op": "unlock", "session": session_id, "owner": owner})
+                return
             holders = self._locks.get(session_id)
             if holders is None or owner not in holders:
                 return
@@ -343,7 +428,10 @@ class PostgresStore(SqlStore):
 
     def close(self) -> None:
         with self._lock:
+            self._shut = True
             self._conn.close()
+            if self._broker is not None:
+                self._broker.close()
 
     def __enter__(self) -> PostgresStore:
         return self

@@ -1,0 +1,64 @@
+"""In a worker's forked child, before it runs its command: becoming the caller's process (its environment, its
+stdio, a hang-up when the front end goes), and the worker's helpers it is told about."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcpcli.wire import OFF
+
+if TYPE_CHECKING:
+    from mcpcli.worker.relay import Handle
+
+
+def take_environment(env: dict[str, Any], path: str, relay_path: str | None) -> None:
+    """The caller's environment, and where this worker's socket and relay are — never ones the caller's environment
+    names. (The worker's socket also tells a command on PostgreSQL where to ask for the lock keeper.)"""
+    from mcpcli.net.transports import RELAY_ENV  # preloaded
+
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in env.items()})
+    os.environ["MCPCLI_WORKER_SOCKET"] = path  # kept-alive servers are attached through the worker
+    os.environ.pop(RELAY_ENV, None)
+    if relay_path is not None and os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower() not in OFF:
+        os.environ[RELAY_ENV] = relay_path  # and HTTP requests go through its relay (mcpcli.net.relayed)
+
+
+def lock_keeper(handle: Handle | None, worker_socket: Path) -> Handle | None:
+    """The worker's lock keeper, started again if it is gone (killed: its locks went with it)."""
+    from mcpcli.worker import locks
+
+    if handle is not None and handle.running():
+        return handle
+    where = locks.socket_for(worker_socket)
+    return None if where is None else locks.start(where)
+
+
+def hang_up_with(conn: socket.socket) -> None:
+    """When the front end goes away mid-command (killed, its terminal closed), this child gets SIGHUP — what the
+    cold path's process would have got from its terminal: a flow saves its session and stops its server."""
+    import threading
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            if conn.recv(1) == b"":
+                os.kill(os.getpid(), signal.SIGHUP)
+
+    threading.Thread(target=watch, name="mcpcli-front-end-watch", daemon=True).start()
+
+
+def reopen_stdio() -> None:
+    """Fresh text streams on the caller's descriptors, buffered as Python would for them (line-buffered on a
+    terminal)."""
+    encoding = os.environ.get("PYTHONIOENCODING", "utf-8").split(":")[0] or "utf-8"
+    sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stdout = open(  # noqa: SIM115
+        1, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1 if os.isatty(1) else -1
+    )  # as the cold path's stdout (``terminal.output.lenient_stdout``)
+    sys.stderr = open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115

@@ -1,0 +1,265 @@
+"""The lock keeper: one process beside the worker that holds the PostgreSQL session locks of every command the worker
+runs, on one connection per store — so a busy worker (many commands, ``batch --jobs 32`` in each) needs one
+connection for all its flows' locks, not one per flow held for the flow's life.
+
+A command (the worker's child) that claims a session on PostgreSQL asks the worker where the keeper is (the worker
+starts it on first need: a worker whose commands never use PostgreSQL has none), then asks the keeper over a Unix
+socket (``state.store.pglocks``) to take the session's lock before its claim's compare-and-set; the keeper takes
+it on its connection and says whether nobody held it (which proves a lock-backed lease's holder gone). The
+command's socket is its life: when the command exits or is killed the socket closes, and the keeper gives up every
+lock the command took at once. When the keeper dies, its connection ends and the database frees all the locks; a
+command still running sees the socket close and takes its locks again at once on a connection of its own. The
+keeper outlives the worker while commands still hold locks through it (they are live drivers), then exits.
+
+The rest of a command's store work runs on its own connection, closed when idle (``PostgresStore``), so a flow
+waiting on a server holds no connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpcli.wire import WireError, peer, receive, send
+from mcpcli.worker import log_line
+from mcpcli.worker.relay import Handle, _let_go_of_inherited
+
+LINGER = 30.0
+"""Seconds a store's connection stays open holding no lock before the keeper closes it."""
+
+
+def log(text: str) -> None:
+    log_line("locks", text)
+
+
+def socket_for(worker_socket: Path) -> Path | None:
+    """Where the keeper of the worker at ``worker_socket`` listens (beside it), or ``None`` when too long a path."""
+    path = worker_socket.with_name(f"{worker_socket.stem}-locks.sock")
+    return path if len(os.fsencode(str(path))) < 108 else None
+
+
+def start(path: Path) -> Handle | None:
+    """Bind the keeper's socket and fork the keeper (in the worker, which has imported everything)."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a keeper of this worker's that is gone
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # created 0600 (the worker is single-threaded)
+    try:
+        listener.bind(str(path))
+    except OSError as exc:
+        listener.close()
+        log(f"cannot listen on {path}: {exc}")
+        return None
+    finally:
+        os.umask(old)
+    listener.listen(128)
+    inode = path.stat().st_ino
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # the keeper: never returns
+        code = 70
+        try:
+            ours.close()
+            _let_go_of_inherited({0, 1, 2, listener.fileno(), theirs.fileno()})
+            for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGINT):
+                signal.signal(signum, signal.SIG_DFL)
+            for name in [name for name in os.environ if name.startswith("PG")]:
+                del os.environ[name]  # libpq's defaults are each command's own: it sends them with its store
+            code = Keeper(listener, theirs).run()
+        except BaseException as exc:  # a process's last word, in the worker's log
+            log(f"failed: {type(exc).__name__}: {exc}")
+        finally:
+            with contextlib.suppress(OSError):
+                if path.stat().st_ino == inode:
+                    path.unlink()
+            os._exit(code)
+    listener.close()
+    theirs.close()
+    return Handle(pid, ours, path)
+
+
+# --- the keeper process ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Store:
+    """One store (URL and the libpq settings of the commands' environment): its connection and who holds what."""
+
+    url: str
+    params: dict[str, Any]
+    conn: Any = None
+    holders: dict[str, set[tuple[int, str]]] = field(default_factory=dict)
+    """By session: the (channel, owner) pairs that took its lock (PostgreSQL counts a lock taken twice)."""
+    idle_since: float = field(default_factory=time.monotonic)
+
+    def connection(self) -> Any:
+        import psycopg
+
+        from mcpcli.state.store.postgres import SERVER_KEEPALIVE
+
+        if self.conn is None or self.conn.closed or self.conn.broken:
+            self.conn = psycopg.connect(self.url, autocommit=True, **self.params)
+            self.conn.execute(SERVER_KEEPALIVE)
+        return self.conn
+
+    def lock(self, session_id: str, holder: tuple[int, str]) -> dict[str, bool]:
+        from mcpcli.state.store.postgres import session_lock_key
+
+        held = self.holders.get(session_id, set())
+        if holder in held:
+            return {"got": True, "proves_gone": False}
+        row = self.connection().execute("SELECT pg_try_advisory_lock(%s, %s)", session_lock_key(session_id)).fetchone()
+        if not row or not row[0]:
+            return {"got": False, "proves_gone": False}
+        self.holders.setdefault(session_id, set()).add(holder)
+        return {"got": True, "proves_gone": not held}  # nobody else held it: a lock-backed lease's holder is gone
+
+    def unlock(self, session_id: str, holder: tuple[int, str]) -> None:
+        from mcpcli.state.store.postgres import session_lock_key
+
+        held = self.holders.get(session_id)
+        if held is None or holder not in held:
+            return
+        held.discard(holder)
+        if not held:
+            del self.holders[session_id]
+            self.idle_since = time.monotonic()
+        if self.conn is not None and not (self.conn.closed or self.conn.broken):
+            self.conn.execute("SELECT pg_advisory_unlock(%s, %s)", session_lock_key(session_id))
+
+
+@dataclass
+class Channel:
+    """One command's connection to the keeper: the store it named, and what it holds."""
+
+    sock: socket.socket
+    store: str | None = None
+    held: set[tuple[str, str]] = field(default_factory=set)
+
+
+class Keeper:
+    def __init__(self, listener: socket.socket, control: socket.socket) -> None:
+        self.listener = listener
+        self.control = control
+        self.selector = selectors.DefaultSelector()
+        self.channels: dict[int, Channel] = {}
+        self.stores: dict[str, Store] = {}
+        self.orphan = False
+        """The worker is gone: exit once no command holds a lock through this keeper."""
+
+    def run(self) -> int:
+        self.selector.register(self.listener, selectors.EVENT_READ, "accept")
+        self.selector.register(self.control, selectors.EVENT_READ, "control")
+        log("serving")
+        while not (self.orphan and not self.channels):
+            for key, _ in self.selector.select(timeout=1.0):
+                if key.data == "accept":
+                    self.accept()
+                elif key.data == "control":
+                    with contextlib.suppress(OSError):
+                        if self.control.recv(1):
+                            continue
+                    self.selector.unregister(self.control)
+                    self.orphan = True
+                else:
+                    self.serve(self.channels[key.data])
+            self.let_idle_go()
+        log("the worker is gone and no command holds a lock: exiting")
+        return 0
+
+    def accept(self) -> None:
+        try:
+            sock, _ = self.listener.accept()
+        except OSError:
+            return
+        if peer(sock)[1] != os.getuid():
+            sock.close()
+            return
+        sock.settimeout(5.0)
+        self.channels[sock.fileno()] = Channel(sock)
+        self.selector.register(sock, selectors.EVENT_READ, sock.fileno())
+
+    def serve(self, channel: Channel) -> None:
+        try:
+            ask, _ = receive(channel.sock)
+        except (OSError, WireError):
+            self.drop(channel)  # the command exited, or was killed: its locks go now
+            return
+        import psycopg
+
+        try:
+            answer = self.answer(channel, ask)
+        except psycopg.Error as exc:  # the database failed: its locks are gone; each command takes its own back
+            log(f"a lock request failed: {type(exc).__name__}: {exc}")
+            self.lost(channel.store)
+            answer = {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
+        except (KeyError, TypeError, ValueError) as exc:  # a malformed request: that command's alone
+            answer = {"error": f"bad request: {type(exc).__name__}"}
+        try:
+            send(channel.sock, answer)
+        except OSError:
+            self.drop(channel)
+
+    def answer(self, channel: Channel, ask: dict[str, Any]) -> dict[str, Any]:
+        op = ask.get("op")
+        if op == "open":
+            url, params = str(ask["url"]), {str(k): str(v) for k, v in dict(ask.get("params") or {}).items()}
+            channel.store = json.dumps([url, sorted(params.items())])
+            self.stores.setdefault(channel.store, Store(url, params))
+            return {"ok": True}
+        store = self.stores[str(channel.store)]
+        session_id, owner = str(ask["session"]), str(ask["owner"])
+        holder = (channel.sock.fileno(), owner)
+        if op == "lock":
+            got = store.lock(session_id, holder)
+            if got["got"]:
+                channel.held.add((session_id, owner))
+            return got
+        if op == "unlock":
+            channel.held.discard((session_id, owner))
+            store.unlock(session_id, holder)
+            return {"ok": True}
+        return {"error": f"unknown request {op!r}"}
+
+    def drop(self, channel: Channel) -> None:
+        fd = channel.sock.fileno()
+        self.selector.unregister(channel.sock)
+        del self.channels[fd]
+        store = self.stores.get(channel.store) if channel.store else None
+        for session_id, owner in channel.held:
+            if store is not None:
+                try:
+                    store.unlock(session_id, (fd, owner))
+                except Exception as exc:  # boundary: the connection failed, and its locks went with it
+                    log(f"could not give up a lock: {type(exc).__name__}: {exc}")
+                    self.lost(channel.store)
+                    break
+        channel.sock.close()
+
+    def lost(self, key: str | None) -> None:
+        """The store's connection failed: its locks are gone; the commands that held some are let go (their next
+        store call takes them again on a connection of their own)."""
+        store = self.stores.pop(key, None) if key else None
+        if store is None:
+            return
+        with contextlib.suppress(Exception):
+            store.conn.close()
+        for channel in [c for c in self.channels.values() if c.store == key and c.held]:
+            channel.held.clear()
+            self.drop(channel)
+
+    def let_idle_go(self) -> None:
+        now = time.monotonic()
+        for store in self.stores.values():
+            if store.conn is not None and not store.holders and now - store.idle_since > LINGER:
+                with contextlib.suppress(Exception):
+                    store.conn.close()
+                store.conn = None
