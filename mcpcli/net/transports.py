@@ -385,10 +385,14 @@ class _ByScheme(httpx2.AsyncBaseTransport):
         self._tls = self._tls or self._made()
         return await self._tls.handle_async_request(request)
 
+    @property
+    def parts(self) -> list[httpx2.AsyncHTTPTransport]:
+        """The transports made so far (the worker's relay counts their connections, as ``proxies``' routing's)."""
+        return [inner for inner in (self._plain, self._tls) if inner is not None]
+
     async def aclose(self) -> None:
-        for inner in (self._plain, self._tls):
-            if inner is not None:
-                await inner.aclose()
+        for inner in self.parts:
+            await inner.aclose()
 
 
 def tls_context() -> ssl.SSLContext:
