@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from mcpcli import SERVER_COMMANDS
+from mcpcli import SERVER_COMMANDS, hold_collector
 
 NO_WORKER = "--no-worker"
 
@@ -21,6 +21,9 @@ def _names_a_server_command(argv: list[str]) -> bool:
 
 def main() -> None:
     argv = sys.argv[1:]
+    if _names_a_server_command(argv):
+        hold_collector()  # no collection while the SDK imports, until its connection is up (a front end
+        # that hands the command to the worker allocates next to nothing meanwhile)
     if NO_WORKER in argv:
         # Anywhere on the line: run in this process. Typer never sees it.
         sys.argv = [sys.argv[0], *(word for word in argv if word != NO_WORKER)]

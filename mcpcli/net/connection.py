@@ -29,7 +29,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcpcli import __version__
+from mcpcli import __version__, settle_collector
 from mcpcli.auth import Credentials
 from mcpcli.errors import McpcliError, ServerError, UsageError
 from mcpcli.net.bounds import Bounds, Tripwire
@@ -278,6 +278,7 @@ async def connect(
             await client.session.send_notification(t.RootsListChangedNotification())
             _ROOTS_ASKED_AGAIN.add(id(client))
             stack.callback(_ROOTS_ASKED_AGAIN.discard, id(client))
+        settle_collector()  # a cold command's start is over (mcpcli.hold_collector)
         try:
             if log_level is not None:
                 await opt_in_to_logs(client, log_level)

@@ -356,14 +356,44 @@ def direct_transport(
     """httpx2's own transport, verifying servers and going through proxies as ``settings`` (default: this
     process's environment) say."""
     given = connection_settings() if settings is None else settings
-    verify = _tls_context(given.get("cert_file"), given.get("cert_dir"))
 
-    def made(proxy: httpx2.Proxy | None = None) -> httpx2.AsyncHTTPTransport:
+    def made(proxy: httpx2.Proxy | None = None, verify: ssl.SSLContext | None = None) -> httpx2.AsyncHTTPTransport:
+        verify = verify or _tls_context(given.get("cert_file"), given.get("cert_dir"))
         if limits is None:
             return httpx2.AsyncHTTPTransport(verify=verify, proxy=proxy)
         return httpx2.AsyncHTTPTransport(verify=verify, proxy=proxy, limits=limits)
 
-    return proxies.route(given, made(), made)
+    if proxies.check(given):
+        return proxies.route(given, made(), made)
+    return _ByScheme(made)
+
+
+class _ByScheme(httpx2.AsyncBaseTransport):
+    """The direct transport without a proxy: ``https`` requests on one verifying servers with the CA bundle, made
+    at the first of them, plain ``http`` ones on another whose TLS context trusts nothing. Reading the CA bundle
+    costs tens of milliseconds (a cold ``call`` to a server on ``http://`` paid it for nothing); a TLS connection
+    on the plain one would fail verification, never go unverified."""
+
+    def __init__(self, made: Callable[..., httpx2.AsyncHTTPTransport]) -> None:
+        self._made = made
+        self._plain: httpx2.AsyncHTTPTransport | None = None
+        self._tls: httpx2.AsyncHTTPTransport | None = None
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.scheme == "http":
+            self._plain = self._plain or self._made(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+            return await self._plain.handle_async_request(request)
+        self._tls = self._tls or self._made()
+        return await self._tls.handle_async_request(request)
+
+    @property
+    def parts(self) -> list[httpx2.AsyncHTTPTransport]:
+        """The transports made so far (the worker's relay counts their connections, as ``proxies``' routing's)."""
+        return [inner for inner in (self._plain, self._tls) if inner is not None]
+
+    async def aclose(self) -> None:
+        for inner in self.parts:
+            await inner.aclose()
 
 
 def tls_context() -> ssl.SSLContext:

@@ -1,0 +1,100 @@
+"""What a cold ``call`` (no worker: the first of the day, CI, ``--no-worker``) does not pay for, checked in a fresh
+interpreter: the cyclic collector walking the half a million objects the start imports, and the CA bundle read for a
+server on plain ``http://``. The time itself is measured in bench/bench.py, not asserted here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = "@@facts@@"
+
+
+def _cold_call(home: Path, *argv: str) -> dict[str, Any]:
+    """Run ``mcpcli ARGV`` through the executable's entry point in a fresh interpreter; what it saw."""
+    script = textwrap.dedent(
+        f"""
+        import atexit, gc, json, sys
+
+        facts = {{"before": 0, "after": 0, "started": False, "connected": False}}
+
+        def count(phase, info):  # from the start of the executable's main to the connection, and after it
+            if phase == "start" and facts["started"]:
+                facts["after" if facts["connected"] else "before"] += 1
+
+        gc.callbacks.append(count)
+
+        def tap(module):  # the handshake's end is the connection's: noted without importing anything early
+            enter = module.HandshakeClient.__aenter__
+
+            async def entered(self):
+                client = await enter(self)
+                facts["connected"] = True
+                return client
+
+            module.HandshakeClient.__aenter__ = entered
+
+        class Hook:
+            def find_spec(self, name, path=None, target=None):
+                if name != "mcpcli.net.handshakes":
+                    return None
+                sys.meta_path.remove(self)
+                import importlib.util
+
+                spec = importlib.util.find_spec(name)
+                run = spec.loader.exec_module
+                spec.loader.exec_module = lambda module: (run(module), tap(module))
+                return spec
+
+        sys.meta_path.insert(0, Hook())
+
+        def report():
+            from mcpcli.net import transports
+
+            facts["threshold"] = gc.get_threshold()[0]
+            facts["frozen"] = gc.get_freeze_count()
+            facts["ca_bundle_reads"] = transports._tls_context.cache_info().misses
+            print({MARKER!r} + json.dumps(facts))
+
+        atexit.register(report)
+        sys.argv = ["mcpcli", *{list(argv)!r}]
+        from mcpcli.entry import main
+
+        facts["started"] = True
+        main()
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "MCPCLI_HOME": str(home), "MCPCLI_WORKER": "0", "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0] == "hi", proc.stdout
+    line = next(line for line in proc.stdout.splitlines() if line.startswith(MARKER))
+    facts: dict[str, Any] = json.loads(line.removeprefix(MARKER))
+    return facts
+
+
+def test_a_cold_call_starts_without_collecting_and_collects_as_usual_once_connected(home: Path) -> None:
+    facts = _cold_call(home, "call", "echo", "--arg", "text=hi")  # the built-in demo server
+    assert facts["connected"]
+    assert facts["before"] == 0, facts  # ~240 collections walked the imports before
+    assert facts["threshold"] == 700, facts  # the default again, from the connection on
+    assert facts["frozen"] > 100_000, facts  # what the start made is out of every later collection
+
+
+def test_a_cold_call_to_a_plain_http_server_reads_no_ca_bundle(home: Path, http_demo: Any) -> None:
+    server = http_demo()
+    facts = _cold_call(home, "call", "echo", "--arg", "text=hi", "-s", server.url)
+    assert facts["ca_bundle_reads"] == 0, facts
+    assert facts["before"] == 0, facts
