@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import selectors
-import signal
 import socket
 import time
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from typing import Any
 
 from mcpcli.wire import WireError, peer, receive, send
 from mcpcli.worker import log_line
-from mcpcli.worker.relay import Handle, _let_go_of_inherited
+from mcpcli.worker.relay import Handle, fork_beside
 
 LINGER = 30.0
 """Seconds a store's connection stays open holding no lock before the keeper closes it."""
@@ -48,42 +47,13 @@ def socket_for(worker_socket: Path) -> Path | None:
 
 def start(path: Path) -> Handle | None:
     """Bind the keeper's socket and fork the keeper (in the worker, which has imported everything)."""
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()  # a keeper of this worker's that is gone
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)  # created 0600 (the worker is single-threaded)
-    try:
-        listener.bind(str(path))
-    except OSError as exc:
-        listener.close()
-        log(f"cannot listen on {path}: {exc}")
-        return None
-    finally:
-        os.umask(old)
-    listener.listen(128)
-    inode = path.stat().st_ino
-    ours, theirs = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:  # the keeper: never returns
-        code = 70
-        try:
-            ours.close()
-            _let_go_of_inherited({0, 1, 2, listener.fileno(), theirs.fileno()})
-            for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGINT):
-                signal.signal(signum, signal.SIG_DFL)
-            for name in [name for name in os.environ if name.startswith("PG")]:
-                del os.environ[name]  # libpq's defaults are each command's own: it sends them with its store
-            code = Keeper(listener, theirs).run()
-        except BaseException as exc:  # a process's last word, in the worker's log
-            log(f"failed: {type(exc).__name__}: {exc}")
-        finally:
-            with contextlib.suppress(OSError):
-                if path.stat().st_ino == inode:
-                    path.unlink()
-            os._exit(code)
-    listener.close()
-    theirs.close()
-    return Handle(pid, ours, path)
+    return fork_beside(path, "locks", _main)
+
+
+def _main(listener: socket.socket, control: socket.socket) -> int:
+    for name in [name for name in os.environ if name.startswith("PG")]:
+        del os.environ[name]  # libpq's defaults are each command's own: it sends them with its store
+    return Keeper(listener, control).run()
 
 
 # --- the keeper process ----------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,15 +137,22 @@ class Handle:
 
 def start(path: Path, idle: float) -> Handle | None:
     """Bind the relay's socket and fork the relay (in the worker, which has imported everything)."""
+    return fork_beside(path, "relay", lambda listener, control: _main(listener, control, idle))
+
+
+def fork_beside(path: Path, what: str, body: Callable[[socket.socket, socket.socket], int]) -> Handle | None:
+    """Bind a socket at ``path`` (0600) and fork a process of the worker's that serves it: ``body(listener,
+    control)`` in the child, with the worker's signal handlers and descriptors let go of; the socket file is removed
+    when the child ends, unless a newer worker's process bound it since. ``None`` (logged) when it cannot bind."""
     with contextlib.suppress(FileNotFoundError):
-        path.unlink()  # a relay of this worker's that is gone (this worker owns the directory)
+        path.unlink()  # a process of this worker's that is gone (this worker owns the directory)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)  # created 0600 (the worker is single-threaded)
     try:
         listener.bind(str(path))
     except OSError as exc:
         listener.close()
-        log(f"cannot listen on {path}: {exc}")
+        log_line(what, f"cannot listen on {path}: {exc}")
         return None
     finally:
         os.umask(old)
@@ -152,15 +160,20 @@ def start(path: Path, idle: float) -> Handle | None:
     inode = path.stat().st_ino
     ours, theirs = socket.socketpair()
     pid = os.fork()
-    if pid == 0:  # the relay: never returns
+    if pid == 0:  # the child: never returns
         code = 70
         try:
             ours.close()
             _let_go_of_inherited({0, 1, 2, listener.fileno(), theirs.fileno()})
-            code = _main(listener, theirs, path, inode, idle)
+            for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGINT):
+                signal.signal(signum, signal.SIG_DFL)
+            code = body(listener, theirs)
         except BaseException as exc:  # a process's last word, in the worker's log
-            log(f"failed: {type(exc).__name__}: {exc}")
+            log_line(what, f"failed: {type(exc).__name__}: {exc}")
         finally:
+            with contextlib.suppress(OSError):
+                if path.stat().st_ino == inode:
+                    path.unlink()
             os._exit(code)
     listener.close()
     theirs.close()
@@ -187,15 +200,8 @@ def _let_go_of_inherited(keep: set[int]) -> None:
 # --- the relay process ---------------------------------------------------------------------------------------------
 
 
-def _main(listener: socket.socket, control: socket.socket, path: Path, inode: int, idle: float) -> int:
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGINT):
-        signal.signal(signum, signal.SIG_DFL)
-    try:
-        anyio.run(Relay(listener, control, min(idle, IDLE)).run)
-    finally:
-        with contextlib.suppress(OSError):
-            if path.stat().st_ino == inode:  # ours: a relay of a newer worker may have bound it since
-                path.unlink()
+def _main(listener: socket.socket, control: socket.socket, idle: float) -> int:
+    anyio.run(Relay(listener, control, min(idle, IDLE)).run)
     return 0
 
 
