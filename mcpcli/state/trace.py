@@ -190,7 +190,11 @@ def _secret_values(answer: Any, known: Collection[str] | None) -> list[str]:
 def _json(value: Any) -> str:
     # ASCII only: no raw C1 or bidi control can reach a terminal that prints the file, and a lone surrogate
     # (valid in JSON) cannot break the UTF-8 of the file or the store.
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+    return _ENCODER.encode(value)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), default=str)
+"""``json.dumps`` with these settings, made once: it would build an encoder for each of a round's lines."""
 
 
 def _classify(message: Mapping[str, Any]) -> tuple[str, Any, str | None]:
