@@ -272,7 +272,7 @@ def start(*, asked: bool = False) -> int | None:
         env["MCPCLI_WORKER_IDLE"] = str(idle)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpcli.worker.server", os.path.abspath(state_home()), *(["--asked"] * asked)],
+            [sys.executable, "-P", "-m", "mcpcli.worker.server", os.path.abspath(state_home()), *(["--asked"] * asked)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

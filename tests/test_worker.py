@@ -509,3 +509,26 @@ def test_a_command_that_exits_with_a_message_says_it_through_the_worker() -> Non
     )
     r = subprocess.run([PY, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert (r.stdout, r.stderr) == ("1\n", "demo server: it broke\n")
+
+
+def test_a_worker_started_beside_an_mcpcli_directory_runs_the_installed_mcpcli(
+    home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A user in a checkout of anything with an ``mcpcli/`` package in it (mcpcli's own, or a hostile repository)
+    starts the worker from there: ``python -m`` would import that directory's code instead of the installed one."""
+    monkeypatch.setenv("MCPCLI_WORKER", "1")
+    monkeypatch.delenv("CI", raising=False)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    checkout = tmp_path / "checkout"
+    (checkout / "mcpcli" / "worker").mkdir(parents=True)
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').write('the directory ran')\n"
+    for module in ("__init__.py", "worker/__init__.py", "worker/server.py", "__main__.py"):
+        (checkout / "mcpcli" / module).write_text(code)
+    executable = Path(PY).with_name("mcpcli")  # the installed command, as a user runs it
+    started = subprocess.run(
+        [str(executable), "worker", "start"], capture_output=True, text=True, cwd=checkout, timeout=60
+    )
+    assert started.returncode == 0, started.stderr
+    assert socket_path().exists()
+    assert not marker.exists()

@@ -151,7 +151,7 @@ def start_refresh(path: Path, given: str | None) -> subprocess.Popen[bytes] | No
             return None
     private_dir(marker.parent)
     marker.touch(mode=0o600)  # (its mtime is when the last refresh started)
-    argv = [sys.executable, "-m", "mcpcli", "_refresh-cache", *([given] if given else [])]
+    argv = [sys.executable, "-P", "-m", "mcpcli", "_refresh-cache", *([given] if given else [])]
     # Without the shell's completion variables: the child must run the command, not answer the shell again.
     env = {k: v for k, v in os.environ.items() if k != "_MCPCLI_COMPLETE" and not k.startswith(("COMP_", "_TYPER_"))}
     return subprocess.Popen(
