@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcpcli.display import sanitize
-from mcpcli.errors import ExitCode, McpcliError, UsageError, UserStopped
+from mcpcli.errors import ExitCode, McpcliError, UsageError
 from mcpcli.settings import trust
 from mcpcli.state.recording import MIB, Recording, hidden_answers, read_recording
 
@@ -131,12 +131,12 @@ def recorded_target(rt: Runtime, recording: Recording, options: ReplayOptions, t
         cwd = described.get("cwd") if isinstance(described.get("cwd"), str) else None
         target = Target(label=shlex.join(command), kind="stdio", command=command[0], args=tuple(command[1:]), cwd=cwd)
         if not trust.is_trusted(rt.paths, target):
-            _consent(rt, recording, target, options, terminal)
+            _consent(rt, target, options, terminal)
         return target
     if label:  # a session's trace: its stored server, as resume would reach it
         target = resolve_target(label, rt.settings, headers=headers, servers=ServerTable(rt.paths, rt.settings))[0]
         if not trust.is_trusted(rt.paths, target):
-            _consent(rt, recording, target, options, terminal)
+            _consent(rt, target, options, terminal)
         return target
     raise UsageError(f"{sanitize(recording.path)} names no server this mcpcli can reach.", hint="Give -s TARGET.")
 
@@ -162,24 +162,18 @@ def _users_own(rt: Runtime, label: str, command: list[str], cwd: Any) -> Target 
     return target if same else None
 
 
-def _consent(
-    rt: Runtime, recording: Recording, target: Target, options: ReplayOptions, terminal: Terminal | None
-) -> None:
-    command = shlex.join([target.command or "", *target.args])
-    if options.trust_server:
-        trust.remember(rt.paths, target)
-        return
-    if terminal is None:
-        raise UsageError(
-            f"The recording starts its server with a command line that did not come from you or your config:"
-            f" {sanitize(command)}",
-            hint="Check it; run it only if you trust it: add --trust-server (or give the server with -s).",
-        )
-    from mcpcli.terminal.inline import confirm_command
+def _consent(rt: Runtime, target: Target, options: ReplayOptions, terminal: Terminal | None) -> None:
+    from mcpcli.commands.resume import confirm_stored_command
 
-    if not confirm_command(terminal, sanitize(command), cwd=target.cwd, holder="This recording"):
-        raise UserStopped("The recording's server command was not run; nothing was sent.", hint=None)
-    trust.remember(rt.paths, target)
+    confirm_stored_command(
+        rt,
+        target,
+        trust_server=options.trust_server,
+        ask=terminal,
+        what="recording",
+        named="The recording",
+        hint="Check it; run it only if you trust it: add --trust-server (or give the server with -s).",
+    )
 
 
 async def replay(rt: Runtime, options: ReplayOptions) -> int:

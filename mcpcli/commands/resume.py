@@ -97,7 +97,15 @@ def resume_target(
     if given:
         trust.remember(rt.paths, target)
     elif not trust.is_trusted(rt.paths, target):
-        _confirm_command(rt, record, target, trust_server=trust_server, ask=ask)
+        confirm_stored_command(
+            rt,
+            target,
+            trust_server=trust_server,
+            ask=ask,
+            what="session",
+            named=f"Session {record.id}",
+            hint=f"Check it; run it only if you trust it: mcpcli resume {record.id} --trust-server",
+        )
     stored = (record.connection or {}).get("headers") or []
     sent = {name.lower() for name in target.headers}
     if missing := [name for name in stored if isinstance(name, str) and name.lower() not in sent]:
@@ -108,10 +116,12 @@ def resume_target(
     return target, resume_protocol(rt, record)
 
 
-def _confirm_command(
-    rt: Runtime, record: SessionRecord, target: Target, *, trust_server: bool, ask: Terminal | None
+def confirm_stored_command(
+    rt: Runtime, target: Target, *, trust_server: bool, ask: Terminal | None, what: str, named: str, hint: str
 ) -> None:
-    """A stored command line runs only after the user confirms the exact command, or with ``--trust-server``."""
+    """A command line that did not come from the user (a stored session's, a recording's: ``what``, ``named`` so in
+    the error) runs only after the user confirms the exact command, or with ``--trust-server``; either is
+    remembered."""
     import shlex
 
     command = shlex.join([target.command or "", *target.args])
@@ -120,14 +130,14 @@ def _confirm_command(
         return
     if ask is None:
         raise UsageError(
-            f"Session {record.id} starts its server with a command line that did not come from you or your config:"
+            f"{named} starts its server with a command line that did not come from you or your config:"
             f" {sanitize(command)}",
-            hint=f"Check it; run it only if you trust it: mcpcli resume {record.id} --trust-server",
+            hint=hint,
         )
     from mcpcli.terminal.inline import confirm_command
 
-    if not confirm_command(ask, sanitize(command), cwd=target.cwd):
-        raise UserStopped("The session's server command was not run; nothing was sent.", hint=None)
+    if not confirm_command(ask, sanitize(command), cwd=target.cwd, holder=f"This {what}"):
+        raise UserStopped(f"The {what}'s server command was not run; nothing was sent.", hint=None)
     trust.remember(rt.paths, target)
 
 
