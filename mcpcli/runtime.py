@@ -204,6 +204,10 @@ class Runtime:
             self._trace.close()
 
 
+QUIET_LOGGERS = ("httpx2", "httpcore2")
+"""Libraries whose INFO lines are one per request: kept out of the log file unless ``--debug``."""
+
+
 def configure_logging(paths: Paths, debug: bool) -> None:
     """SDK and server logs go to a private file; on stderr only with --debug."""
     import logging
@@ -231,6 +235,10 @@ def configure_logging(paths: Paths, debug: bool) -> None:
         handler.mcpcli = True  # type: ignore[attr-defined]
         root.addHandler(handler)
     root.setLevel(logging.DEBUG if debug else logging.INFO)
+    # httpx2 says "HTTP Request: POST …" at INFO for every request: a line and a flush per round of every flow, and
+    # a log that grows with each one. Its warnings and errors still come; --debug shows everything.
+    for chatty in QUIET_LOGGERS:
+        logging.getLogger(chatty).setLevel(logging.NOTSET if debug else logging.WARNING)
 
 
 def guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) -> int:

@@ -98,3 +98,20 @@ def test_a_cold_call_to_a_plain_http_server_reads_no_ca_bundle(home: Path, http_
     facts = _cold_call(home, "call", "echo", "--arg", "text=hi", "-s", server.url)
     assert facts["ca_bundle_reads"] == 0, facts
     assert facts["before"] == 0, facts
+
+
+def test_a_call_over_http_writes_no_line_per_request_to_the_log_unless_debugging(home: Path, http_demo: Any) -> None:
+    """httpx2 logs every request at INFO: a write and a flush per round, and a log that grows with each one."""
+    server = http_demo()
+    env = {**os.environ, "MCPCLI_HOME": str(home), "MCPCLI_WORKER": "0"}
+    argv = [sys.executable, "-m", "mcpcli", "call", "echo", "--arg", "text=hi", "-s", server.url]
+    log = home / "logs" / "mcpcli.log"
+
+    quiet = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert quiet.returncode == 0, quiet.stderr
+    assert log.is_file()
+    assert "HTTP Request" not in log.read_text(encoding="utf-8")
+
+    loud = subprocess.run([*argv, "--debug"], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert loud.returncode == 0, loud.stderr
+    assert "HTTP Request: POST" in log.read_text(encoding="utf-8")  # --debug still shows every request
