@@ -40,6 +40,31 @@ def lock_keeper(handle: Handle | None, worker_socket: Path) -> Handle | None:
     return None if where is None else locks.start(where)
 
 
+def keep_logs_open(worker_socket: str) -> None:
+    """As the command ends (its exit status already with the front end): name each SQLite store it wrote a flow's
+    rounds to to the lock keeper, which keeps the store's write-ahead log open for the next command (``worker.locks``).
+    Best effort and bounded: a worker or keeper that does not answer costs at most a second. (Nobody waits for this:
+    the front end has the status, and the worker counts the child as running until it exits.)"""
+    from mcpcli.state.store import sqlite  # preloaded
+    from mcpcli.wire import WireError, receive, send
+
+    if not sqlite.ROUNDS_WRITTEN:
+        return
+    with contextlib.suppress(OSError, WireError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as worker:
+        worker.settimeout(1.0)
+        worker.connect(worker_socket)
+        send(worker, {"op": "locks"})  # where the keeper listens (started on first need)
+        answer, _ = receive(worker)
+        if not answer.get("ok") or not isinstance(answer.get("path"), str):
+            return
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as keeper:
+            keeper.settimeout(1.0)
+            keeper.connect(answer["path"])
+            for path in sorted(sqlite.ROUNDS_WRITTEN):
+                send(keeper, {"op": "hold", "path": str(path.absolute())})
+                receive(keeper)  # held and settled, or not: either way the command is done
+
+
 def hang_up_with(conn: socket.socket) -> None:
     """When the front end goes away mid-command (killed, its terminal closed), this child gets SIGHUP — what the
     cold path's process would have got from its terminal: a flow saves its session and stops its server."""

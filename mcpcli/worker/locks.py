@@ -13,6 +13,14 @@ keeper outlives the worker while commands still hold locks through it (they are 
 
 The rest of a command's store work runs on its own connection, closed when idle (``PostgresStore``), so a flow
 waiting on a server holds no connection.
+
+It also keeps SQLite stores' write-ahead logs open between commands. A command that ends names each store file it
+opened (``hold``); the keeper opens it (``state.store.sqlite.hold_open``), copies the log into the file at once
+(``settle``: the file alone is whole at rest), and holds it ``HOLD_LINGER`` seconds after the last command that named
+it — so commands in a row commit over a log already on disk instead of growing a new one each time. A store whose file
+is gone is let go within a second; one whose file was replaced (moved aside, another made in its place) is never closed
+by the keeper (SQLite would delete the log by its name, which may now be the new file's): its descriptors go when the
+keeper exits.
 """
 
 from __future__ import annotations
@@ -34,6 +42,12 @@ from mcpcli.worker.relay import Handle, fork_beside
 LINGER = 30.0
 """Seconds a store's connection stays open holding no lock before the keeper closes it."""
 
+HOLD_LINGER = 30.0
+"""Seconds a SQLite store's log is held after the last command that named it (``MCPCLI_WORKER_HOLD_LINGER``)."""
+
+MAX_HELD = 16
+"""SQLite stores held at once (a test suite's temporary homes): past that, the one named longest ago is let go."""
+
 
 def log(text: str) -> None:
     log_line("locks", text)
@@ -43,6 +57,12 @@ def socket_for(worker_socket: Path) -> Path | None:
     """Where the keeper of the worker at ``worker_socket`` listens (beside it), or ``None`` when too long a path."""
     path = worker_socket.with_name(f"{worker_socket.stem}-locks.sock")
     return path if len(os.fsencode(str(path))) < 108 else None
+
+
+def _seconds(name: str, default: float) -> float:
+    with contextlib.suppress(ValueError):
+        return max(0.0, float(os.environ.get(name) or default))
+    return default
 
 
 def start(path: Path) -> Handle | None:
@@ -107,6 +127,24 @@ class Store:
 
 
 @dataclass
+class Held:
+    """A SQLite store whose log the keeper holds open: the connection, the file it is on, and when it was last named."""
+
+    conn: Any
+    file: tuple[int, int]
+    """The store file's device and inode when opened: another file at its path is not this store."""
+    named: float = field(default_factory=time.monotonic)
+
+
+def _file_of(path: str) -> tuple[int, int] | None:
+    try:
+        found = Path(path).stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+@dataclass
 class Channel:
     """One command's connection to the keeper: the store it named, and what it holds."""
 
@@ -124,6 +162,11 @@ class Keeper:
         self.stores: dict[str, Store] = {}
         self.orphan = False
         """The worker is gone: exit once no command holds a lock through this keeper."""
+        self.held: dict[str, Held] = {}
+        """SQLite stores whose logs are kept open, by path."""
+        self.stranded: list[Any] = []
+        """Connections on a store file that was replaced: never closed (see the module's docstring)."""
+        self.hold_linger = _seconds("MCPCLI_WORKER_HOLD_LINGER", HOLD_LINGER)
 
     def run(self) -> int:
         self.selector.register(self.listener, selectors.EVENT_READ, "accept")
@@ -142,6 +185,8 @@ class Keeper:
                 else:
                     self.serve(self.channels[key.data])
             self.let_idle_go()
+        for path in list(self.held):
+            self.let_go(path)
         log("the worker is gone and no command holds a lock: exiting")
         return 0
 
@@ -180,6 +225,8 @@ class Keeper:
 
     def answer(self, channel: Channel, ask: dict[str, Any]) -> dict[str, Any]:
         op = ask.get("op")
+        if op == "hold":
+            return {"ok": self.hold(str(ask["path"]))}
         if op == "open":
             url, params = str(ask["url"]), {str(k): str(v) for k, v in dict(ask.get("params") or {}).items()}
             channel.store = json.dumps([url, sorted(params.items())])
@@ -226,8 +273,54 @@ class Keeper:
             channel.held.clear()
             self.drop(channel)
 
+    def hold(self, path: str) -> bool:
+        """Keep the log of the SQLite store at ``path`` open (a command that used it has ended), and settle it."""
+        import sqlite3
+
+        from mcpcli.errors import StoreError
+        from mcpcli.state.store import sqlite
+
+        file = _file_of(path) if Path(path).is_absolute() else None
+        held = self.held.get(path)
+        if held is not None and held.file != file:
+            self.let_go(path)
+            held = None
+        if file is None:
+            return False
+        if held is None:
+            while len(self.held) >= MAX_HELD:
+                self.let_go(min(self.held, key=lambda p: self.held[p].named))
+            try:
+                held = self.held[path] = Held(sqlite.hold_open(Path(path)), file)
+            except (StoreError, sqlite3.Error, OSError) as exc:
+                log(f"not holding a store's log: {exc}")
+                return False
+            log(f"holding a store's log ({len(self.held)} held)")
+        held.named = time.monotonic()
+        try:
+            sqlite.settle(held.conn)
+        except sqlite3.Error as exc:
+            log(f"could not settle a store's log: {exc}")
+        return True
+
+    def let_go(self, path: str) -> None:
+        """Close a held store's connection — when its file is still the one opened, or gone with its log (a deleted
+        home); otherwise strand it (the module's docstring says why)."""
+        held = self.held.pop(path)
+        file = _file_of(path)
+        if file == held.file or (file is None and _file_of(path + "-wal") is None):
+            with contextlib.suppress(Exception):
+                held.conn.close()
+            log(f"let a store's log go ({'its file is gone' if file is None else 'idle'}; {len(self.held)} held)")
+        else:
+            log("a held store's file was replaced: its connection is left open until the keeper exits")
+            self.stranded.append(held.conn)
+
     def let_idle_go(self) -> None:
         now = time.monotonic()
+        for path, held in list(self.held.items()):
+            if now - held.named > self.hold_linger or _file_of(path) != held.file:
+                self.let_go(path)
         for store in self.stores.values():
             if store.conn is not None and not store.holders and now - store.idle_since > LINGER:
                 with contextlib.suppress(Exception):

@@ -452,8 +452,12 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: s
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
         sys.stderr.flush()
+    # The command is over: the front end that goes once it has the status no longer hangs this child up
+    # (``hang_up_with``), which still has the store's log to hand over.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         send(conn, {"exit": code})
+    child.keep_logs_open(path)
     return code
 
 
