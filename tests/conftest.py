@@ -305,3 +305,13 @@ def hostile_http(tmp_path: Path) -> Iterator[Any]:
     yield start
     for server in servers:
         server.stop()
+
+
+def wait_until(condition: Any, timeout: float = 30.0) -> bool:
+    """Whether ``condition()`` became true within ``timeout`` seconds (looked at every 50 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, ROOT
+from conftest import PY, ROOT, wait_until
 
 from mcpcli.state.store import SessionBusy, open_store
 from mcpcli.state.store.postgres import PostgresStore, session_lock_key
@@ -26,15 +26,6 @@ from mcpcli.state.store.postgres import PostgresStore, session_lock_key
 pytestmark = [pytest.mark.slow, pytest.mark.cold_only]
 
 FLOWS = 12
-
-
-def _wait_until(condition: Any, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return bool(condition())
 
 
 class Fleet:
@@ -119,7 +110,7 @@ def _in_flight(fleet: Fleet, http_server: Any, tmp_path: Path) -> tuple[list[str
         lines = record.read_text().splitlines() if record.exists() else []
         return sum(json.loads(line)["state"] == "asked" for line in lines)
 
-    assert _wait_until(lambda: asked() == FLOWS, 120), asked()
+    assert wait_until(lambda: asked() == FLOWS, 120), asked()
     return sessions, fronts
 
 
@@ -132,7 +123,7 @@ def test_many_flows_through_the_worker_hold_their_locks_on_one_connection_and_a_
         assert all(store.get(s).lease_locked for s in sessions)
         # Waiting on the server, the commands keep no connection open: the keeper's one holds every lock.
         mine = store._conn.info.backend_pid
-        assert _wait_until(lambda: fleet.connections(mine) <= 1, 20), fleet.connections(mine)
+        assert wait_until(lambda: fleet.connections(mine) <= 1, 20), fleet.connections(mine)
         holders = fleet.lock_holders(sessions)
         assert len(set(holders)) == 1 and holders[0] != 0, holders
         print(f"{FLOWS} flows in flight through the worker: {fleet.connections(mine)} connection(s) to the store")
@@ -150,7 +141,7 @@ def test_many_flows_through_the_worker_hold_their_locks_on_one_connection_and_a_
                 return False
             return True
 
-        assert _wait_until(taken, 10)
+        assert wait_until(taken, 10)
         print(f"taken over from another host {time.monotonic() - killed:.2f} s after the kill")
         assert fleet.lock_holders(sessions[1:2]) == holders[1:2]  # the others' locks are untouched
     for front in fronts:
@@ -162,13 +153,13 @@ def test_a_killed_lock_keeper_frees_its_locks_and_the_live_commands_take_theirs_
     fleet: Fleet, http_server: Any, tmp_path: Path
 ) -> None:
     sessions, fronts = _in_flight(fleet, http_server, tmp_path)
-    assert _wait_until(lambda: 0 not in fleet.lock_holders(sessions), 30)
+    assert wait_until(lambda: 0 not in fleet.lock_holders(sessions), 30)
     (keeper,) = set(fleet.lock_holders(sessions))
     said = "".join(log.read_text() for log in fleet.worker_dir.glob("*.log"))
     (pid,) = re.findall(r" locks (\d+): serving", said)
     os.kill(int(pid), signal.SIGKILL)
     # The database ends the keeper's connection, and its locks; each command, alive, takes its own again at once.
-    assert _wait_until(lambda: keeper not in fleet.lock_holders(sessions) and 0 not in fleet.lock_holders(sessions), 10)
+    assert wait_until(lambda: keeper not in fleet.lock_holders(sessions) and 0 not in fleet.lock_holders(sessions), 10)
     with closing(open_store(fleet.url, tmp_path / "unused.db")) as store:
         for session_id in sessions:
             with pytest.raises(SessionBusy) as busy:
@@ -177,14 +168,14 @@ def test_a_killed_lock_keeper_frees_its_locks_and_the_live_commands_take_theirs_
     for front in fronts:  # the commands end (hung up): every lock goes with them
         front.kill()
         front.communicate(timeout=30)
-    assert _wait_until(lambda: set(fleet.lock_holders(sessions)) == {0}, 30)
+    assert wait_until(lambda: set(fleet.lock_holders(sessions)) == {0}, 30)
 
 
 def test_a_killed_worker_leaves_its_live_commands_their_locks_and_the_keeper_goes_with_the_last(
     fleet: Fleet, http_server: Any, tmp_path: Path
 ) -> None:
     sessions, fronts = _in_flight(fleet, http_server, tmp_path)
-    assert _wait_until(lambda: 0 not in fleet.lock_holders(sessions), 30)
+    assert wait_until(lambda: 0 not in fleet.lock_holders(sessions), 30)
     said = "".join(log.read_text() for log in fleet.worker_dir.glob("*.log"))
     (worker,) = set(re.findall(r" worker (\d+): serving /", said))
     (keeper,) = re.findall(r" locks (\d+): serving", said)
@@ -199,8 +190,8 @@ def test_a_killed_worker_leaves_its_live_commands_their_locks_and_the_keeper_goe
     for front in fronts:  # the commands end: every lock goes, and the keeper with the last of them
         front.kill()
         front.communicate(timeout=30)
-    assert _wait_until(lambda: set(fleet.lock_holders(sessions)) == {0}, 30)
-    assert _wait_until(lambda: not Path(f"/proc/{keeper}").exists() or _zombie(int(keeper)), 30)
+    assert wait_until(lambda: set(fleet.lock_holders(sessions)) == {0}, 30)
+    assert wait_until(lambda: not Path(f"/proc/{keeper}").exists() or _zombie(int(keeper)), 30)
 
 
 def _zombie(pid: int) -> bool:
@@ -236,5 +227,5 @@ def test_a_command_that_cannot_reach_the_keeper_holds_its_locks_on_its_own_conne
         # Given back, nothing lives on the connection any more: closed when idle, and opened again when needed.
         store.release(lease)
         assert fleet.lock_holders([session.id]) == [0]
-        assert _wait_until(lambda: store._conn.closed, 10)
+        assert wait_until(lambda: store._conn.closed, 10)
         assert store.get(session.id).lease_owner is None

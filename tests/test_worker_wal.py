@@ -9,11 +9,11 @@ import contextlib
 import os
 import shutil
 import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from conftest import wait_until
 from test_worker import mcpcli, worker_dir  # noqa: F401  (worker_dir: a worker directory of each test's own)
 
 from mcpcli.wire import socket_path
@@ -22,15 +22,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.cold_only]
 
 FLOW = ("call", "provision", "-a", "name=w", "--answer", "region=eu-west-1")
 """A two-round flow of the demo server: a session, written to the store."""
-
-
-def _wait_until(condition: Callable[[], object], timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return bool(condition())
 
 
 def _holders(path: Path) -> set[int]:
@@ -94,12 +85,12 @@ def test_commands_in_a_row_commit_over_a_log_the_keeper_holds_and_the_file_alone
     for _ in range(3):
         _flow()
     # Between commands, no command runs, yet the store and its log stay open (the keeper)...
-    assert _wait_until(lambda: _holders(store)), "nobody holds the store between commands"
+    assert wait_until(lambda: _holders(store)), "nobody holds the store between commands"
     assert Path(f"{store}-wal").exists()
     # ...and the log has been copied into the file: a copy of the file alone has every session.
-    assert _wait_until(lambda: _sessions_in_the_file_alone(store, tmp_path) == 3)
+    assert wait_until(lambda: _sessions_in_the_file_alone(store, tmp_path) == 3)
     _flow()
-    assert _wait_until(lambda: _sessions_in_the_file_alone(store, tmp_path) == 4)
+    assert wait_until(lambda: _sessions_in_the_file_alone(store, tmp_path) == 4)
 
 
 def test_a_deleted_home_is_let_go_while_the_worker_serves_another(
@@ -111,10 +102,10 @@ def test_a_deleted_home_is_let_go_while_the_worker_serves_another(
     _flow(MCPCLI_HOME=str(other))  # the worker serves two homes; the one deleted below is not its last
     _flow()
     store = home / "sessions.db"
-    assert _wait_until(lambda: _holders(store))
-    assert _wait_until(lambda: _holders(other / "sessions.db"))
+    assert wait_until(lambda: _holders(store))
+    assert wait_until(lambda: _holders(other / "sessions.db"))
     shutil.rmtree(home)
-    assert _wait_until(lambda: not _holders(store)), "a deleted store is still held open"
+    assert wait_until(lambda: not _holders(store)), "a deleted store is still held open"
     assert _holders(other / "sessions.db"), "the other home's store was let go too"
 
 
@@ -124,16 +115,16 @@ def test_an_idle_store_and_a_stopped_worker_leave_nothing_open_and_no_log_behind
     start_worker(MCPCLI_WORKER_HOLD_LINGER="3")
     store = home / "sessions.db"
     _flow()
-    assert _wait_until(lambda: _holders(store), timeout=2.5), "the store was not held after the command"
+    assert wait_until(lambda: _holders(store), timeout=2.5), "the store was not held after the command"
     # Three seconds after the last command: closed as a command closes it — the log copied in and removed.
-    assert _wait_until(lambda: not _holders(store))
-    assert _wait_until(lambda: not Path(f"{store}-wal").exists())
+    assert wait_until(lambda: not _holders(store))
+    assert wait_until(lambda: not Path(f"{store}-wal").exists())
 
     _flow()
-    assert _wait_until(lambda: _holders(store), timeout=2.5)
+    assert wait_until(lambda: _holders(store), timeout=2.5)
     stopped = mcpcli("worker", "stop")
     assert stopped.returncode == 0, stopped.stderr
-    assert _wait_until(lambda: not _holders(store)), "the keeper outlived the worker, holding the store"
+    assert wait_until(lambda: not _holders(store)), "the keeper outlived the worker, holding the store"
     assert not Path(f"{store}-wal").exists()
     with sqlite3.connect(store) as conn:
         assert conn.execute("SELECT COUNT(*) FROM sessions").fetchone() == (2,)
