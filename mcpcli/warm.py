@@ -21,6 +21,7 @@ from mcpcli.wire import (
     ON,
     WireError,
     config_home,
+    env_seconds,
     own_private_dir,
     package_dir,
     peer,
@@ -218,13 +219,7 @@ def _connect(path: str, argv: Sequence[str]) -> socket.socket | None:
 
 
 def start_window() -> float:
-    raw = os.environ.get("MCPCLI_WORKER_WINDOW")
-    if raw:
-        try:
-            return max(0.0, float(raw))
-        except ValueError:
-            pass
-    return START_WINDOW
+    return env_seconds("MCPCLI_WORKER_WINDOW", START_WINDOW, least=0.0)
 
 
 def another_in_a_row(stamp: str, window: float, now: float | None = None) -> bool:

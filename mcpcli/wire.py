@@ -33,6 +33,18 @@ OFF = frozenset({"0", "off", "false", "no"})
 ON = frozenset({"1", "on", "true", "yes"})
 
 
+def env_seconds(name: str, default: float, *, least: float = 1.0) -> float:
+    """A number of seconds from the environment variable ``name`` (at least ``least``); ``default`` when it is
+    unset or not a number."""
+    raw = os.environ.get(name)
+    if raw:
+        try:
+            return max(least, float(raw))
+        except ValueError:
+            pass
+    return default
+
+
 def user_dir(kind: str, environ: Mapping[str, str] | None = None) -> str:
     """``platformdirs.user_{kind}_dir("mcpcli")`` (``kind``: ``state`` or ``config``), computed here on Linux when
     the XDG rule is plain (platformdirs costs a warm command ~18 ms to import); tests/test_worker.py checks the two

@@ -46,20 +46,18 @@ def keep_logs_open(worker_socket: str) -> None:
     Best effort and bounded: a worker or keeper that does not answer costs at most a second. (Nobody waits for this:
     the front end has the status, and the worker counts the child as running until it exits.)"""
     from mcpcli.state.store import sqlite  # preloaded
+    from mcpcli.state.store.pglocks import keeper_path
     from mcpcli.wire import WireError, receive, send
 
     if not sqlite.ROUNDS_WRITTEN:
         return
-    with contextlib.suppress(OSError, WireError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as worker:
-        worker.settimeout(1.0)
-        worker.connect(worker_socket)
-        send(worker, {"op": "locks"})  # where the keeper listens (started on first need)
-        answer, _ = receive(worker)
-        if not answer.get("ok") or not isinstance(answer.get("path"), str):
+    with contextlib.suppress(OSError, WireError):
+        where = keeper_path(worker_socket, 1.0)  # started on first need
+        if where is None:
             return
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as keeper:
             keeper.settimeout(1.0)
-            keeper.connect(answer["path"])
+            keeper.connect(where)
             for path in sorted(sqlite.ROUNDS_WRITTEN):
                 send(keeper, {"op": "hold", "path": str(path.absolute())})
                 receive(keeper)  # held and settled, or not: either way the command is done

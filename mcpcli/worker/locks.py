@@ -15,12 +15,12 @@ The rest of a command's store work runs on its own connection, closed when idle 
 waiting on a server holds no connection.
 
 It also keeps SQLite stores' write-ahead logs open between commands. A command that ends names each store file it
-opened (``hold``); the keeper opens it (``state.store.sqlite.hold_open``), copies the log into the file at once
-(``settle``: the file alone is whole at rest), and holds it ``HOLD_LINGER`` seconds after the last command that named
-it — so commands in a row commit over a log already on disk instead of growing a new one each time. A store whose file
-is gone is let go within a second; one whose file was replaced (moved aside, another made in its place) is never closed
-by the keeper (SQLite would delete the log by its name, which may now be the new file's): its descriptors go when the
-keeper exits.
+wrote a flow's rounds to (``hold``); the keeper opens it (``state.store.sqlite.hold_open``), copies the log into the
+file at once (``settle``: the file alone is whole at rest), and holds it ``HOLD_LINGER`` seconds after the last
+command that named it — so commands in a row commit over a log already on disk instead of growing a new one each
+time. A store whose file is gone is let go within a second; one whose file was replaced (moved aside, another made in
+its place) is never closed by the keeper (SQLite would delete the log by its name, which may now be the new file's):
+its descriptors go when the keeper exits.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpcli.wire import WireError, peer, receive, send
+from mcpcli.wire import WireError, env_seconds, peer, receive, send
 from mcpcli.worker import log_line
 from mcpcli.worker.relay import Handle, fork_beside
 
@@ -57,12 +57,6 @@ def socket_for(worker_socket: Path) -> Path | None:
     """Where the keeper of the worker at ``worker_socket`` listens (beside it), or ``None`` when too long a path."""
     path = worker_socket.with_name(f"{worker_socket.stem}-locks.sock")
     return path if len(os.fsencode(str(path))) < 108 else None
-
-
-def _seconds(name: str, default: float) -> float:
-    with contextlib.suppress(ValueError):
-        return max(0.0, float(os.environ.get(name) or default))
-    return default
 
 
 def start(path: Path) -> Handle | None:
@@ -166,7 +160,7 @@ class Keeper:
         """SQLite stores whose logs are kept open, by path."""
         self.stranded: list[Any] = []
         """Connections on a store file that was replaced: never closed (see the module's docstring)."""
-        self.hold_linger = _seconds("MCPCLI_WORKER_HOLD_LINGER", HOLD_LINGER)
+        self.hold_linger = env_seconds("MCPCLI_WORKER_HOLD_LINGER", HOLD_LINGER, least=0.0)
 
     def run(self) -> int:
         self.selector.register(self.listener, selectors.EVENT_READ, "accept")

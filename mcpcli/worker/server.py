@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcpcli
 from mcpcli import __version__
-from mcpcli.wire import WireError, own_private_dir, peer, receive, send, socket_path, state_home
+from mcpcli.wire import WireError, env_seconds, own_private_dir, peer, receive, send, socket_path, state_home
 from mcpcli.worker import child, log_line
 
 if TYPE_CHECKING:
@@ -69,14 +69,6 @@ RELAY_PAUSE = 60.0
 
 def log(text: str) -> None:
     log_line("worker", text)
-
-
-def idle_timeout(name: str = "MCPCLI_WORKER_IDLE", default: float = IDLE_TIMEOUT) -> float:
-    raw = os.environ.get(name)
-    if raw:
-        with contextlib.suppress(ValueError):
-            return max(1.0, float(raw))
-    return default
 
 
 class Worker:
@@ -560,8 +552,10 @@ def main(argv: list[str] | None = None) -> int:
     if len(homes) > 1:
         sys.stderr.write("usage: python -m mcpcli.worker.server [STATE_DIR] [--asked]\n")
         return 2
-    early = idle_timeout("MCPCLI_WORKER_EARLY_IDLE", EARLY_IDLE)
-    worker = Worker(idle_timeout(), home=homes[0] if homes else None, asked=asked, early=early)
+    early = env_seconds("MCPCLI_WORKER_EARLY_IDLE", EARLY_IDLE)
+    worker = Worker(
+        env_seconds("MCPCLI_WORKER_IDLE", IDLE_TIMEOUT), home=homes[0] if homes else None, asked=asked, early=early
+    )
     if not worker.bind():
         log("another worker is listening already (or the directory is not this user's alone); exiting")
         return 0

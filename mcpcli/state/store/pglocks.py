@@ -41,6 +41,18 @@ def libpq_environment() -> dict[str, str]:
     return found
 
 
+def keeper_path(worker_socket: str, timeout: float) -> str | None:
+    """Where the lock keeper listens, asked of the worker at ``worker_socket`` (which starts the keeper if it is not
+    running); ``None`` when the worker has none. The socket's errors (``OSError``, ``WireError``) are the caller's."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as worker:
+        worker.settimeout(timeout)
+        worker.connect(worker_socket)
+        send(worker, {"op": "locks"})
+        answer, _ = receive(worker)
+    path = answer.get("path")
+    return path if answer.get("ok") and isinstance(path, str) else None
+
+
 class Broker:
     """The connection to the keeper, opened on first use; one request at a time (the store's lock serialises)."""
 
@@ -83,15 +95,10 @@ class Broker:
             raise BrokerGone from None
 
     def _keeper(self) -> str:
-        """Where the keeper listens, from the worker (``self.path``), which starts it if it is not running."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as worker:
-            worker.settimeout(TIMEOUT)
-            worker.connect(self.path)
-            send(worker, {"op": "locks"})
-            answer, _ = receive(worker)
-        if not answer.get("ok") or not isinstance(answer.get("path"), str):
+        path = keeper_path(self.path, TIMEOUT)
+        if path is None:
             raise BrokerGone
-        return str(answer["path"])
+        return path
 
     def _exchange(self, message: dict[str, Any]) -> dict[str, Any]:
         assert self.sock is not None
