@@ -204,6 +204,10 @@ class Runtime:
             self._trace.close()
 
 
+LOG_MAX = 4 * 2**20
+"""Bytes the log file may hold before the next command moves it aside to ``mcpcli.log.1`` (replacing the one there):
+the logs take at most about twice this, however long mcpcli is used."""
+
 QUIET_LOGGERS = ("httpx2", "httpcore2")
 """Libraries whose INFO lines are one per request: kept out of the log file unless ``--debug``."""
 
@@ -222,6 +226,7 @@ def configure_logging(paths: Paths, debug: bool) -> None:
     log_file = paths.log_dir / "mcpcli.log"
     try:
         private_dir(paths.log_dir)
+        _move_aside_when_full(log_file)
         os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
     except OSError as exc:
@@ -239,6 +244,17 @@ def configure_logging(paths: Paths, debug: bool) -> None:
     # a log that grows with each one. Its warnings and errors still come; --debug shows everything.
     for chatty in QUIET_LOGGERS:
         logging.getLogger(chatty).setLevel(logging.NOTSET if debug else logging.WARNING)
+
+
+def _move_aside_when_full(log_file: Path) -> None:
+    """Past ``LOG_MAX``, the log becomes ``mcpcli.log.1`` (a rename: its 0600 mode kept, a process still writing to
+    it goes on there) and this command starts a new one. Two commands doing so at once lose at worst the older
+    half."""
+    try:
+        if log_file.stat().st_size > LOG_MAX:
+            log_file.replace(log_file.with_name(log_file.name + ".1"))
+    except FileNotFoundError:  # a first run, or another command moved it aside just now
+        pass
 
 
 def guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) -> int:

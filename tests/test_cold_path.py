@@ -115,3 +115,32 @@ def test_a_call_over_http_writes_no_line_per_request_to_the_log_unless_debugging
     loud = subprocess.run([*argv, "--debug"], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     assert loud.returncode == 0, loud.stderr
     assert "HTTP Request: POST" in log.read_text(encoding="utf-8")  # --debug still shows every request
+
+
+def test_a_full_log_is_moved_aside_so_the_logs_stay_bounded(home: Path) -> None:
+    """Past ``LOG_MAX`` the next command starts a new log and keeps the full one as ``mcpcli.log.1`` (replacing the
+    older one there), 0600 as it was: however long mcpcli is used, its logs take at most about twice that."""
+    from mcpcli.runtime import LOG_MAX
+
+    logs = home / "logs"
+    for private in (home, logs):
+        private.mkdir(mode=0o700, exist_ok=True)
+    log, kept = logs / "mcpcli.log", logs / "mcpcli.log.1"
+    kept.write_text("the oldest lines\n", encoding="utf-8")
+    full = "x" * 99 + "\n"
+    log.write_text(full * (LOG_MAX // len(full) + 1), encoding="utf-8")
+    log.chmod(0o600)
+    env = {**os.environ, "MCPCLI_HOME": str(home), "MCPCLI_WORKER": "0"}
+    argv = [sys.executable, "-m", "mcpcli", "call", "echo", "--arg", "text=hi", "-s", "demo"]
+
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr
+    assert kept.stat().st_size > LOG_MAX  # the full log, whole: the oldest lines made way for it
+    assert (kept.stat().st_mode & 0o777) == 0o600
+    assert log.is_file() and log.stat().st_size < 4096
+    assert (log.stat().st_mode & 0o777) == 0o600
+
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert again.returncode == 0, again.stderr
+    assert kept.stat().st_size > LOG_MAX  # a log under the limit stays where it is
+    assert log.is_file()
