@@ -198,10 +198,14 @@ class Runtime:
         return check_log_level(self.g.log_level)
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-        if self._trace is not None:
-            self._trace.close()
+        """Close the store and the trace file; a second call (``until_stopped`` inside ``local_command``) does
+        nothing."""
+        store, self._store = self._store, None
+        trace, self._trace = self._trace, None
+        if store is not None:
+            store.close()
+        if trace is not None:
+            trace.close()
 
 
 LOG_MAX = 4 * 2**20

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -220,6 +221,43 @@ def test_auth_login_no_browser_prints_the_url_and_waits_for_the_redirect(
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "Signed in to" in err
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [
+        (signal.SIGTERM, 143, "Terminated (SIGTERM)."),
+        (signal.SIGHUP, 129, "Hung up (SIGHUP)."),
+        (signal.SIGINT, 130, "Interrupted."),
+    ],
+    ids=["SIGTERM", "SIGHUP", "SIGINT"],
+)
+def test_a_login_stopped_while_it_waits_for_the_browser_says_so_and_keeps_nothing(
+    signum: int, code: int, said: str, oauth: Any, home: Path, tmp_path: Path
+) -> None:
+    """A supervisor's SIGTERM, a closed terminal or Ctrl-C while the sign-in waits: one line, the shell's exit code
+    for the signal, no traceback, no half-stored login."""
+    server = oauth()
+    proc = subprocess.Popen(
+        [PY, "-m", "mcpcli", "auth", "login", server.url, "--no-browser"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "BROWSER": str(tmp_path / "never-used")},
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.strip().startswith(f"{server.issuer}/authorize?"):
+            break
+    else:
+        pytest.fail("the sign-in URL was not printed")
+    proc.send_signal(signum)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert said in err and "Traceback" not in err
+    assert not _token_files(home) or not _stored(home).get("tokens")
 
 
 def test_the_callback_timing_out_is_one_clear_line(

@@ -21,7 +21,7 @@ from mcpcli.cli.options import (
     Verbose,
     shared,
 )
-from mcpcli.runtime import Runtime, run_async
+from mcpcli.runtime import Runtime, run_async, until_stopped
 
 # --- LLM providers and their keys ------------------------------------------------------------------------------------
 
@@ -154,7 +154,8 @@ def auth_login(
     def body(rt: Runtime) -> int:
         from mcpcli.commands.auth import login
 
-        return run_async(lambda: login(rt, open_browser=not no_browser)) or 0
+        # SIGTERM or SIGHUP while it waits for the browser: one line and 143/129, as Ctrl-C says "Interrupted".
+        return until_stopped(rt, lambda: run_async(lambda: login(rt, open_browser=not no_browser)) or 0)
 
     _auth_command(ctx, given, shared, body)
 
@@ -180,6 +181,6 @@ def auth_logout(ctx: typer.Context, given: AuthServer = None, *, shared: dict[st
     def body(rt: Runtime) -> int:
         from mcpcli.commands.auth import logout
 
-        return run_async(lambda: logout(rt)) or 0
+        return until_stopped(rt, lambda: run_async(lambda: logout(rt)) or 0)
 
     _auth_command(ctx, given, shared, body)
