@@ -20,11 +20,12 @@ def picky(kind: str, record: Path) -> str:
     return shlex.join([PY, str(PICKY), kind, "--record", str(record)])
 
 
-def mcpcli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def mcpcli(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
     import os
 
     return subprocess.run(
         [PY, "-m", "mcpcli", *args],
+        input=input,
         capture_output=True,
         text=True,
         timeout=120,
@@ -121,6 +122,15 @@ def test_a_result_after_a_refused_sampling_request_is_printed_and_leaves_no_sess
     assert r.stdout == "no summary (the client said: The user is not available to answer.)\n"
     assert r.stderr.count("warning:") == 1 and "sampling-1" in r.stderr and "Input required" not in r.stderr
     assert [s["status"] for s in _sessions()] == ["done"]  # resume prints this result again, never calls again
+
+
+def test_a_batch_line_whose_result_came_after_a_refused_request_carries_the_warning(tmp_path: Path) -> None:
+    """``call``'s one warning, in the line's own document: a batch's stderr mixes its flows."""
+    r = mcpcli("-s", picky("samples", tmp_path / "m.txt"), "batch", "-", input='{"tool": "summarize"}\n')
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout.splitlines()[0])
+    assert doc["status"] == "done", doc
+    assert "sampling-1" in doc["warning"] and doc["warning"].startswith("The server finished without an answer")
 
 
 def test_a_server_that_fails_after_the_refusal_leaves_the_session_waiting_as_before(tmp_path: Path) -> None:

@@ -53,7 +53,8 @@ def batch(
       {"line": 1, "id": 1, "exit": 0, "status": "done", "session_id": "…", "result": {…}}
 
     status is done (exit 0), tool_error (1, with "result"), input_required (3, with "needs": the pending requests
-    and an answers template) or failed (2, 4…, with "error"). stderr ends with a summary line. Exit code: 0 when
+    and an answers template) or failed (2, 4…, with "error"); a "warning" names what a pre-2026 server asked
+    mid-call and finished without. stderr ends with a summary line. Exit code: 0 when
     every flow exited 0, else the highest exit code of a flow; 130 on Ctrl-C (running flows keep their sessions).
 
     \b

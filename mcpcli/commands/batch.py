@@ -363,7 +363,10 @@ class Batch:
         code = int(outcome.exit_code)
         status = "done" if code == ExitCode.OK else "tool_error"
         session_id = outcome.session.id if outcome.session is not None else None
-        return self._head(line, code, status, session_id) | {"result": outcome.result}
+        doc = self._head(line, code, status, session_id) | {"result": outcome.result}
+        if (refusal := outcome.refusal()) is not None:
+            doc["warning"] = refusal  # a pre-2026 server finished without what it asked: as call's one warning
+        return doc
 
     def _needs(self, line: Line, need: Any) -> dict[str, Any]:
         from mcpcli.engine.answers import answers_template
