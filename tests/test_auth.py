@@ -197,25 +197,29 @@ def test_without_a_terminal_a_401_exits_4_with_the_login_command(
     assert "authorize" not in server.kinds()
 
 
-def test_auth_login_no_browser_prints_the_url_and_waits_for_the_redirect(
-    oauth: Any, home: Path, tmp_path: Path
-) -> None:
-    server = oauth()
+def _login_waiting(server: Any, tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
+    """``auth login --no-browser`` in its own process, once it has printed the sign-in URL (and waits for it)."""
     proc = subprocess.Popen(
         [PY, "-m", "mcpcli", "auth", "login", server.url, "--no-browser"],
         stderr=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
         text=True,
         cwd=ROOT,
         env={**os.environ, "BROWSER": str(tmp_path / "never-used")},
     )
     assert proc.stderr is not None
-    url = ""
     for line in proc.stderr:
         if line.strip().startswith(f"{server.issuer}/authorize?"):
-            url = line.strip()
-            break
-    assert url, "the sign-in URL was not printed"
+            return proc, line.strip()
+    proc.kill()
+    pytest.fail("the sign-in URL was not printed")
+
+
+def test_auth_login_no_browser_prints_the_url_and_waits_for_the_redirect(
+    oauth: Any, home: Path, tmp_path: Path
+) -> None:
+    proc, url = _login_waiting(oauth(), tmp_path)
     page = urllib.request.urlopen(url, timeout=20)  # the user pastes it into a browser
     assert "/callback?code=" in page.geturl()
     _out, err = proc.communicate(timeout=30)
@@ -237,22 +241,7 @@ def test_a_login_stopped_while_it_waits_for_the_browser_says_so_and_keeps_nothin
 ) -> None:
     """A supervisor's SIGTERM, a closed terminal or Ctrl-C while the sign-in waits: one line, the shell's exit code
     for the signal, no traceback, no half-stored login."""
-    server = oauth()
-    proc = subprocess.Popen(
-        [PY, "-m", "mcpcli", "auth", "login", server.url, "--no-browser"],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "BROWSER": str(tmp_path / "never-used")},
-    )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if line.strip().startswith(f"{server.issuer}/authorize?"):
-            break
-    else:
-        pytest.fail("the sign-in URL was not printed")
+    proc, _url = _login_waiting(oauth(), tmp_path)
     proc.send_signal(signum)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err
