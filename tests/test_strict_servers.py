@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PY, ROOT
+from conftest import PY, ROOT, demo_stdio
 
 PICKY = Path(__file__).resolve().parent / "picky.py"
 
@@ -105,6 +105,22 @@ def test_a_server_that_does_not_survive_the_probe_works_through_the_worker_and_k
     two = mcpcli("-s", kept, "--keep-alive", "call", "echo", "-a", "text=2")
     assert (two.returncode, two.stdout, two.stderr) == (0, "echo: 2\n", "")
     assert [run[0] for run in _starts(kept_record)] == ["server/discover", "initialize"]  # the second process kept
+
+
+def test_a_kept_server_that_speaks_2026_refusing_a_later_legacy_command_says_how_to_go_on(
+    warm: None, home: Path, tmp_path: Path
+) -> None:
+    """A kept server speaks one protocol to every command: a later ``--protocol legacy`` is refused by the server,
+    and the one line says why and what to do, not only what the SDK saw."""
+    kept = demo_stdio(tmp_path / "demo.key")
+    first = mcpcli("-s", kept, "--keep-alive", "call", "echo", "-a", "text=new")
+    assert (first.returncode, first.stdout) == (0, "new\n"), first.stderr
+    legacy = mcpcli("-s", kept, "--keep-alive", "--protocol", "legacy", "call", "echo", "-a", "text=old")
+    assert legacy.returncode == 4, legacy.stderr
+    assert "mcpcli worker restart" in legacy.stderr and "without --keep-alive" in legacy.stderr
+    assert "Traceback" not in legacy.stderr
+    again = mcpcli("-s", kept, "--keep-alive", "call", "echo", "-a", "text=still")
+    assert (again.returncode, again.stdout) == (0, "still\n"), again.stderr  # the kept server serves on
 
 
 # --- a complete result after a refused back-channel question ----------------------------------------------------------

@@ -239,7 +239,14 @@ async def connect(
                 if first_failure is not None and trip.error is None:
                     both = f"it failed on {first_failure}, then on {_second(mode)} ({_describe(exc)})"
                     raise _start_failure(target, log, both) from None
-                raise trip.error or _connect_failure(target, log, creds, exc, trip.http_status) from None
+                failure = trip.error or _connect_failure(target, log, creds, exc, trip.http_status)
+                if given == "legacy" and log is None and target.kind == "stdio" and isinstance(_inner(exc), MCPError):
+                    # A kept-alive server (no log of ours: the worker's) speaks one protocol to every command.
+                    failure.hint = (
+                        f"The kept-alive server {target.label} may already speak 2026-07-28 to an earlier command, "
+                        "and keeps to it: restart it (mcpcli worker restart) or run this without --keep-alive."
+                    )
+                raise failure from None
             break
         await stack.enter_async_context(attempt)
         if first_failure is not None and mode == "legacy":
