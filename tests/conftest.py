@@ -307,11 +307,11 @@ def hostile_http(tmp_path: Path) -> Iterator[Any]:
         server.stop()
 
 
-def wait_until(condition: Any, timeout: float = 30.0) -> bool:
-    """Whether ``condition()`` became true within ``timeout`` seconds (looked at every 50 ms)."""
+def wait_until(condition: Any, timeout: float = 30.0, *, step: float = 0.05) -> bool:
+    """Whether ``condition()`` became true within ``timeout`` seconds (looked at every ``step`` seconds)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return True
-        time.sleep(0.05)
+        time.sleep(step)
     return bool(condition())

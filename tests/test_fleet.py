@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, ROOT
+from conftest import PY, ROOT, wait_until
 
 from mcpcli.settings.config import Paths
 from mcpcli.state.store import Store, open_store
@@ -124,15 +124,6 @@ def create_waiting(host: Host, url: str, items: list[str]) -> dict[str, str]:
         return dict(pool.map(one, items))
 
 
-def wait_until(condition: Any, timeout: float = 60.0, step: float = 0.01) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return bool(condition())
-
-
 def kill_loop(
     store: Store, record: Path, hosts: list[Host], sessions: dict[str, str], logs: Path
 ) -> tuple[dict[str, list[float]], Counter[str]]:
@@ -149,7 +140,9 @@ def kill_loop(
     for n, (item, session_id) in enumerate(sessions.items()):
         victim_host, taker_host = hosts[n % len(hosts)], hosts[(n + 1) % len(hosts)]
         victim = victim_host.spawn("resume", session_id, "--answer", "sure=true")
-        assert wait_until(lambda item=item: answered_legs(record)[item] >= 1), victim.communicate(timeout=5)
+        assert wait_until(lambda item=item: answered_legs(record)[item] >= 1, 60.0, step=0.01), victim.communicate(
+            timeout=5
+        )
         holder = store.get(session_id)  # the driver: the front end itself, or the worker's child it forked
         assert holder.status == "running" and holder.lease_pid is not None, holder
         waiting = n % 2 == 1
@@ -157,7 +150,7 @@ def kill_loop(
         if waiting:
             said = logs / f"{item}.err"
             taker = taker_host.spawn("resume", session_id, "--answer", "sure=true", "--wait=60", stderr=said)
-            assert wait_until(lambda said=said: "Waiting up to" in said.read_text()), said.read_text()
+            assert wait_until(lambda said=said: "Waiting up to" in said.read_text(), 60.0, step=0.01), said.read_text()
         killed_at = time.time()
         os.kill(holder.lease_pid, signal.SIGKILL)
         if taker is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, ROOT, run_inprocess
+from conftest import PY, ROOT, run_inprocess, wait_until
 from test_durability import legs
 
 from mcpcli.settings.config import Paths
@@ -42,12 +42,7 @@ def _stopped(pid: int) -> bool:
 
 
 def _wait(condition: Any, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return bool(condition())
+    return wait_until(condition, timeout, step=0.02)  # a phase is short: looked at every 20 ms
 
 
 @pytest.mark.cold_only
