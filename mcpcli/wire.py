@@ -227,14 +227,26 @@ def socket_path(environ: Mapping[str, str] | None = None) -> Path:
 def own_private_dir(path: str) -> bool:
     """``path`` exists (created 0700 when missing), is a directory of this user's, and nobody else can enter it —
     under a shared ``/tmp`` another user could have made it first."""
+    return private_dir_problem(path) is None
+
+
+def private_dir_problem(path: str) -> str | None:
+    """Why ``path`` cannot hold this user's worker, in a few words (None: it can; created 0700 when missing). Nothing
+    is ever started or written in such a directory: whoever controls it could read or replace what is there."""
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
         info = os.lstat(path)
-    except OSError:
-        return False
+    except OSError as exc:
+        return f"it cannot be created or read ({exc.strerror or exc})"
     import stat
 
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
+    if not stat.S_ISDIR(info.st_mode):
+        return "it is not a directory" + (" (a symbolic link)" if stat.S_ISLNK(info.st_mode) else "")
+    if info.st_uid != os.getuid():
+        return f"it belongs to another user (uid {info.st_uid})"
+    if info.st_mode & 0o077:
+        return f"other users can enter it (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
 
 
 def package_dir() -> str:

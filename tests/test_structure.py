@@ -70,3 +70,45 @@ def test_no_module_over_600_lines() -> None:
     }
     assert len(sizes) > 50
     assert {path: lines for path, lines in sizes.items() if lines > MAX_LINES} == {}
+
+
+def _declared() -> set[str]:
+    """The distributions pyproject.toml names for the runtime and its extras (not test or dev tools), normalised."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    wanted = [*project["dependencies"], *(dep for name in ("postgres", "keyring") for dep in extras.get(name, ()))]
+    return {re.split(r"[\[<>=!~ ;]", dep, maxsplit=1)[0].lower().replace("_", "-") for dep in wanted}
+
+
+IMPORT_NAMES = {"mcp_types": "mcp-types"}
+"""Import names whose distribution is named otherwise (everything else imports as it is named)."""
+
+
+def test_every_third_party_package_mcpcli_imports_is_declared_in_pyproject() -> None:
+    """An import that works only because another package happens to bring its dependency (``cryptography`` arrived
+    through an extra of the SDK's) breaks the day that package stops bringing it."""
+    import ast
+    import sys
+
+    imported: dict[str, str] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                else []
+            )
+            for name in names:
+                top = name.split(".")[0]
+                if top != "mcpcli" and top not in sys.stdlib_module_names:
+                    imported.setdefault(top, str(path.relative_to(PACKAGE.parent)))
+    declared = _declared()
+    undeclared = {
+        top: where for top, where in imported.items() if IMPORT_NAMES.get(top, top).replace("_", "-") not in declared
+    }
+    assert not undeclared, f"imported by mcpcli but not declared in pyproject.toml: {undeclared}"

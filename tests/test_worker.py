@@ -532,3 +532,30 @@ def test_a_worker_started_beside_an_mcpcli_directory_runs_the_installed_mcpcli(
     assert started.returncode == 0, started.stderr
     assert socket_path().exists()
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("whose", ["open to others", "another user's"])
+def test_worker_status_and_start_in_a_directory_others_control_say_why_and_how_to_choose_another(
+    worker_dir: Path, whose: str
+) -> None:
+    """Nothing is started or written in a worker directory that someone else controls; ``worker status`` must not
+    promise that a worker starts with the next command, nor name a log inside that directory."""
+    if whose == "another user's":
+        if os.getuid() != 0:
+            pytest.skip("needs root to give the directory to another user")
+        os.chown(worker_dir, 65534, 65534)
+        worker_dir.chmod(0o700)
+        expected = "it belongs to another user (uid 65534)"
+    else:
+        worker_dir.chmod(0o777)
+        expected = "other users can enter it (mode 0777)"
+    status = mcpcli("worker", "status")
+    assert status.returncode == 0, status.stderr
+    assert f"No worker can run in {worker_dir}: {expected}" in status.stderr
+    assert "MCPCLI_WORKER_DIR=" in status.stderr
+    assert "next server command" not in status.stderr and ".log" not in status.stderr
+    assert expected in json.loads(mcpcli("worker", "status", "--json").stdout)["unusable"]
+    started = mcpcli("worker", "start")
+    assert started.returncode == 4
+    assert started.stderr.strip().splitlines() == status.stderr.strip().splitlines()
+    assert sorted(p.name for p in worker_dir.iterdir()) == []

@@ -41,6 +41,20 @@ def _say(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
+def _unusable() -> str | None:
+    """Why no worker can run in this user's worker directory (another user's, or open to others), with how to pick
+    another one; None when one can. Such a directory is never written to, so nothing in it (a log) is named."""
+    from mcpcli.wire import WORKER_DIR_ENV, private_dir_problem, worker_dir
+
+    directory = worker_dir()
+    if (problem := private_dir_problem(directory)) is None:
+        return None
+    return (
+        f"No worker can run in {directory}: {problem}, so server commands run without one."
+        f" Choose a directory of your own: export {WORKER_DIR_ENV}=~/.cache/mcpcli-worker"
+    )
+
+
 @worker_app.command("status")
 def status(json_out: Json = False) -> None:
     """Whether this user's worker runs: pid, version, uptime, commands served, homes served, memory, its socket and
@@ -54,12 +68,19 @@ def status(json_out: Json = False) -> None:
         reply["relay"] = relay
     if json_out:
         shown = {**(reply or {"socket": str(path)}), "running": reply is not None}  # the worker's "running" counts
+        if reply is None and (problem := _unusable()) is not None:
+            shown["unusable"] = problem
         if reply is not None:
             shown["commands_running"] = reply.get("running")  # its commands: not whether it runs
         sys.stdout.write(json.dumps(shown) + "\n")
         raise typer.Exit(0)
     if reply is None:
-        _say(f"No worker is running (socket {path}). It starts with the next server command, or: mcpcli worker start")
+        if (problem := _unusable()) is not None:
+            _say(problem)
+        else:
+            _say(
+                f"No worker is running (socket {path}). It starts with the next server command, or: mcpcli worker start"
+            )
         raise typer.Exit(0)
     uptime = time.time() - float(reply.get("started", time.time()))  # type: ignore[arg-type]
     sys.stdout.write(
@@ -98,6 +119,9 @@ def start() -> None:
     if ask(path, "status") is not None:  # type: ignore[arg-type]
         _say("The worker is already running.")
         return
+    if (problem := _unusable()) is not None:
+        _say(problem)
+        raise typer.Exit(4)
     start(asked=True)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:

@@ -260,7 +260,7 @@ def check(schema: Mapping[str, Any], arguments: Mapping[str, Any], what: str) ->
     if _simple(schema):
         _check_simple(schema, arguments, what)
         return
-    import jsonschema  # the SDK's own dependency; imported only when the schema needs it
+    import jsonschema  # imported only when the schema needs it
 
     try:
         validator_cls = jsonschema.validators.validator_for(schema)
