@@ -33,7 +33,7 @@ class NextStep:
 
 
 class ExitCode(IntEnum):
-    """The exit codes of DESIGN.md §Output and exit codes."""
+    """The exit codes the README's table documents."""
 
     OK = 0
     TOOL_ERROR = 1
@@ -132,7 +132,7 @@ def rpc_error(code: int, message: str, what: str = "The server answered with an 
 
 
 def error_document(exc: McpcliError) -> dict[str, object]:
-    """The error as data for ``--json`` (DESIGN.md §Errors as data): what the stderr line says, and the exit code."""
+    """The error as data for ``--json`` (README: errors as data): what the stderr line says, and the exit code."""
     error: dict[str, object] = {"message": exc.message, "hint": exc.hint, "exit_code": int(exc.exit_code)}
     if exc.session_id is not None:
         error["session_id"] = exc.session_id

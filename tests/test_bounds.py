@@ -1,4 +1,4 @@
-"""Bounded by default (DESIGN.md §Bounds): hostile raw servers (tests/hostile.py) over stdio and HTTP on 127.0.0.1,
+"""Bounded by default: hostile raw servers (tests/hostile.py) over stdio and HTTP on 127.0.0.1,
 and SDK servers, against a real ``mcpcli`` process. Nothing hangs, nothing is read without bound, long server text
 is cut on a terminal, and what each server negotiated is remembered."""
 

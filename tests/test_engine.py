@@ -1,4 +1,4 @@
-"""Many flows in one process (issue 14, item 4): each flow its own lease owner, store calls off the event loop,
+"""Many flows in one process: each flow its own lease owner, store calls off the event loop,
 the lease heartbeat a task — against real parts: the in-process demo server (the SDK's MCPServer), a real SQLite
 file and a real PostgreSQL (``pg_url``)."""
 

@@ -436,7 +436,7 @@ def test_a_stdout_that_cannot_encode_the_result_gets_escapes_not_an_internal_err
 def test_with_json_a_command_line_that_cannot_be_parsed_is_an_error_document_too(
     process: Any, args: tuple[str, ...], message: str, where: str
 ) -> None:
-    """Agents read stdout: Click's own usage errors are errors as data like any other (DESIGN.md)."""
+    """Agents read stdout: Click's own usage errors are errors as data like any other (README: errors as data)."""
     r = process("--json", *args)
     assert r.code == 2
     error = r.json()["error"]

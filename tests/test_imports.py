@@ -2,7 +2,7 @@
 
 ``mcp`` (and its ``mcp_types``) costs 0.2–0.7 s to import and ``textual`` as
 much again, so ``--help``, ``--version`` and ``sessions list`` must not import
-them; and the core modules must never pull in the UI (DESIGN.md §Layout).
+them; and the core modules must never pull in the UI (ARCHITECTURE.md §Layout).
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def test_the_tui_options_in_help_import_neither_the_sdk_nor_textual(argv: tuple[
 
 
 def test_the_import_contract_holds() -> None:
-    """DESIGN.md §Layout as ``lint-imports`` checks it (pyproject.toml): front ends over command bodies over the
+    """ARCHITECTURE.md §Layout as ``lint-imports`` checks it (pyproject.toml): front ends over command bodies over the
     runtime and the terminal over the core; the core imports no UI toolkit, no command body and no front end."""
     lint = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
     if not Path(lint).exists():
@@ -162,7 +162,7 @@ def test_the_import_contract_holds() -> None:
 
 def _core_files() -> list[Path]:
     """The core's source files: everything under mcpcli/ but the front ends, the command bodies, the runtime and
-    the terminal (DESIGN.md §Layout)."""
+    the terminal (ARCHITECTURE.md §Layout)."""
     package = ROOT / "mcpcli"
     front = {"cli", "tui", "worker", "commands", "terminal", "runtime.py", "__main__.py"}
     core = [p for p in package.rglob("*.py") if p.relative_to(package).parts[0] not in front]

@@ -219,7 +219,7 @@ def test_a_call_to_the_node_server_prints_its_result_and_exits_without_idling(ev
 def test_the_ts_servers_task_tool_runs_as_a_2025_task_and_its_question_is_answered_by_a_preset(
     process: Any, everything: str
 ) -> None:
-    # It used to fail with -32601 "requires task augmentation" (issue 15): its execution.taskSupport is required.
+    # It used to fail with -32601 "requires task augmentation": its execution.taskSupport is required.
     r = process("call", "simulate-research-query", "-a", "topic=x", "-s", everything)
     assert r.code == 0 and "# Research Report: x" in r.out, r.err
     assert "Gathering sources" in r.err

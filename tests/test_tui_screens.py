@@ -27,7 +27,7 @@ from mcpcli.tui.start import StartScreen
 pytestmark = pytest.mark.anyio
 
 FIRST_PAINT_TARGET = 0.5
-"""Seconds from the server's reply to the first painted form (issue 4)."""
+"""Seconds from the server's reply to the first painted form."""
 
 
 @pytest.fixture

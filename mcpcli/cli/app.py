@@ -79,7 +79,7 @@ def global_values(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) -> None:
-    """Run a command body; ``json``: a failure is also a JSON object on stdout (DESIGN.md §Errors as data)."""
+    """Run a command body; ``json``: a failure is also a JSON object on stdout (the README's errors as data)."""
     raise typer.Exit(int(guarded(body, debug, json=json)))
 
 
@@ -102,7 +102,7 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
     """Run the command line and exit with its code — here and in the worker's child alike.
 
     With ``--json``, a command line Click cannot parse (an unknown option, a bad value) is also a JSON error
-    document on stdout (DESIGN.md §Errors as data), as every other failure is: agents read stdout."""
+    document on stdout (the README's errors as data), as every other failure is: agents read stdout."""
     words = argv[: argv.index("--")] if "--" in argv else argv
     if words and words[0] == "resume" and "--wait" in words:  # --wait[=SECONDS]: the bare flag waits the default
         from mcpcli.state.keeper import WAIT_DEFAULT

@@ -50,7 +50,7 @@ class Presets:
 
     interactive = False
     explicit = True
-    """Answers given for this run win over replayed ones (DESIGN.md §Answering)."""
+    """Answers given for this run win over replayed ones (the README's answering order)."""
 
     @classmethod
     def parse(

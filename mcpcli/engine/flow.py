@@ -1,4 +1,4 @@
-"""The hand-run input-required loop (PROTOCOL.md): call, answer, persist, retry — until a result.
+"""The hand-run input-required loop of MCP 2026-07-28: call, answer, persist, retry — until a result.
 
 ``Flow`` knows the answer sources (through the small ``AnswerSource`` interface)
 and the session store, not how answers are collected. Every round is committed
@@ -448,7 +448,7 @@ class Flow:
         return answers
 
     async def _ask(self, question: Question, *, interactive: bool) -> t.InputResponse | None:
-        """The first answer, in DESIGN.md's order: what the user gave for this run, replay, then the rest.
+        """The first answer, in the README's order: what the user gave for this run, replay, then the rest.
 
         Replay comes before every other source so that a restarted flow never asks a person, or bills an LLM,
         twice for a question already answered.

@@ -1,4 +1,4 @@
-"""The bounds every connection runs under (DESIGN.md §Bounds), and the one line that says which was reached.
+"""The bounds every connection runs under (each configurable), and the one line that says which was reached.
 
 ``Bounds`` is read once per command from ``[limits]`` in ``config.toml`` with environment overrides; the
 transports (``mcpcli.net.transports``) enforce it and, when one trips, record it on a ``Tripwire``. A limit that

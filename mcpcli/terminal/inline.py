@@ -1,6 +1,6 @@
 """Inline terminal prompts: answering one elicitation form line by line on stderr.
 
-This is the "the user" answer source of DESIGN.md §Answering when ``--tui`` is
+This is the "the user" answer source of the answering order when ``--tui`` is
 not given. It owns the conversation only: what a field means and which values
 fit comes from ``forms``, and every server string is shown through
 ``display`` — the message, titles, descriptions and labels are untrusted, so
@@ -133,7 +133,7 @@ def ask_form(
 
 def refuse_form(term: Terminal, message: str, why: str, *, server_label: str | None = None) -> FormOutcome:
     """A form mcpcli cannot fill in (a nested object, an impossible bound...): say why, and offer what is always
-    offered — decline or cancel (DESIGN.md §Answering) — rather than end the run with the server's mistake."""
+    offered — decline or cancel (the README's answering rules) — rather than end the run with the server's mistake."""
     _print_header(term.console, message, server_label, with_help=False)
     term.console.print(Text.assemble(("  This form cannot be filled in here: ", "yellow"), shown(why)))
     while True:

@@ -78,7 +78,7 @@ class FieldWidget(Vertical):
 
     def compose(self) -> ComposeResult:
         # One label (title, required mark, hint, description, secret warning) rather than a widget for each:
-        # a 14-field form is then painted in a fraction of the time (issue 4 wants it within 0.5 s).
+        # a 14-field form is then painted in a fraction of the time (wanted within 0.5 s).
         # Each space ends a piece rather than starting the next: SVG renderers drop a text run's leading spaces,
         # and the snapshots read "HomepageURI" when the hint began with them.
         label = plain(f"{self.spec.title} ", "bold")

@@ -38,7 +38,7 @@ Action = Literal["accept", "decline", "cancel"]
 
 EAGER_FIELDS = 6
 """Fields mounted with the screen; the rest follow right after its first paint (``Lazy``), so that even a long
-form is on screen within a fraction of a second of the server's reply (issue 4's target is 0.5 s)."""
+form is on screen within a fraction of a second of the server's reply (target: 0.5 s)."""
 RoundAnswers = dict[str, t.ElicitResult]
 """What the round screen returns: an answer for every request key it was shown."""
 
