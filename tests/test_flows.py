@@ -509,3 +509,12 @@ def test_a_pre_2026_result_that_is_no_error_after_the_refusal_stands_with_one_wa
     said = [line for line in r.err.splitlines() if line.startswith("warning:")]
     assert len(said) == 1 and "elicitation-1 (nobody could answer)" in said[0], r.err
     assert only_session().status == "done"  # resume prints this result again, never calls again
+
+
+def test_a_bad_answer_to_a_pre_2026_question_the_tool_then_fails_on_exits_2_and_keeps_the_question_waiting(
+    process: Any,
+) -> None:
+    r = process("-s", shop(), "--protocol", "legacy", "call", "order", "-a", "item=mug", "--answer", "quantity=abc")
+    assert r.code == 2, r.err
+    assert "must be an integer" in r.err and "Error calling tool" not in r.out + r.err
+    assert only_session().status == "waiting"
