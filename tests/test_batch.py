@@ -4,11 +4,12 @@ stdio; tests/servers.py's recorder and pre-2026 ``legacy_only``), a real store a
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Result, demo_stdio, run_inprocess, run_process, stdio_server
+from conftest import PY, Result, demo_stdio, run_inprocess, run_process, stdio_server
 
 from mcpcli.commands.batch import MAX_FLOWS, MAX_LINE_BYTES
 from mcpcli.settings.config import Paths
@@ -228,6 +229,26 @@ def test_a_pre_2026_server_answers_every_flow_over_its_own_connection() -> None:
     unanswered = run_inprocess("batch", "-s", stdio_server("legacy_only"), stdin=jsonl(*[{"tool": "provision"}]))
     (doc,) = lines_of(unanswered)
     assert (unanswered.code, doc["status"], list(doc["needs"]["pending"])) == (3, "input_required", ["elicitation-1"])
+
+
+def test_a_pre_2026_flow_that_fails_without_its_answer_needs_input_in_its_line_and_resume_finishes_it() -> None:
+    """fastmcp 4.x (tests/data/fastmcp_shop.py): ``order`` fails its call with an isError result when its question is
+    refused, ``order_one`` finishes anyway. Through a real process, so the warm pass runs it through the worker."""
+    shop = shlex.join([PY, str(Path(__file__).resolve().parent / "data" / "fastmcp_shop.py")])
+    stdin = jsonl(
+        {"tool": "order", "arguments": {"item": "mug"}, "id": "a"},
+        {"tool": "order_one", "arguments": {"item": "cup"}, "id": "b"},
+    )
+    r = run_process("-s", shop, "--protocol", "legacy", "batch", "-", stdin=stdin)
+    assert r.code == 3, r.err
+    docs = {doc["id"]: doc for doc in lines_of(r)}
+    parked, done = docs["a"], docs["b"]
+    assert (parked["exit"], parked["status"], "result" in parked) == (3, "input_required", False), parked
+    assert parked["needs"]["answers_template"] == {"elicitation-1.quantity": None}
+    assert (done["exit"], done["status"]) == (0, "done"), done
+    assert text_of(done).startswith("ordered 1 x cup") and "elicitation-1" in done["warning"]
+    again = run_process("resume", parked["session_id"], "--answer", "quantity=5")
+    assert (again.code, again.out) == (0, "ordered 5 x mug\n"), again.err
 
 
 @pytest.mark.slow

@@ -444,3 +444,77 @@ def test_with_json_a_command_line_that_cannot_be_parsed_is_an_error_document_too
     assert "Usage: " in r.err  # the person still gets Click's usage lines
     plain = process(*args)
     assert plain.code == 2 and plain.out == ""
+
+
+# --- a pre-2026 server's question nobody could answer, mid-call (issue 32) -------------------------------------------
+# Through real processes, so that the warm pass runs them through the worker. fastmcp 4.x (tests/data/fastmcp_shop.py)
+# and the SDK's own server (tests/servers.py calls_back), both forced to 2025-11-25.
+
+SHOP = Path(__file__).resolve().parent / "data" / "fastmcp_shop.py"
+
+
+def shop() -> str:
+    import shlex
+
+    return shlex.join([PY, str(SHOP)])
+
+
+def test_a_pre_2026_tool_that_fails_without_its_answer_is_parked_and_resume_runs_it_again_with_the_answer(
+    process: Any,
+) -> None:
+    """fastmcp ends the call with its own isError result ("Error calling tool 'order': The user is not available to
+    answer."): what the call waits on is the question, not that result."""
+    r = process("-s", shop(), "--protocol", "legacy", "call", "order", "-a", "item=mug", "--no-input", "--json")
+    assert r.code == 3, r.err
+    doc = r.json()
+    assert doc["status"] == "input_required" and list(doc["pending"]) == ["elicitation-1"]
+    assert doc["answers_template"] == {"elicitation-1.quantity": None}
+    assert "Error calling tool" not in r.out + r.err and "warning:" not in r.err
+    session = only_session()
+    assert (session.id, session.status) == (doc["session_id"], "waiting")
+    again = process("resume", session.id, "--answer", "quantity=2")
+    assert (again.code, again.out) == (0, "ordered 2 x mug\n"), again.err
+    assert "warning:" not in again.err
+    assert only_session().status == "done"
+    last = store().rounds(session.id)[-1]  # the call asked again, answered over the back-channel this time
+    assert (last.attempt, last.requests["elicitation-1"]["method"]) == (2, "elicitation/create")
+    assert last.answers == {"elicitation-1": {"action": "accept", "content": {"quantity": 2}}}
+
+
+@pytest.mark.parametrize(
+    ("target", "flow", "answer", "printed"),
+    [
+        (stdio_server("calls_back"), ("call", "ask"), "n=4", "got accept 4\n"),
+        (shop(), ("read", "shop://order/cup"), "quantity=3", "ordered 3 x cup\n"),
+    ],
+    ids=["sdk-tool", "fastmcp-resource"],
+)
+def test_a_pre_2026_leg_that_fails_with_a_json_rpc_error_without_its_answer_is_parked_too(
+    process: Any, target: str, flow: tuple[str, ...], answer: str, printed: str
+) -> None:
+    r = process("-s", target, "--protocol", "legacy", *flow, "--no-input", "--json")
+    assert r.code == 3, r.err
+    doc = r.json()
+    assert doc["status"] == "input_required" and list(doc["pending"]) == ["elicitation-1"]
+    assert only_session().status == "waiting"
+    again = process("resume", doc["session_id"], "--answer", answer)
+    assert (again.code, again.out) == (0, printed), again.err
+    assert only_session().status == "done"
+
+
+def test_a_pre_2026_result_that_is_no_error_after_the_refusal_stands_with_one_warning(process: Any) -> None:
+    r = process("-s", shop(), "--protocol", "legacy", "call", "order_one", "-a", "item=mug", "--no-input")
+    assert r.code == 0, r.err
+    assert r.out == "ordered 1 x mug (nobody said how many: The user is not available to answer.)\n"
+    said = [line for line in r.err.splitlines() if line.startswith("warning:")]
+    assert len(said) == 1 and "elicitation-1 (nobody could answer)" in said[0], r.err
+    assert only_session().status == "done"  # resume prints this result again, never calls again
+
+
+def test_a_bad_answer_to_a_pre_2026_question_the_tool_then_fails_on_exits_2_and_keeps_the_question_waiting(
+    process: Any,
+) -> None:
+    r = process("-s", shop(), "--protocol", "legacy", "call", "order", "-a", "item=mug", "--answer", "quantity=abc")
+    assert r.code == 2, r.err
+    assert "must be an integer" in r.err and "Error calling tool" not in r.out + r.err
+    assert only_session().status == "waiting"

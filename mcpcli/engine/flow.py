@@ -37,8 +37,8 @@ from mcpcli.engine.steps import (
     Outcome,
     Question,
     Reporter,
-    dressed_error,
     dump,
+    failed_result,
     for_server,
     innermost,
     is_legacy,
@@ -290,9 +290,10 @@ class Flow:
         finished = False
         try:
             result = await self._leg(call, responses, state)
-            # A refusal the server hands back as a tool result (the TypeScript SDK dresses a JSON-RPC error so) is
-            # the call failing after the refusal, not a result: the flow waits, as for any failed leg.
-            finished = not (self.back_channel_failed or self._back_channel_refused) or not dressed_error(result)
+            # An isError result after a refusal is the call failing for want of its answer, however the server
+            # words it (fastmcp: "Error calling tool …", the TypeScript SDK: "MCP error -32600: …"): the flow waits,
+            # as for a JSON-RPC error, and resume calls again with the answer. Only a result that is no error stands.
+            finished = not (self.back_channel_failed or self._back_channel_refused) or not failed_result(result)
             return result
         finally:
             await self._settle_back_channel(finished=finished)

@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from mcpcli.display import some_of
-from mcpcli.errors import DRESSED_RPC_ERROR, Action, ExitCode, McpcliError, NextStep, ServerError
+from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -279,10 +279,7 @@ class FlowSteps(Protocol):
         ...
 
 
-def dressed_error(result: Any) -> bool:
-    """Whether ``result`` is an ``isError`` tool result whose one text is a JSON-RPC error (``MCP error -32600: …``)."""
-    content = getattr(result, "content", None)
-    if not getattr(result, "is_error", False) or not isinstance(content, list) or len(content) != 1:
-        return False
-    text = getattr(content[0], "text", None)
-    return isinstance(text, str) and DRESSED_RPC_ERROR.fullmatch(text.strip()) is not None
+def failed_result(result: Any) -> bool:
+    """Whether a flow leg's result is a failure: a tool result marked ``isError`` (a prompt or a resource fails
+    only with a JSON-RPC error)."""
+    return getattr(result, "is_error", None) is True
