@@ -90,7 +90,7 @@ async def test_the_demo_onboarding_is_completed_with_the_keyboard_alone_and_bad_
         await pilot.press("ctrl+s")  # the confirmation's default (yes) is pre-filled
 
         run = await finished(pilot)
-        assert "Onboarded team 'data' with 1 workspace root(s)" in shown_text(run)
+        assert "Onboarded team 'data' with 1 workspace root:" in shown_text(run)
         await pilot.press("enter")
     assert app.return_value is not None and app.return_value.code == 0
     details = json.loads(result_text(app).splitlines()[1])
