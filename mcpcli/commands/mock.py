@@ -30,8 +30,11 @@ async def mock(rt: Runtime, files: list[str], *, http: str | None, max_mb: float
 
     what = served(recordings)
     if not what.flows and not what.listings:
-        raise UsageError(f"{'The recording holds' if len(recordings) == 1 else 'The recordings hold'} nothing to serve: no listing,"
-            " no finished flow.", hint=None)
+        raise UsageError(
+            f"{'The recording holds' if len(recordings) == 1 else 'The recordings hold'} nothing to serve: no listing,"
+            " no finished flow.",
+            hint=None,
+        )
     server = build_server(recordings)
     if address is None:
         await serve_stdio(server)

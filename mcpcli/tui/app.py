@@ -64,7 +64,7 @@ class McpcliApp(App[TuiExit]):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "mcpcli"
     ENABLE_COMMAND_PALETTE = False
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (SHORT_ROWS, "-tall")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_ROWS, "-tall")]  # noqa: RUF012 (Textual types it as an instance attribute)
     """Every screen has the class ``-short`` under ``SHORT_ROWS`` rows (a compact layout: ``app.tcss``)."""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True),

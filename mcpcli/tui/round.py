@@ -290,7 +290,9 @@ class RoundScreen(Screen[RoundAnswers | None]):
     def compose(self) -> ComposeResult:
         info = self.info
         with Vertical(id="round-header"):
-            title = plain(f"{info.server} asks {counted(len(self.questions), 'question')} ", "bold")  # the space ends a run
+            title = plain(
+                f"{info.server} asks {counted(len(self.questions), 'question')} ", "bold"
+            )  # the space ends a run
             yield Static(title + plain(f"· round {info.round}"), id="round-title")
             yield Static(plain(f"{info.method} {info.name} {compact_json(info.arguments)}"), classes="muted")
             yield Static(plain(f"session {info.session_id}"), classes="muted")
