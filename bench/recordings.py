@@ -80,7 +80,7 @@ def recording_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
         subprocess.run(batch, env=env, cwd=ROOT, capture_output=True, check=True, timeout=300)
         script = tmp / "sdk_sequential.py"
         script.write_text(SDK_SEQUENTIAL, encoding="utf-8")
-        expect = f"Equal: {FLOWS + 1} exchange(s), {2 * FLOWS + 1} round(s) of {recorded} replayed against {demo}."
+        expect = f"Equal: {FLOWS + 1} exchanges, {2 * FLOWS + 1} rounds of {recorded} replayed against {demo}."
         ours, base = alternate(
             max(3, runs // 3),
             lambda: run_once([*mcpcli, "replay", str(recorded), "-s", demo], env, expect),

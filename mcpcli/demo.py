@@ -166,7 +166,8 @@ def onboard_step(team: str) -> Step:
         uris = [r.get("uri", "?") for r in roots.get("roots", [])]
         public = {k: v for k, v in details.items() if k != "passphrase"}
         return (
-            f"Onboarded team {team!r} with {len(uris)} workspace root(s): {', '.join(uris) or 'none'}.\n"
+            f"Onboarded team {team!r} with {len(uris)} workspace root{'' if len(uris) == 1 else 's'}:"
+            f" {', '.join(uris) or 'none'}.\n"
             f"{json.dumps(public, sort_keys=True)}"
         )
 

@@ -150,3 +150,9 @@ def progress_numbers(progress: float, total: float | None) -> tuple[float, float
     """A server's progress notification made drawable: a total that is missing (optional in MCP), zero or negative
     is unknown (a count without a bar's end); a negative count is 0."""
     return max(progress, 0.0), (total if total is not None and total > 0 else None)
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``1 question``, ``2 questions``, ``0 flows`` — a count with its noun in the right number (``plural`` when the
+    noun does not just take an s: ``counted(n, "entry", "entries")``)."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"

@@ -481,8 +481,11 @@ def defaults(fields: Sequence[FieldSpec]) -> dict[str, Any]:
     return result
 
 
-def constraint_hint(field: FieldSpec) -> str:
-    """A short reminder of what the field accepts, e.g. ``integer 1–10`` or ``YYYY-MM-DD``; shared by every UI."""
+def constraint_hint(field: FieldSpec, *, typed: bool = True) -> str:
+    """A short reminder of what the field accepts, e.g. ``integer 1–10`` or ``YYYY-MM-DD``; shared by every UI.
+
+    ``typed``: the answer is typed as text (the inline prompts), so a yes/no is ``y/n`` and several choices are
+    comma-separated; the app picks them with a switch or a checklist instead."""
     if field.kind in ("number", "integer"):
         low, high = field.minimum, field.maximum
         if low is not None and high is not None:
@@ -491,12 +494,13 @@ def constraint_hint(field: FieldSpec) -> str:
             return f"{field.kind} {'≥ ' + _num(low) if low is not None else '≤ ' + _num(high or 0)}"
         return field.kind
     if field.kind == "boolean":
-        return "y/n"
+        return "y/n" if typed else ""
     if field.kind == "select":
         return "pick one"
     if field.kind == "multiselect":
         low, high = field.min_items, field.max_items
-        return "pick any, comma-separated" + (f"; {_range(low, high, 'choice')}" if low or high is not None else "")
+        how = "pick any, comma-separated" if typed else "pick any"
+        return how + (f"; {_range(low, high, 'choice')}" if low or high is not None else "")
     hints = {"email": "email", "uri": "URI", "date": "YYYY-MM-DD", "date-time": "YYYY-MM-DDTHH:MM:SS, ISO 8601"}
     parts = [hints[field.format or ""]] if field.format in hints else []
     if field.min_length or field.max_length is not None:

@@ -341,7 +341,7 @@ def test_ctrl_c_stops_every_running_flow_keeps_their_sessions_and_exits_130(tmp_
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert out == ""  # no flow finished
-    assert "3 running flow(s) stopped, 3 kept their sessions" in err
+    assert "3 running flows stopped, 3 kept their sessions" in err
     sessions = open_store(None, Paths.from_env().store_file).list()
     assert len(sessions) == 3 and {s.status for s in sessions} == {"waiting"}
     assert all(s.lease_owner is None for s in sessions)

@@ -139,7 +139,7 @@ def test_every_field_kind_through_presets_over_three_rounds_with_roots(cli: Any,
         str(tmp_path),
     )
     assert r.code == 0, r.err
-    assert f"1 workspace root(s): {tmp_path.resolve().as_uri()}" in r.out
+    assert f"1 workspace root: {tmp_path.resolve().as_uri()}" in r.out
     sent = store().rounds(only_session().id)
     assert [list(x.requests) for x in sent] == [["details"], ["confirm"], ["roots"]]
     content = dict(sent[0].answers["details"]["content"])

@@ -72,7 +72,7 @@ def test_a_recorded_demo_flow_replays_equal_and_says_so_in_json(cli: Any, tmp_pa
     assert cli("--record", str(path), *PROVISION).code == 0
     r = cli("replay", str(path))
     assert r.code == 0, r.err
-    assert r.out.startswith("Equal: 2 exchange(s), 3 round(s)")
+    assert r.out.startswith("Equal: 2 exchanges, 3 rounds")
     doc = cli("replay", str(path), "--json").json()
     assert doc["status"] == "equal" and [x["label"] for x in doc["exchanges"]] == ["tools/list", "tools/call provision"]
 
@@ -368,7 +368,7 @@ def test_a_flow_recorded_from_a_resume_is_skipped_with_a_note(cli: Any, tmp_path
     path = tmp_path / "resumed.ndjson"
     assert cli("--record", str(path), "resume", waiting.json()["session_id"], "-A", "region=x").code == 0
     r = cli("replay", str(path))
-    assert "Skipping 1 flow(s) recorded from a retry on (a resume)" in r.err
+    assert "Skipping 1 flow recorded from a retry on (a resume)" in r.err
 
 
 # --- comparing, unit by unit -----------------------------------------------------------------------------------------

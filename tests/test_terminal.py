@@ -152,7 +152,7 @@ def test_every_field_kind_of_onboard_is_answered_at_the_prompts_and_roots_come_f
     term.answer(CONFIRM, "")
     assert term.finish() == 0, term.seen
     assert "hunter2secret" not in term.seen
-    assert f"Onboarded team 'core' with 1 workspace root(s): {workspace.resolve().as_uri()}." in term.seen
+    assert f"Onboarded team 'core' with 1 workspace root: {workspace.resolve().as_uri()}." in term.seen
     assert '"channels": ["email"]' in term.seen
     assert '"seats": 5' in term.seen
     assert "passphrase" not in term.seen.split("Onboarded team")[1]  # the demo keeps it to itself

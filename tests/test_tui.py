@@ -90,7 +90,7 @@ async def test_the_demo_onboarding_is_completed_with_the_keyboard_alone_and_bad_
         await pilot.press("ctrl+s")  # the confirmation's default (yes) is pre-filled
 
         run = await finished(pilot)
-        assert "Onboarded team 'data' with 1 workspace root(s)" in shown_text(run)
+        assert "Onboarded team 'data' with 1 workspace root:" in shown_text(run)
         await pilot.press("enter")
     assert app.return_value is not None and app.return_value.code == 0
     details = json.loads(result_text(app).splitlines()[1])
@@ -294,7 +294,7 @@ async def test_a_required_yes_no_question_is_asked_not_answered_false_for_the_us
         form = await screen_of(pilot, RoundScreen)
         sure = field(form, "sure")
         submit = form.query_one("#submit", Button)
-        assert submit.disabled and "1 field to fix" in shown_text(form)  # untouched is not "no"
+        assert submit.disabled and "1 field to fill in" in shown_text(form)  # untouched is not "no"
         await pilot.press("ctrl+s")
         assert app.screen is form and "is required" in shown_text(sure)
         sure.query_one(Select).value = False  # the user picks "No"

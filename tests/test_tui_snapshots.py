@@ -84,6 +84,26 @@ def test_a_required_yes_no_question_waits_for_a_pick(snap_compare: Any) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+def test_the_form_at_40x10_shows_the_focused_field_and_its_question(snap_compare: Any) -> None:
+    app = make_app(CallJob("tools/call", "provision", arguments={"name": "orders"}))
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await screen_of(pilot, RoundScreen)
+        await pilot.press(*"eu-")
+        await settled(pilot)
+
+    assert snap_compare(app, terminal_size=(40, 10), run_before=run_before)
+
+
+def test_a_long_form_at_40x10_scrolled_to_a_later_field_with_its_label(snap_compare: Any) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await screen_of(pilot, RoundScreen)
+        await pilot.press("tab", "tab", "tab", "tab", "shift+tab")  # back up to "start": its label shows too
+        await settled(pilot)
+
+    assert snap_compare(onboard(), terminal_size=(40, 10), run_before=run_before)
+
+
 def test_a_round_of_two_requests(snap_compare: Any) -> None:
     app = make_app(CallJob("tools/call", "trip", arguments={"city": "Oslo"}), server=rounds_server())
 

@@ -158,6 +158,8 @@ def _run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJo
     ended = app.run()
     if ended is None:
         return 0
+    if ended.interrupted:  # Ctrl-C in the app: stopped here as inline (``until_stopped``: the note, exit 130)
+        raise KeyboardInterrupt
     if ended.error is not None:
         raise ended.error
     if ended.need is not None:

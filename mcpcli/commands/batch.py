@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from mcpcli.display import counted
 from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError
 
 if TYPE_CHECKING:
@@ -491,10 +492,11 @@ def interrupted(rt: Runtime, stopped: list[Flow], what: str) -> None:
     kept = [f.session.id for f in stopped if f.session is not None and f.keeper.saved]
     if kept:
         text = (
-            f"{what}; {len(stopped)} running flow(s) stopped, {len(kept)} kept their sessions:"
+            f"{what}; {counted(len(stopped), 'running flow')} stopped, {len(kept)} kept"
+            f" {'its session' if len(kept) == 1 else 'their sessions'}:"
             f" {', '.join(kept[:5])}{', …' if len(kept) > 5 else ''}. Continue them with: mcpcli resume ID"
             " (mcpcli sessions list --waiting)"
         )
     else:
-        text = f"{what}; {len(stopped)} running flow(s) stopped, none had a session to keep."
+        text = f"{what}; {counted(len(stopped), 'running flow')} stopped, none had a session to keep."
     rt.out.err.print(Text(text), markup=False, highlight=False)

@@ -284,7 +284,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
                     raise CallsBack from None
                 if pages := required_urls(client):
                     _show_required_urls(rt, pages)
-                    exc.hint = "Open the page(s) yourself, finish there, then run the command again."
+                    exc.hint = f"Open the page{'s' * (len(pages) > 1)} yourself, finish there, then run it again."
                 raise
             finally:
                 rt.out.stop_progress()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mcpcli.commands.replay import load
-from mcpcli.display import sanitize
+from mcpcli.display import counted, sanitize
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -30,14 +30,19 @@ async def mock(rt: Runtime, files: list[str], *, http: str | None, max_mb: float
 
     what = served(recordings)
     if not what.flows and not what.listings:
-        raise UsageError("The recording(s) hold nothing to serve: no listing, no finished flow.", hint=None)
+        raise UsageError(
+            f"{'The recording holds' if len(recordings) == 1 else 'The recordings hold'} nothing to serve: no listing,"
+            " no finished flow.",
+            hint=None,
+        )
     server = build_server(recordings)
     if address is None:
         await serve_stdio(server)
         return 0
     host, port = address
     rt.out.note(
-        f"Serving {len(what.flows)} flow(s) of {len(recordings)} recording(s) at http://{host}:{port}/mcp"
+        f"Serving {counted(len(what.flows), 'flow')} of {counted(len(recordings), 'recording')}"
+        f" at http://{host}:{port}/mcp"
         " (Ctrl-C stops)."
     )
     await serve_http(server, host, port)

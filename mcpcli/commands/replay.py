@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.display import sanitize
+from mcpcli.display import counted, sanitize
 from mcpcli.errors import ExitCode, McpcliError, UsageError
 from mcpcli.settings import trust
 from mcpcli.state.recording import MIB, Recording, hidden_answers, read_recording
@@ -121,7 +121,8 @@ def recorded_target(rt: Runtime, recording: Recording, options: ReplayOptions, t
             raise UsageError(f"The recorded server URL {sanitize(url)!r} is not http(s).", hint="Give -s TARGET.")
         if described.get("header_names") and not headers:
             names = ", ".join(sanitize(str(n)) for n in described["header_names"])
-            rt.out.note(f"The recording was made with the header(s) {names}; add them with -H 'Name: value'.")
+            header = "header" if len(described["header_names"]) == 1 else "headers"
+            rt.out.note(f"The recording was made with the {header} {names}; add them with -H 'Name: value'.")
         return Target(label=url, kind="http", url=url, headers=headers, source="url")
     command = described.get("command")
     if kind == "stdio" and isinstance(command, list) and command:
@@ -192,7 +193,8 @@ async def replay(rt: Runtime, options: ReplayOptions) -> int:
     exchanges, skipped = replayable(recording)
     if skipped:
         rt.out.note(
-            f"Skipping {skipped} flow(s) recorded from a retry on (a resume): their first call is not in the file."
+            f"Skipping {counted(skipped, 'flow')} recorded from a retry on (a resume): their first call is not in"
+            " the file."
         )
     if not exchanges:
         raise UsageError(
@@ -238,7 +240,8 @@ def render(rt: Runtime, recording: Recording, server: str, report: Any) -> int:
     rounds = sum(x["rounds"] for x in report.exchanges)
     if report.equal:
         rt.out.line(
-            f"Equal: {len(report.exchanges)} exchange(s), {rounds} round(s) of {recording.path} replayed against"
+            f"Equal: {counted(len(report.exchanges), 'exchange')}, {counted(rounds, 'round')} of {recording.path}"
+            " replayed against"
             f" {server}."
         )
         return int(code)

@@ -110,7 +110,8 @@ def resume_target(
     sent = {name.lower() for name in target.headers}
     if missing := [name for name in stored if isinstance(name, str) and name.lower() not in sent]:
         rt.out.note(
-            f"This flow was connected with the header(s) {', '.join(sanitize(m) for m in missing)}, which this run"
+            f"This flow was connected with the {'header' if len(missing) == 1 else 'headers'}"
+            f" {', '.join(sanitize(m) for m in missing)}, which this run"
             " does not send (their values are never stored); add them with -H 'Name: value' if the server needs them."
         )
     return target, resume_protocol(rt, record)

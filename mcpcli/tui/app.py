@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from mcpcli.tui.run import RunScreen
 
 Mode = Literal["flow", "start", "sessions"]
+SHORT_ROWS = 24
+"""From this height on, the full layout; below it, the compact one (a 80x24 terminal still gets the full one)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class TuiExit:
     """A fatal error: the CLI prints it (one line and a hint) once the terminal is restored."""
     need: NeedInput | None = None
     """The flow waits for input nobody here can give (e.g. sampling without a provider): exit 3."""
+    interrupted: bool = False
+    """Ctrl-C: the CLI stops as it does on Ctrl-C without the app (the sessions kept, their line, exit 130)."""
 
 
 class McpcliApp(App[TuiExit]):
@@ -60,7 +64,14 @@ class McpcliApp(App[TuiExit]):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "mcpcli"
     ENABLE_COMMAND_PALETTE = False
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_ROWS, "-tall")]  # noqa: RUF012 (Textual types it as an instance attribute)
+    """Every screen has the class ``-short`` under ``SHORT_ROWS`` rows (a compact layout: ``app.tcss``)."""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        # Textual binds ctrl+c to a "press ctrl+q to quit" hint (and, in a field, to copy): here, as on every server
+        # command, Ctrl-C stops. A priority binding is looked up first, whatever is focused, on every screen.
+        Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True),
+    ]
 
     def __init__(
         self,
@@ -244,6 +255,10 @@ class McpcliApp(App[TuiExit]):
             self.exit(TuiExit(int(outcome.exit_code), outcome=outcome, method=method))
         else:
             self.exit(TuiExit(int(ExitCode.OK)))
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: leave at once; the CLI then says what was kept, as for Ctrl-C inline, and exits 130."""
+        self.exit(TuiExit(int(ExitCode.INTERRUPTED), interrupted=True))
 
     async def action_quit(self) -> None:
         """Ctrl-Q: the result when there is one; mid-flow, stop (exit 5) and say how to resume."""

@@ -83,7 +83,7 @@ class FieldWidget(Vertical):
         # and the snapshots read "HomepageURI" when the hint began with them.
         label = plain(f"{self.spec.title} ", "bold")
         label += plain("* ", "bold $error") if self.spec.required else plain("(optional) ", "$text-muted")
-        if hint := constraint_hint(self.spec):
+        if hint := constraint_hint(self.spec, typed=False):
             label += plain(f"· {hint}", "italic $text-muted")
         if self.spec.description:
             label += plain(f"\n{self.spec.description}", "$text-muted")
@@ -120,10 +120,16 @@ class FieldWidget(Vertical):
             return str(exc)
         return None
 
+    @property
+    def touched(self) -> bool:
+        """Typed in, pre-filled, or sent (tried): only then is its error shown. An empty field nobody touched is
+        still to fill in, not wrong."""
+        return self.dirty or self.reveal_errors or self.raw() is not NOT_GIVEN
+
     def refresh_error(self) -> str | None:
         """Check the value; show the error when the user has touched the field (or tried to send)."""
         error = self.error()
-        shown = error if (self.dirty or self.reveal_errors) else None
+        shown = error if self.touched else None
         if shown != self._shown:  # an unchanged message costs no layout pass (one runs per keystroke otherwise)
             self._shown = shown
             self.query_one(".field--error", Static).update(plain(shown or ""))

@@ -24,9 +24,11 @@ from textual.content import Content
 from textual.lazy import Lazy
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Button, Footer, RadioSet, Static
 
 from mcpcli import forms
+from mcpcli.display import counted
 from mcpcli.engine.steps import Question
 from mcpcli.terminal.asking import check_url, url_text
 from mcpcli.tui.fields import NOT_GIVEN, FieldWidget, field_widget
@@ -87,6 +89,11 @@ class RequestPanel(Vertical):
     def update_state(self) -> None:
         self.set_class(self.problem() is not None, "-problem")
         self.post_message(self.Changed())
+
+
+def _field_of(widget: Widget | None) -> FieldWidget | None:
+    """The form field a control belongs to (None: a button, a radio set, no widget)."""
+    return next((node for node in widget.ancestors if isinstance(node, FieldWidget)), None) if widget else None
 
 
 def _action_picker(*, accept_possible: bool = True) -> RadioSet:
@@ -162,9 +169,12 @@ class FormPanel(RequestPanel):
         if len(self.fields()) < len(self.specs):
             return "showing the rest of the form"  # Lazy fields not mounted yet: nothing is sent half-checked
         wrong = [f for f in self.fields() if f.error() is not None]
-        if wrong:
-            return f"{len(wrong)} field{'s' if len(wrong) > 1 else ''} to fix"
-        return None
+        shown = [f for f in wrong if f.touched]
+        # A field nobody has touched yet is not "to fix": it is still to fill in (its error shows once touched).
+        parts = [f"{counted(len(shown), 'field')} to fix"] if shown else []
+        if left := len(wrong) - len(shown):
+            parts.append(f"{counted(left, 'field')} to fill in" if not shown else f"{left} to fill in")
+        return ", ".join(parts) or None
 
     def reveal(self) -> FieldWidget | None:
         """Show every error (an attempt to send); the first field in error, to focus."""
@@ -173,6 +183,7 @@ class FormPanel(RequestPanel):
             field.reveal_errors = True
             if field.refresh_error() is not None and first is None:
                 first = field
+        self.update_state()
         return first if self.action == "accept" else None
 
     def _enable_fields(self) -> None:
@@ -253,7 +264,9 @@ class RoundScreen(Screen[RoundAnswers | None]):
     """All of a round's requests; dismissed with an answer for each (``None``: quit, session kept)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "submit", "Submit"),
+        # A priority binding runs as the app reads the key, before it hands the keys typed after it to the focused
+        # widget: the focus moved to the first field to fix is where they land, not the field the cursor was in.
+        Binding("ctrl+s", "submit", "Submit", priority=True),
         Binding("escape", "cancel_all", "Cancel all"),
     ]
 
@@ -277,7 +290,9 @@ class RoundScreen(Screen[RoundAnswers | None]):
     def compose(self) -> ComposeResult:
         info = self.info
         with Vertical(id="round-header"):
-            title = plain(f"{info.server} asks {len(self.questions)} question(s) ", "bold")  # the space ends a run
+            title = plain(
+                f"{info.server} asks {counted(len(self.questions), 'question')} ", "bold"
+            )  # the space ends a run
             yield Static(title + plain(f"· round {info.round}"), id="round-title")
             yield Static(plain(f"{info.method} {info.name} {compact_json(info.arguments)}"), classes="muted")
             yield Static(plain(f"session {info.session_id}"), classes="muted")
@@ -304,6 +319,31 @@ class RoundScreen(Screen[RoundAnswers | None]):
         if first is not None:
             first.focus()
 
+    def set_focus(self, widget: Widget | None, scroll_visible: bool = True, from_app_focus: bool = False) -> None:
+        """Focus ``widget``; a form field's control is scrolled into view with its label — and, for the first field
+        of a request, with the request's question — above it, as far as the screen holds them (Textual alone
+        scrolls the control just into view, its label left above the top edge on the way back up)."""
+        holder = _field_of(widget)
+        super().set_focus(widget, scroll_visible and holder is None, from_app_focus)
+        if holder is not None and scroll_visible:
+            self.call_after_refresh(self._show_field, widget, holder)
+
+    def _show_field(self, control: Widget, holder: FieldWidget) -> None:
+        if self.focused is not control:
+            return
+        panels = self.query_one("#round-panels", VerticalScroll)
+        view = panels.scrollable_content_region
+        bottom = control.region.bottom
+        panel = holder.parent
+        first = isinstance(panel, FormPanel) and next(iter(panel.fields()), None) is holder
+        top = panel.region.y if first and isinstance(panel, Widget) else holder.region.y
+        if bottom - top > view.height:  # no room for the question: the label at least
+            top = holder.region.y
+        top = max(top, bottom - view.height)  # no room for the label either: the control, from its top
+        delta = top - view.y if top < view.y else max(bottom - view.bottom, 0)
+        if delta:
+            panels.scroll_to(y=panels.scroll_y + delta, animate=False, immediate=True)
+
     def _painted(self) -> None:
         if self.painted_at is None:
             self.painted_at = time.perf_counter()
@@ -314,7 +354,8 @@ class RoundScreen(Screen[RoundAnswers | None]):
     def _refresh_state(self) -> None:
         problems = [f"{p.question.key}: {why}" for p in self.panels() if (why := p.problem()) is not None]
         self.query_one("#submit", Button).disabled = bool(problems)
-        ready = f"Ready: {len(self.questions)} answer(s) go out together."
+        many = len(self.questions)
+        ready = f"Ready: {counted(many, 'answer')} go out together." if many > 1 else "Ready: 1 answer to send."
         status = "; ".join(problems) if problems else ready
         if status != self._status:
             self._status = status
@@ -338,12 +379,14 @@ class RoundScreen(Screen[RoundAnswers | None]):
             self.dismiss({key: answer for key, answer in answers.items() if answer is not None})
             return
         first = None
-        for panel in self.panels():
-            if isinstance(panel, FormPanel):
-                first = first or panel.reveal()
+        for panel in self.panels():  # every panel shows its errors, not only the first one in error
+            if isinstance(panel, FormPanel) and (found := panel.reveal()) is not None:
+                first = first or found
         self._refresh_state()
         if first is not None:
-            first.query("Input, Select, Switch, SelectionList").first().focus()
+            # Focused now, not after the queued events (``Widget.focus`` defers): keys typed right after Ctrl-S
+            # were already queued behind it and landed in the field the cursor had left.
+            self.set_focus(first.query("Input, Select, Switch, SelectionList").first())
         self.notify("Some answers are not complete yet.", title="Not sent", severity="warning")
 
     def action_cancel_all(self) -> None:
