@@ -70,6 +70,7 @@ async def screen_of(pilot: Pilot[Any], kind: type[S]) -> S:
         return isinstance(screen, kind) and screen.is_mounted and getattr(screen, "painted_at", 0) is not None
 
     await until(pilot, ready, kind.__name__)
+    await pilot.pause()  # a screen back on top after a modal closed: let its resume run before the next key
     screen = pilot.app.screen
     assert isinstance(screen, kind)
     return screen
