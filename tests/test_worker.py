@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,7 +16,7 @@ from typing import Any
 
 import pexpect
 import pytest
-from conftest import PY, ROOT, stdio_server
+from conftest import PY, ROOT, cannot_run_here, stdio_server
 from test_durability import wait_for_legs
 from test_flows import only_session, store
 
@@ -28,7 +29,6 @@ pytestmark = pytest.mark.slow
 def worker_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A worker directory of this test's own (a fresh stamp, no socket left by another test's fake worker);
     removed afterwards — a worker still listening there sees its socket gone and exits."""
-    import shutil
     import tempfile
 
     directory = Path(tempfile.mkdtemp(prefix="mcpcli-wt-"))
@@ -335,8 +335,8 @@ def test_a_worker_child_killed_mid_flow_is_one_line_and_the_session_resumes(warm
 def test_the_socket_is_private_and_other_users_are_refused(warm: Path) -> None:
     assert warm.stat().st_mode & 0o777 == 0o600
     assert warm.parent.stat().st_mode & 0o777 == 0o700
-    if os.getuid() != 0:
-        pytest.skip("needs root to connect as another user")
+    if os.getuid() != 0 or shutil.which("setpriv") is None:
+        cannot_run_here("the refusal of another user's connection", "it needs root and setpriv to be another user")
     # A worker of its own in a place another user can reach, its socket opened up: SO_PEERCRED still refuses.
     home = Path(f"/tmp/mcpcli-peer-{os.getpid()}")
     home.mkdir(mode=0o711)
@@ -366,8 +366,6 @@ def test_the_socket_is_private_and_other_users_are_refused(warm: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
-        import shutil
-
         shutil.rmtree(home, ignore_errors=True)
 
 
