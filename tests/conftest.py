@@ -322,6 +322,14 @@ def hostile_http(tmp_path: Path) -> Iterator[Any]:
         server.stop()
 
 
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended: no such process, or a zombie its parent has not reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def wait_until(condition: Any, timeout: float = 30.0, *, step: float = 0.05) -> bool:
     """Whether ``condition()`` became true within ``timeout`` seconds (looked at every ``step`` seconds)."""
     deadline = time.monotonic() + timeout

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PY, SERVERS, cannot_run_here
+from conftest import PY, SERVERS, cannot_run_here, wait_until
 from test_worker import mcpcli, served, worker_dir
 
 from mcpcli.wire import socket_path, worker_file
@@ -91,10 +91,7 @@ def test_thirty_homes_share_one_worker_and_relay_under_250_mb_gone_when_the_home
     assert sum(processes.values()) <= 250 * 1024, processes
     assert json.loads(mcpcli("worker", "status", "--json").stdout)["homes"] == 30
     shutil.rmtree(homes)
-    start = time.monotonic()
-    while family(worker_dir) and time.monotonic() - start < 15:
-        time.sleep(0.1)
-    assert family(worker_dir) == {}  # no home left to serve: gone within 15 s
+    assert wait_until(lambda: family(worker_dir) == {}, 15)  # no home left to serve: gone within 15 s
     assert not socket_path().exists()
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, ROOT, run_inprocess, stdio_server
+from conftest import PY, ROOT, run_inprocess, stdio_server, wait_until
 from test_durability import legs, spawn, wait_for_legs
 from test_flows import only_session, store
 
@@ -399,10 +399,7 @@ def test_sigterm_and_sighup_save_the_session_and_stop_the_stdio_server(
     session = only_session()
     assert f"{said}); session {session.id} saved" in err
     assert "may already have reached the server" in err and f"mcpcli resume {session.id}" in err
-    deadline = time.monotonic() + 5
-    while any(map(_alive, children)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(map(_alive, children)), "the stdio server outlived mcpcli"
+    assert wait_until(lambda: not any(map(_alive, children)), 10), "the stdio server outlived mcpcli"
     assert store().get(session.id).status == "waiting"
 
 
