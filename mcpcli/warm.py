@@ -90,7 +90,7 @@ def wanted(argv: Sequence[str]) -> bool:
     choice = os.environ.get("MCPCLI_WORKER", "").strip().lower()
     if choice in OFF:
         return False
-    if choice in ON:
+    if choice in ON or required():  # required: on wherever it would be off by default (CI, config.toml)
         return True
     if os.environ.get("CI"):
         return False  # a background process left behind on a CI runner would surprise

@@ -1,5 +1,6 @@
-"""Shared fixtures: a private MCPCLI_HOME per test, the CLI in-process and as a real process, HTTP servers,
-and a PostgreSQL server (``pg_url``: a fresh database per test; ``tests/pg.py`` runs the server).
+"""Shared fixtures: a private MCPCLI_HOME per test, the CLI in-process (in the warm pass: through the front end and
+the worker) and as a real process, HTTP servers, and a PostgreSQL server (``pg_url``: a fresh database per test;
+``tests/pg.py`` runs the server).
 
 No test touches the real home directory: ``home`` is autouse and points
 ``MCPCLI_HOME`` at a fresh 0700 directory.
@@ -78,7 +79,8 @@ def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPat
         monkeypatch.delenv(name, raising=False)
     if WARM:
         # The warm pass (.ci/run): the same tests, every server command through a worker started for this home —
-        # and one that runs in-process instead (no worker, one that does not answer…) fails (exit 4).
+        # and one that runs in-process instead (no worker, one that does not answer…) fails (exit 4). Both
+        # variables turn the worker on under CI=true (which .ci/run sets), where it is off by default.
         monkeypatch.setenv("MCPCLI_WORKER", "1")
         monkeypatch.setenv("MCPCLI_WORKER_REQUIRED", "1")
         subprocess.run([PY, "-m", "mcpcli", "worker", "start"], capture_output=True, timeout=60, check=True)

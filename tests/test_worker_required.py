@@ -41,6 +41,15 @@ def test_with_the_worker_required_and_none_running_a_server_command_fails_and_ru
     assert error["exit_code"] == 4 and "MCPCLI_WORKER_REQUIRED" in error["message"] and error["hint"]
 
 
+def test_the_worker_required_is_the_worker_on_even_under_ci_but_not_against_an_explicit_no(
+    required: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCPCLI_WORKER")
+    r = mcpcli("call", "echo", "-a", "text=ci", env={"CI": "true"})  # the worker is off under CI by default
+    assert (r.returncode, r.stdout) == (4, "") and "MCPCLI_WORKER_REQUIRED" in r.stderr
+    assert mcpcli("call", "echo", "-a", "text=no", env={"MCPCLI_WORKER": "0"}).stdout == "no\n"
+
+
 def test_with_the_worker_required_a_worker_that_does_not_answer_fails_the_command(required: None) -> None:
     path = socket_path()
     path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
