@@ -245,6 +245,8 @@ def _run_as(home: Path, *args: str) -> tuple[int, str, str]:
     """Run the CLI so that file modes bind it: as root, without the capabilities that override them."""
     wrapper = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if os.getuid() == 0 else []
     env = {**os.environ, "MCPCLI_HOME": str(home)}
+    if wrapper:  # fewer rights than the worker's: such a command runs as itself, in-process, by design
+        env["MCPCLI_WORKER_REQUIRED"] = "0"
     proc = subprocess.run(
         [*wrapper, PY, "-m", "mcpcli", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
     )
