@@ -4,7 +4,8 @@ Standard library only (its cheapest modules, as ``wire``), and nothing of mcpcli
 before anything heavy is imported, so a warm ``mcpcli call`` costs a bare interpreter plus one round trip to the
 worker. When the worker cannot take the command (none yet, stale socket, another version, no answer in time)
 ``delegate`` returns ``None`` and the caller runs it in-process, as without a worker; nothing has run then — the
-worker's child runs only once this side says "go".
+worker's child runs only once this side says "go". With ``MCPCLI_WORKER_REQUIRED=1`` (the test suite's warm pass)
+that fallback is an error instead: one line, exit 4, nothing run.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def wanted(argv: Sequence[str]) -> bool:
     choice = os.environ.get("MCPCLI_WORKER", "").strip().lower()
     if choice in OFF:
         return False
-    if choice in ON:
+    if choice in ON or required():  # required: on wherever it would be off by default (CI, config.toml)
         return True
     if os.environ.get("CI"):
         return False  # a background process left behind on a CI runner would surprise
@@ -132,31 +133,67 @@ def _note(text: str) -> None:
     sys.stderr.write(f"mcpcli: {text}\n")
 
 
+REQUIRED_ENV = "MCPCLI_WORKER_REQUIRED"
+"""Set (``1``): a server command the worker should run but cannot is an error (exit 4), never run in-process —
+so that a test pass meant to go through the worker fails when it does not (tests/conftest.py's warm pass)."""
+
+NO_ANSWER = "the background worker did not answer"
+
+
+def required() -> bool:
+    """Whether ``MCPCLI_WORKER_REQUIRED`` forbids running a server command in-process when the worker cannot."""
+    return os.environ.get(REQUIRED_ENV, "").strip().lower() in ON
+
+
 def delegate(argv: Sequence[str]) -> int | None:
-    """Run ``argv`` in the worker and return its exit status; ``None`` when the caller should run it itself."""
+    """Run ``argv`` in the worker and return its exit status; ``None`` when the caller should run it itself
+    (``required``: exit status 4 and one line saying why instead)."""
+    outcome = _delegate(argv)
+    if isinstance(outcome, int):
+        return outcome
+    if not required():
+        if outcome == NO_ANSWER:
+            _note(f"{NO_ANSWER}; running without it (mcpcli worker stop to reset it).")
+        return None
+    message = f"{outcome}, and {REQUIRED_ENV} is set: nothing was run."
+    hint = f"Check the worker with: mcpcli worker status (or unset {REQUIRED_ENV} to run without it)"
+    _note(f"{message} {hint}.")
+    words = argv[: list(argv).index("--")] if "--" in argv else argv
+    if "--json" in words:  # an error document on stdout too, as every other failure with --json
+        import json
+
+        error = {"message": message, "hint": hint, "exit_code": 4}
+        sys.stdout.write(json.dumps({"error": error}, ensure_ascii=False) + "\n")
+    return 4
+
+
+def _delegate(argv: Sequence[str]) -> int | str:
+    """The worker's exit status for ``argv``, or why it could not take the command (nothing has run then)."""
     path = socket_file()
     sock = _connect(path, argv)
-    if sock is None:
-        return None
+    if isinstance(sock, str):
+        return sock
     with sock:
         try:
             sock.settimeout(ANSWER_TIMEOUT)
             if peer(sock)[1] != os.getuid():
-                return None  # not this user's (the socket directory is checked too): never hand it a terminal
+                # not this user's (the socket directory is checked too): never hand it a terminal
+                return f"the background worker's socket {path} is another user's"
             send(sock, {"op": "hello", "version": __version__, "package": package_dir()})
             hello = _answer(sock)
             if not hello.get("ok"):
                 if hello.get("why") == "version":
                     _replace_worker(path, why="version")
-                return None  # "credentials": other groups or capabilities than the worker's run as themselves
+                    return "the background worker was of another mcpcli version (replaced for the next command)"
+                # "credentials": other groups or capabilities than the worker's run as themselves
+                return "this command's rights (groups, capabilities) differ from the background worker's"
             request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": os.getcwd()}
             send(sock, request, fds=[0, 1, 2])
             sock.settimeout(START_TIMEOUT)
             started, _ = receive(sock)
             child = int(started["started"])
         except (OSError, WireError, KeyError, ValueError, TypeError):
-            _note("the background worker did not answer; running without it (mcpcli worker stop to reset it).")
-            return None
+            return NO_ANSWER
         with _Forwarding(child):
             send(sock, {"go": True})  # from here on the command is the worker's: no fallback, ever
             sock.settimeout(None)
@@ -200,7 +237,8 @@ def _cpu_ticks(pid: int) -> int | None:
         return None
 
 
-def _connect(path: str, argv: Sequence[str]) -> socket.socket | None:
+def _connect(path: str, argv: Sequence[str]) -> socket.socket | str:
+    """A connection to the worker at ``path``, or why there is none."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(ANSWER_TIMEOUT)
     try:
@@ -211,11 +249,10 @@ def _connect(path: str, argv: Sequence[str]) -> socket.socket | None:
         # No worker (or one that is gone): this command runs in-process; the next ones may be warm.
         if "--keep-alive" in argv or another_in_a_row(worker_file(".last"), start_window()):
             start()
-        return None
+        return f"no background worker listens at {path}"
     except OSError:
         sock.close()
-        _note("the background worker did not answer; running without it (mcpcli worker stop to reset it).")
-        return None
+        return NO_ANSWER
 
 
 def start_window() -> float:

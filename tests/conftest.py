@@ -1,5 +1,6 @@
-"""Shared fixtures: a private MCPCLI_HOME per test, the CLI in-process and as a real process, HTTP servers,
-and a PostgreSQL server (``pg_url``: a fresh database per test; ``tests/pg.py`` runs the server).
+"""Shared fixtures: a private MCPCLI_HOME per test, the CLI in-process (in the warm pass: through the front end and
+the worker) and as a real process, HTTP servers, and a PostgreSQL server (``pg_url``: a fresh database per test;
+``tests/pg.py`` runs the server).
 
 No test touches the real home directory: ``home`` is autouse and points
 ``MCPCLI_HOME`` at a fresh 0700 directory.
@@ -31,6 +32,12 @@ PY = sys.executable
 
 WORKER_DIR = pytest.StashKey[str]()
 
+WARM = os.environ.get("MCPCLI_TEST_WARM") == "1"
+"""The warm pass (.ci/run): ``cli`` runs each command as ``mcpcli`` does, through the front end and the worker."""
+
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+"""Read once, at start: some tests take ``CI`` out of their environment (the worker is off under it)."""
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Workers (one per user and install) listen in a directory of this test session's own: two test runs on one
@@ -55,7 +62,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("MCPCLI_TEST_WARM") == "1":
+    if WARM:
         skip = pytest.mark.skip(reason="the warm pass: this test kills or signals the mcpcli process itself")
         for item in items:
             if "cold_only" in item.keywords:
@@ -70,10 +77,12 @@ def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("MCPCLI_HOME", str(path))
     for name in ("MCPCLI_SERVER", "MCPCLI_STORE", "MCPCLI_ASSUME_TTY"):
         monkeypatch.delenv(name, raising=False)
-    if os.environ.get("MCPCLI_TEST_WARM") == "1":
-        # The warm pass (.ci/run): the same tests, every server command through a worker started for this home.
+    if WARM:
+        # The warm pass (.ci/run): the same tests, every server command through a worker started for this home —
+        # and one that runs in-process instead (no worker, one that does not answer…) fails (exit 4). Both
+        # variables turn the worker on under CI=true (which .ci/run sets), where it is off by default.
         monkeypatch.setenv("MCPCLI_WORKER", "1")
-        monkeypatch.delenv("CI", raising=False)
+        monkeypatch.setenv("MCPCLI_WORKER_REQUIRED", "1")
         subprocess.run([PY, "-m", "mcpcli", "worker", "start"], capture_output=True, timeout=60, check=True)
         yield path
         subprocess.run([PY, "-m", "mcpcli", "worker", "stop"], capture_output=True, timeout=60)
@@ -93,7 +102,10 @@ class Result:
 
 
 def run_inprocess(*args: str, stdin: str = "") -> Result:
-    """Run the CLI in this process (fast; the demo server runs in-process too)."""
+    """Run the CLI in this process (fast; the demo server runs in-process too). In the warm pass, as ``mcpcli``
+    itself: a process through the front end (``mcpcli.entry``), which hands a server command to the worker."""
+    if WARM:
+        return run_process(*args, stdin=stdin, cwd=Path.cwd())
     from mcpcli.cli import app
 
     out, err = io.StringIO(), io.StringIO()
@@ -243,11 +255,16 @@ def demo_stdio(key_file: Path) -> str:
     return shlex.join([PY, "-m", "mcpcli.demo", "--key-file", str(key_file)])
 
 
+def cannot_run_here(what: str, reason: str) -> NoReturn:
+    """Skip a test that cannot run on this machine (no root, no ``unshare``…), but fail it in CI: CI must run it."""
+    if IN_CI:
+        pytest.fail(f"CI must run {what}, but cannot: {reason}", pytrace=False)
+    pytest.skip(f"{what} skipped locally: {reason}")
+
+
 def _postgres_unavailable(reason: str) -> NoReturn:
     """Skip the PostgreSQL tests here, but fail them in CI: CI must run them for real."""
-    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
-        pytest.fail(f"CI must run the PostgreSQL tests, but cannot: {reason}", pytrace=False)
-    pytest.skip(f"PostgreSQL tests skipped locally: {reason}")
+    cannot_run_here("the PostgreSQL tests", reason)
 
 
 @pytest.fixture(scope="session")
@@ -305,6 +322,14 @@ def hostile_http(tmp_path: Path) -> Iterator[Any]:
     yield start
     for server in servers:
         server.stop()
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended: no such process, or a zombie its parent has not reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def wait_until(condition: Any, timeout: float = 30.0, *, step: float = 0.05) -> bool:

@@ -429,13 +429,23 @@ def test_login_to_a_stdio_server_is_a_usage_error(cli: Any) -> None:
     assert result.code == 2 and "not an HTTP server" in result.err
 
 
-def test_a_keyring_that_is_asked_for_but_not_usable_is_a_clear_error(
-    cli: Any, oauth: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def use_keyring(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, backend: str) -> None:
+    """Make ``backend`` (a class's dotted name; tests/ is on its path) the keyring of this process and of every
+    mcpcli process the test starts — the warm pass's worker children too — through keyring's own config file."""
     import keyring
-    from keyring.backends import fail
 
-    monkeypatch.setattr(keyring.core, "_keyring_backend", fail.Keyring())  # what a headless machine has
+    config = tmp_path / "xdg" / "python_keyring"
+    config.mkdir(parents=True)
+    path = Path(__file__).resolve().parent
+    (config / "keyringrc.cfg").write_text(f"[backend]\ndefault-keyring = {backend}\nkeyring-path = {path}\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config.parent))
+    monkeypatch.setattr(keyring.core, "_keyring_backend", keyring.core.load_keyring(backend))
+
+
+def test_a_keyring_that_is_asked_for_but_not_usable_is_a_clear_error(
+    cli: Any, oauth: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_keyring(monkeypatch, tmp_path, "keyring.backends.fail.Keyring")  # what a headless machine has
     server = oauth()
     monkeypatch.setenv("MCPCLI_TOKEN_STORE", "keyring")
     result = cli("call", "whoami", "-s", server.url, "--no-input")
@@ -447,12 +457,9 @@ def test_a_keyring_that_is_asked_for_but_not_usable_is_a_clear_error(
 def test_with_a_working_keyring_the_login_lives_there_and_not_in_a_file(
     cli: Any, oauth: Any, browser: Path, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import keyring
-    from file_keyring import FileKeyring
-
     ring = tmp_path / "keyring.json"
     monkeypatch.setenv("TEST_KEYRING_FILE", str(ring))
-    monkeypatch.setattr(keyring.core, "_keyring_backend", FileKeyring())
+    use_keyring(monkeypatch, tmp_path, "file_keyring.FileKeyring")
     server = oauth()
     assert cli("auth", "login", server.url).code == 0
     assert _token_files(home) == []  # only the index (no secrets) is a file

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, ROOT, wait_until
+from conftest import PY, ROOT, cannot_run_here, wait_until
 
 from mcpcli.settings.config import Paths
 from mcpcli.state.store import Store, open_store
@@ -221,10 +221,11 @@ def say_times(label: str, times: dict[str, list[float]]) -> list[str]:
     return lines
 
 
-@pytest.mark.skipif(not _can_unshare(), reason="needs root and unshare --uts (three host names)")
 def test_a_fleet_of_three_hosts_on_postgresql_sends_each_round_once_and_takes_over_a_killed_driver_at_once(
     pg_url: str, http_server: Any, tmp_path: Path, fleet_cleanup: list[Host]
 ) -> None:
+    if not _can_unshare():
+        cannot_run_here("the fleet across three hosts", "it needs root and unshare --uts (three host names)")
     record = tmp_path / "legs.jsonl"
     server = http_server("recorder", "--record", str(record), "--slow", "0.2")
     hosts = make_hosts(tmp_path, pg_url, ["fleet-a", "fleet-b", "fleet-c"], warm=True)

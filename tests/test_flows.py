@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -194,9 +195,18 @@ def test_an_invalid_answer_exits_2_and_sends_nothing(cli: Any, answer: str, mess
 
 
 def test_an_ambiguous_bare_field_is_a_usage_error_naming_the_candidates(cli: Any) -> None:
-    # The demo's onboard form has 'region'; provision asks 'region' in another request — use one round with both.
+    # One round of two forms that both ask 'region' (tests/hostile.py many_requests): which one is meant?
+    hostile = shlex.join([PY, str(Path(__file__).resolve().parent / "hostile.py"), "many_requests", "--size", "2"])
+    r = cli("call", "work", "--answer", "region=eu", "-s", hostile)
+    assert (r.code, r.out) == (2, ""), r.err
+    assert "--answer region is ambiguous: it matches q0.region, q1.region." in r.err
+    assert "--answer q0.region=VALUE" in r.err and "matched no question" not in r.err
+
+
+def test_a_bare_field_that_matches_no_question_is_a_warning_and_the_question_stays_open(cli: Any) -> None:
     r = cli("call", "onboard", "-a", "team=data", "--answer", "nosuchfield=1", "--no-input")
-    assert r.code == 3  # an unused bare field is not an error by itself
+    assert r.code == 3  # not an error by itself: the round's questions are still to be answered
+    assert "--answer nosuchfield matched no question (the server asked: display_name," in r.err
 
 
 def test_state_only_rounds_back_off_and_finish(cli: Any) -> None:

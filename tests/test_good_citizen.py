@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PY, SERVERS
+from conftest import PY, SERVERS, cannot_run_here, wait_until
 from test_worker import mcpcli, served, worker_dir
 
 from mcpcli.wire import socket_path, worker_file
@@ -91,10 +91,7 @@ def test_thirty_homes_share_one_worker_and_relay_under_250_mb_gone_when_the_home
     assert sum(processes.values()) <= 250 * 1024, processes
     assert json.loads(mcpcli("worker", "status", "--json").stdout)["homes"] == 30
     shutil.rmtree(homes)
-    start = time.monotonic()
-    while family(worker_dir) and time.monotonic() - start < 15:
-        time.sleep(0.1)
-    assert family(worker_dir) == {}  # no home left to serve: gone within 15 s
+    assert wait_until(lambda: family(worker_dir) == {}, 15)  # no home left to serve: gone within 15 s
     assert not socket_path().exists()
 
 
@@ -235,7 +232,7 @@ def test_a_command_with_fewer_rights_than_the_worker_runs_as_itself(warm: None) 
     """One worker serves every command of the user: one started by a command with more rights (capabilities,
     groups) must not lend them to another. As root without CAP_DAC_OVERRIDE, a read-only file must bind."""
     if os.getuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to drop a capability")
+        cannot_run_here("the test of a command with fewer rights", "it needs root and setpriv to drop a capability")
     before = served(socket_path())
     r = subprocess.run(
         ["setpriv", "--bounding-set=-dac_override", PY, "-m", "mcpcli", "call", "echo", "-a", "text=me"],

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, free_port
+from conftest import PY, free_port, gone, wait_until
 from test_worker import mcpcli
 from test_worker import warm as _warm  # noqa: F401  # the fixture, used by every test here
 
@@ -51,6 +51,7 @@ class CountingProxy:
         self.close_idle_after = close_idle_after
         self.accepted = 0
         self.dropped = 0
+        self.closed_idle = 0
         self.sent: list[bytes] = []
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
@@ -98,6 +99,8 @@ class CountingProxy:
                 now = time.monotonic()
                 if not ready:
                     if self.close_idle_after is not None and used and now - last > self.close_idle_after:
+                        with self.lock:
+                            self.closed_idle += 1
                         return
                     continue
                 for sock in ready:
@@ -288,7 +291,7 @@ def test_a_kept_connection_the_server_closed_between_two_commands_does_not_fail_
     with CountingProxy(server.port, close_idle_after=1.5) as proxy:
         first = mcpcli("call", "echo", "-a", "text=before", "-s", proxy.url)
         assert (first.returncode, first.stdout) == (0, "before\n"), first.stderr
-        time.sleep(2.5)
+        assert wait_until(lambda: proxy.closed_idle == 1)  # the server closed the kept connection
         second = mcpcli("call", "echo", "-a", "text=after", "-s", proxy.url)
         assert (second.returncode, second.stdout) == (0, "after\n"), second.stderr
         assert second.stderr == first.stderr
@@ -342,7 +345,7 @@ def test_a_killed_relay_costs_nothing_and_the_worker_starts_another(http_demo: A
     assert mcpcli("call", "echo", "-a", "text=a", "-s", server.url).stdout == "a\n"
     old = relay()["pid"]
     os.kill(old, signal.SIGKILL)
-    time.sleep(0.2)
+    assert wait_until(lambda: gone(old))
     r = mcpcli("call", "echo", "-a", "text=b", "-s", server.url)
     assert (r.returncode, r.stdout, r.stderr) == (0, "b\n", "")
     new = relay()

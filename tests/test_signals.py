@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import PY, run_inprocess, stdio_server
+from conftest import PY, run_inprocess, stdio_server, wait_until
 from test_durability import spawn
 from test_flows import only_session, store
 
@@ -67,10 +67,7 @@ def _stop(proc: subprocess.Popen[str], signum: int, marker: str) -> tuple[int, s
     """Send ``signum``; return how the command ended, once no process of the server is left (or fail, bounded)."""
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=90)
-    deadline = time.monotonic() + 10
-    while _running(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _running(marker), f"the stdio server outlived mcpcli ({signum}): {err}"
+    assert wait_until(lambda: not _running(marker), 10), f"the stdio server outlived mcpcli ({signum}): {err}"
     return proc.returncode, out, err
 
 

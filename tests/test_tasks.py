@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PY, ROOT, HttpServer, free_port, run_inprocess, run_process
+from conftest import PY, ROOT, HttpServer, free_port, run_inprocess, run_process, wait_until
 from task_servers import answers_received
 from test_durability import spawn
 
@@ -329,6 +329,16 @@ def test_two_racing_resumes_of_a_task_session_have_exactly_one_driver(
         assert counts == {"confirm-1": 1}
 
 
+def _gets(state: Path) -> int:
+    """How many ``tasks/get`` the server has answered (it rewrites the file under its lock)."""
+    import fcntl
+
+    with state.open() as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        text = f.read()
+    return int(json.loads(text).get("gets", 0)) if text.strip() else 0
+
+
 @pytest.mark.cold_only
 @pytest.mark.parametrize("choice", ["c", "d", ""])
 def test_ctrl_c_at_a_terminal_asks_whether_to_detach_or_cancel_the_task(
@@ -346,10 +356,9 @@ def test_ctrl_c_at_a_terminal_asks_whether_to_detach_or_cancel_the_task(
         cwd=ROOT,
         env=env,
     )
-    deadline = time.monotonic() + 30
-    while not answers_received(state) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.2)  # polling
+    assert wait_until(lambda: answers_received(state), step=0.02)
+    polled = _gets(state)
+    assert wait_until(lambda: _gets(state) > polled, step=0.02)  # polling the task again, past the answer
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(choice + "\n", timeout=60)
     assert out == ""

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import PY, ROOT, HttpServer, Result, free_port
+from conftest import PY, ROOT, HttpServer, Result, free_port, wait_until
 from test_worker import mcpcli, warm  # noqa: F401  (warm: a fixture)
 
 from mcpcli.engine.watching import Backlog, Backoff, Change, Stats
@@ -327,10 +327,7 @@ def test_a_flood_is_coalesced_bounded_and_stopped_at_once(tmp_path: Path, era: s
     lines = (tmp_path / "out").read_text().splitlines()
     assert len(lines) < received - coalesced + 10
     server_pid = int(pid_file.read_text())
-    deadline = time.monotonic() + 10
-    while _alive(server_pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(server_pid), "the stdio server was left running"
+    assert wait_until(lambda: not _alive(server_pid), 10), "the stdio server was left running"
 
 
 def _coalesced(err: str) -> tuple[int, int]:

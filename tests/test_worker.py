@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,7 +16,7 @@ from typing import Any
 
 import pexpect
 import pytest
-from conftest import PY, ROOT, stdio_server
+from conftest import PY, ROOT, cannot_run_here, gone, stdio_server, wait_until
 from test_durability import wait_for_legs
 from test_flows import only_session, store
 
@@ -28,7 +29,6 @@ pytestmark = pytest.mark.slow
 def worker_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A worker directory of this test's own (a fresh stamp, no socket left by another test's fake worker);
     removed afterwards — a worker still listening there sees its socket gone and exits."""
-    import shutil
     import tempfile
 
     directory = Path(tempfile.mkdtemp(prefix="mcpcli-wt-"))
@@ -162,9 +162,7 @@ def test_a_killed_front_end_hangs_up_its_flow_and_the_session_is_kept(warm: Path
     front, _record = retry_in_flight(tmp_path, "x")
     front.send_signal(signal.SIGKILL)
     front.wait()
-    deadline = time.monotonic() + 10
-    while store().list() and store().list()[0].status == "running" and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert wait_until(lambda: not (store().list() and store().list()[0].status == "running"), 10)
     assert only_session().status == "waiting"  # SIGHUP'd like a closed terminal: saved, resumable
 
 
@@ -199,10 +197,7 @@ def test_a_worker_of_another_version_is_replaced_not_used(warm: Path) -> None:
         send(sock, {"op": "hello", "version": "0.0.0-other", "package": "/elsewhere"})
         reply, _ = receive(sock)
     assert reply["ok"] is False and reply["why"] == "version"
-    deadline = time.monotonic() + 5
-    while warm.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not warm.exists()  # it stepped aside for the other install
+    assert wait_until(lambda: not warm.exists(), 10), "it did not step aside for the other install"
     r = mcpcli("call", "echo", "-a", "text=after")
     assert (r.returncode, r.stdout) == (0, "after\n")
 
@@ -335,8 +330,8 @@ def test_a_worker_child_killed_mid_flow_is_one_line_and_the_session_resumes(warm
 def test_the_socket_is_private_and_other_users_are_refused(warm: Path) -> None:
     assert warm.stat().st_mode & 0o777 == 0o600
     assert warm.parent.stat().st_mode & 0o777 == 0o700
-    if os.getuid() != 0:
-        pytest.skip("needs root to connect as another user")
+    if os.getuid() != 0 or shutil.which("setpriv") is None:
+        cannot_run_here("the refusal of another user's connection", "it needs root and setpriv to be another user")
     # A worker of its own in a place another user can reach, its socket opened up: SO_PEERCRED still refuses.
     home = Path(f"/tmp/mcpcli-peer-{os.getpid()}")
     home.mkdir(mode=0o711)
@@ -344,9 +339,7 @@ def test_the_socket_is_private_and_other_users_are_refused(warm: Path) -> None:
     server = subprocess.Popen([PY, "-m", "mcpcli.worker.server", str(home)], cwd=ROOT, env=env)
     path = socket_path(env)
     try:
-        deadline = time.monotonic() + 20
-        while not path.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        assert wait_until(lambda: path.exists(), 20)
         path.parent.chmod(0o711)
         path.chmod(0o666)
         probe = (
@@ -366,8 +359,6 @@ def test_the_socket_is_private_and_other_users_are_refused(warm: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
-        import shutil
-
         shutil.rmtree(home, ignore_errors=True)
 
 
@@ -378,10 +369,7 @@ def test_an_idle_worker_exits_by_itself(home: Path, monkeypatch: pytest.MonkeyPa
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     assert mcpcli("worker", "start").returncode == 0
     path = socket_path()
-    deadline = time.monotonic() + 40  # a loaded machine takes its time to import; idle is 1 s after that
-    while path.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not path.exists()
+    assert wait_until(lambda: not path.exists(), 40)  # a loaded machine takes its time to import; idle is 1 s after
 
 
 def test_no_worker_and_ci_run_in_process(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -467,7 +455,7 @@ def test_a_kept_alive_server_remembers_between_commands_and_is_restarted_after_a
     listed = json.loads(mcpcli("worker", "ps", "--json").stdout)
     assert [(s["pid"], s["calls"], s["alive"]) for s in listed] == [(int(pid), 2, True)]
     os.kill(int(pid), signal.SIGKILL)
-    time.sleep(0.3)
+    assert wait_until(lambda: gone(int(pid)))
     third = mcpcli("-s", target, "--keep-alive", "call", "count")
     assert third.returncode == 0, third.stderr
     assert third.stdout.startswith("call 1 of pid ") and not third.stdout.endswith(f" {pid}\n")

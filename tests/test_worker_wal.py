@@ -112,16 +112,16 @@ def test_a_deleted_home_is_let_go_while_the_worker_serves_another(
 def test_an_idle_store_and_a_stopped_worker_leave_nothing_open_and_no_log_behind(
     start_worker: Callable[..., None], home: Path
 ) -> None:
-    start_worker(MCPCLI_WORKER_HOLD_LINGER="3")
+    start_worker(MCPCLI_WORKER_HOLD_LINGER="6")  # long enough to see it held on a loaded machine
     store = home / "sessions.db"
     _flow()
-    assert wait_until(lambda: _holders(store), timeout=2.5), "the store was not held after the command"
-    # Three seconds after the last command: closed as a command closes it — the log copied in and removed.
+    assert wait_until(lambda: _holders(store), timeout=6), "the store was not held after the command"
+    # Six seconds after the last command: closed as a command closes it — the log copied in and removed.
     assert wait_until(lambda: not _holders(store))
     assert wait_until(lambda: not Path(f"{store}-wal").exists())
 
     _flow()
-    assert wait_until(lambda: _holders(store), timeout=2.5)
+    assert wait_until(lambda: _holders(store), timeout=6)
     stopped = mcpcli("worker", "stop")
     assert stopped.returncode == 0, stopped.stderr
     assert wait_until(lambda: not _holders(store)), "the keeper outlived the worker, holding the store"
