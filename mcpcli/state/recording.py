@@ -7,9 +7,10 @@ a JSON array of the same lines) is a recording too, without the facts.
 
 A recording comes from elsewhere, so it is read as hostile input: at most ``MAX_BYTES`` (checked before it is
 read), UTF-8, and every line checked for the shape it claims (``Malformed`` names the first bad one: exit 2).
-Every line carries its checksum (``sum``), chained to the line before it: a line edited, added (a blank line,
-``{}``, a made-up fact), moved or removed by hand is caught where it is. Nothing read here is displayed unsanitized or run: a recorded command line is only a ``target``
-dict, which the replay runs only with the user's consent (``mcpcli.settings.trust``).
+Every line carries its checksum (``sum``), chained to the line before it: a line edited, added (a blank line, ``{}``, a
+made-up fact), moved or removed by hand is caught where it is. Nothing read here is displayed unsanitized or run: a
+recorded command line is only a ``target`` dict, which the replay runs only with the user's consent
+(``mcpcli.settings.trust``).
 
 The lines become ``Exchange``s, in the order they were sent: a listing (``tools/list``…) is one leg; a flow
 (``tools/call``, ``prompts/get``, ``resources/read``) is its first request and every retry (a request that

@@ -2,8 +2,8 @@
 
 One tap, four readers:
 
-- ``--record FILE``: the same lines plus ``fact`` lines, each line with its chained checksum (``mcpcli.state.recording`` reads it
-  back for ``mcpcli replay`` and ``mcpcli mock``);
+- ``--record FILE``: the same lines plus ``fact`` lines, each line with its chained checksum
+  (``mcpcli.state.recording`` reads it back for ``mcpcli replay`` and ``mcpcli mock``);
 - ``--trace FILE``: the whole run as NDJSON in a 0600 file (``{"t", "at", "dir", "kind", "id", "method",
   "message"}`` per message, ``{"t", "at", "event", ...}`` for the flow's rounds, restarts and result);
 - ``-v``: one sanitized summary line per message on stderr (worded by ``terminal.trace_lines``);
