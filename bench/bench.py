@@ -44,7 +44,6 @@ import json
 import os
 import platform
 import shlex
-import socket
 import statistics
 import subprocess
 import sys
@@ -55,9 +54,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-PY = sys.executable
-WARMUP = 2
+from kit import PY, ROOT, WARMUP, alternate, free_port, mcpcli_argv, row, run_once, wait_for_port
+
 FLOWS = 30
 REGION = "eu-west-1"
 
@@ -188,50 +186,6 @@ def bounds_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
         seconds = statistics.median(f[0] for f in figures)
         rss = statistics.median(f[1] for f in figures)
         print(f"{label:<40} {seconds:>10.3f} s {rss:>8.1f} MiB")
-
-
-def mcpcli_argv() -> list[str]:
-    script = Path(PY).with_name("mcpcli")  # the console script users run, next to this interpreter
-    return [str(script)] if script.exists() else [PY, "-m", "mcpcli"]
-
-
-def run_once(argv: list[str], env: dict[str, str], expect: str | None = None) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0 or (expect is not None and proc.stdout.strip() != expect):
-        raise SystemExit(f"bench: {shlex.join(argv)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
-    return elapsed
-
-
-def alternate(runs: int, *sides: Callable[[], float]) -> list[float]:
-    """Median of each side; the sides take turns so that load changes hit all of them alike."""
-    samples: list[list[float]] = [[] for _ in sides]
-    for i in range(WARMUP + runs):
-        for side, bucket in zip(sides, samples, strict=True):
-            elapsed = side()
-            if i >= WARMUP:
-                bucket.append(elapsed)
-    return [statistics.median(bucket) for bucket in samples]
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"bench: the HTTP demo server exited:\n{log.read_text()[-2000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("bench: the HTTP demo server did not start within 30 s")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def per_flow(url: str, runs: int) -> tuple[float, float]:
@@ -756,14 +710,6 @@ def _task_write_ms(store: Any) -> float:
         store.update(session.id, task=task, lease=lease)
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1000
-
-
-def row(label: str, ours: float, base: float, target: str, ok: bool, unit: str = "s") -> str:
-    scale = 1000.0 if unit == "ms" else 1.0
-    return (
-        f"{label:<40} {ours * scale:>9.3f} {unit:<2} {base * scale:>9.3f} {unit:<2} {ours / base:>7.2f}x"
-        f"   {target:<10} {'ok' if ok else 'MISS'}"
-    )
 
 
 SECTIONS = ("startup", "list", "cold", "flow", "worker", "bounds", "store", "tasks", "recordings", "race")

@@ -1,5 +1,9 @@
 """Bench rows for recordings (``bench/bench.py`` prints them; run alone: ``python bench/recordings.py [--runs N]``).
 
+``--scale``: how replay time grows with the recording — ``survey`` flows of 4 rounds recorded by ``mcpcli batch``
+against ``bench/rounds_server.py``, ~800 bytes a message, replayed whole: ~15 MB and ~80 MB (100,000 messages;
+``--messages N``), the seconds (wall and CPU) and messages per second of each. Linear: the same rate at both sizes.
+
 - a mock serving a 40-round flow: the SDK's own ``Client`` (its automatic loop) through the 40 rounds of
   ``bench/rounds_server.py``'s ``survey`` served by ``mcpcli mock --http`` from a recording, against the same
   client through the live server (target ≤ 1.5×: the mock matches each retry's answers and seals its own state);
@@ -11,12 +15,14 @@
 from __future__ import annotations
 
 import json
+import resource
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from kit import PY, ROOT, WARMUP, alternate, free_port, mcpcli_argv, row, run_once, wait_for_port
 
 ROUNDS = 40
 FLOWS = 100
@@ -46,8 +52,6 @@ anyio.run(main, sys.argv[1], int(sys.argv[2]))
 
 
 def recording_figures(tmp: Path, env: dict[str, str], runs: int) -> None:
-    from bench import PY, ROOT, alternate, free_port, mcpcli_argv, row, run_once, wait_for_port
-
     mcpcli = mcpcli_argv()
     started: list[subprocess.Popen[bytes]] = []
 
@@ -98,8 +102,6 @@ async def _sdk_survey(mock: str, live: str, runs: int) -> tuple[float, float]:
     import mcp_types as t
     from mcp import Client
 
-    from bench import WARMUP
-
     async def elicit(ctx: Any, params: Any) -> t.ElicitResult:
         return t.ElicitResult(action="accept", content={"value": "x"})
 
@@ -120,6 +122,55 @@ async def _sdk_survey(mock: str, live: str, runs: int) -> tuple[float, float]:
     return statistics.median(times[mock]), statistics.median(times[live])
 
 
+SURVEY_ROUNDS = 4
+"""Questions per scaled flow: a flow is 5 requests and 5 responses, 10 messages."""
+
+
+def scale_figures(tmp: Path, env: dict[str, str], messages: int) -> None:
+    """Replay time against the recording's size: ~15 MB and ~80 MB (``messages``) of the same flows."""
+    mcpcli = mcpcli_argv()
+    port = free_port()
+    log = tmp / "rounds-scale.log"
+    with log.open("wb") as out:
+        argv = [PY, str(ROOT / "bench" / "rounds_server.py"), "--http", f"127.0.0.1:{port}"]
+        server = subprocess.Popen(argv, stdout=out, stderr=out, cwd=ROOT, env=env)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        wait_for_port(port, server, log)
+        head = f"{'MB':>7} {'messages':>9} {'wall s':>8} {'cpu s':>7} {'msg/s wall':>11} {'msg/s cpu':>10}"
+        print(f"{'replay of':<34} {head}")
+        rates = []
+        for count in (messages * 15 // 80, messages):
+            flows = max(1, count // (2 * (SURVEY_ROUNDS + 1)))
+            batch = tmp / f"survey-{flows}.jsonl"
+            line = json.dumps({"tool": "survey", "arguments": {"count": SURVEY_ROUNDS}})
+            batch.write_text((line + "\n") * flows)
+            recorded = tmp / f"survey-{flows}.ndjson"
+            record = [*mcpcli, "--record", str(recorded), "batch", str(batch), "--answer", "value=x", "-s", url]
+            subprocess.run(record, env=env, cwd=ROOT, capture_output=True, check=True, timeout=3600)
+            with recorded.open("rb") as file:
+                sent = sum(1 for raw in file if raw.startswith(b'{"t"') and b'"dir":' in raw[:120])
+            size = recorded.stat().st_size / 2**20
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            replay = [*mcpcli, "replay", str(recorded), "--max-mb", "1000", "-s", url]
+            proc = subprocess.run(replay, env=env, cwd=ROOT, capture_output=True, text=True, timeout=3600)
+            wall = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if proc.returncode != 0 or not proc.stdout.startswith("Equal:"):
+                raise SystemExit(f"bench: replay failed ({proc.returncode}):\n{proc.stdout}{proc.stderr[-2000:]}")
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            rates.append(sent / cpu)
+            label = f"{flows} flows of {SURVEY_ROUNDS + 1} rounds"
+            print(
+                f"{label:<34} {size:>7.1f} {sent:>9} {wall:>8.1f} {cpu:>7.1f} {sent / wall:>11.0f} {sent / cpu:>10.0f}"
+            )
+        print(f"messages/s (cpu), large against small: {rates[1] / rates[0]:.2f} (1.00: linear)")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 if __name__ == "__main__":
     import argparse
     import os
@@ -127,9 +178,13 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--scale", action="store_true", help="replay time against the recording's size, alone")
+    parser.add_argument("--messages", type=int, default=100_000, help="messages of the larger recording (--scale)")
     given = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mcpcli-bench-") as name:
         os.environ["MCPCLI_HOME"] = str(Path(name) / "home")
         os.environ["MCPCLI_WORKER"] = "0"
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        recording_figures(Path(name), dict(os.environ), given.runs)
+        if given.scale:
+            scale_figures(Path(name), dict(os.environ), given.messages)
+        else:
+            recording_figures(Path(name), dict(os.environ), given.runs)

@@ -4,6 +4,7 @@ over stdio and HTTP, a pre-2026 server, the SDK's own ``Client`` driving the moc
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import stat
 import subprocess
@@ -17,6 +18,7 @@ from test_realservers import EVERYTHING, _npm_server
 from test_worker import mcpcli, served, warm  # noqa: F401  (warm: the worker fixture)
 
 from mcpcli.state.recording import Malformed, read_recording
+from mcpcli.state.trace import sealed
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +31,17 @@ def mock_command(*files: Path) -> str:
 
 
 def entries(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    """A recording's lines, without their checksums."""
+    return [{k: v for k, v in json.loads(line).items() if k != "sum"} for line in path.read_text().splitlines()]
+
+
+def rewrite(path: Path, lines: list[dict[str, Any]]) -> None:
+    """A recording made anew from ``lines``, each with its chained checksum: a file another tool wrote, valid."""
+    previous, out = "", []
+    for line in lines:
+        text, previous = sealed(json.dumps(line, ensure_ascii=True, separators=(",", ":")), previous)
+        out.append(text + "\n")
+    path.write_text("".join(out))
 
 
 def marker_server(tmp_path: Path) -> tuple[str, Path]:
@@ -47,7 +59,7 @@ def test_a_recording_is_private_says_its_server_and_where_each_answer_came_from(
     assert r.code == 0, r.err
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     lines = entries(path)
-    assert lines[0]["recording"] == 1
+    assert lines[0]["recording"] == 2
     facts = {e["fact"]: e for e in lines if "fact" in e}
     assert facts["connect"]["target"]["kind"] == "demo"
     assert facts["connected"]["server_info"]["name"] == "mcpcli-demo"
@@ -173,7 +185,7 @@ def test_a_recorded_command_line_from_elsewhere_runs_only_with_consent(cli: Any,
     for line in lines:
         if line.get("fact") == "connect":
             line["target"] = {"label": command, "kind": "stdio", "source": "command", "command": shlex.split(command)}
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    rewrite(path, lines)
     r = cli("replay", str(path), "--no-input")
     assert r.code == 2, r.err
     assert "did not come from you" in r.err and "--trust-server" in r.err
@@ -189,6 +201,24 @@ def _hostile(tmp_path: Path, cli: Any, kind: str) -> tuple[Path, str]:
     assert cli("--record", str(path), *PROVISION).code == 0
     text = path.read_text()
     lines = text.splitlines()
+    at = {key: next(n for n, line in enumerate(lines, 1) if f'"{key}"' in line) for key in ("event", "answer")}
+    spoilt = {
+        "appended": lambda: [*lines, *['{"t":1,"fact":"note"}'] * 100_000],  # lines a recording never has
+        "blank": lambda: [*lines[:3], "", *lines[3:]],
+        "empty": lambda: [*lines[:3], "{}", *lines[3:]],
+        "unsummed": lambda: [*lines[:3], re.sub(r',"(sum|sha256)":"[0-9a-f]+"', "", lines[3]), *lines[4:]],
+        "moved": lambda: [
+            *lines[: at["event"] - 1],
+            lines[at["event"]],
+            lines[at["event"] - 1],
+            *lines[at["event"] + 1 :],
+        ],
+        "removed": lambda: [*lines[: at["event"] - 1], *lines[at["event"] :]],
+    }
+    if kind in spoilt:
+        path.write_text("\n".join(spoilt[kind]()) + "\n")
+        where = {"appended": len(lines) + 1, "blank": 4, "empty": 4, "unsummed": 4}
+        return path, f"line {where.get(kind, at['event'])}:"
     if kind == "edited":
         path.write_text(text.replace("Provisioned 'orders'", "Provisioned 'all the orders'"))
         return path, f"line {next(n for n, line in enumerate(lines, 1) if 'Provisioned' in line)}:"
@@ -199,12 +229,22 @@ def _hostile(tmp_path: Path, cli: Any, kind: str) -> tuple[Path, str]:
     return path, ""
 
 
+NOT_AS_RECORDED = "not the line recorded here (edited by hand, or a line added, moved or removed before it?)"
+UNSUMMED = "a line without its checksum (added by hand?)"
+
+
 @pytest.mark.parametrize(
     ("kind", "said"),
     [
-        ("edited", "its message is not the one recorded (edited by hand?)"),
+        ("edited", NOT_AS_RECORDED),
         ("truncated", "cut short (the file ends mid-line)"),
         ("big", "10.0 MB, more than the 8 MB a recording may be"),
+        ("appended", UNSUMMED),
+        ("blank", "a blank line, which a recording never has (added by hand?)"),
+        ("empty", UNSUMMED),
+        ("unsummed", UNSUMMED),
+        ("moved", NOT_AS_RECORDED),
+        ("removed", NOT_AS_RECORDED),
     ],
 )
 def test_a_hostile_recording_is_one_line_exit_2_and_nothing_is_sent(
@@ -216,11 +256,26 @@ def test_a_hostile_recording_is_one_line_exit_2_and_nothing_is_sent(
         r = cli(*args)
         assert r.code == 2, r.err
         first, *rest = r.err.strip().splitlines()
-        assert first.startswith("Malformed recording: ") and said in first and line in first
+        assert first.startswith("Malformed recording: ") and said in first and line in first, first
         assert [line for line in rest if not line.startswith("hint:")] == []
     assert not mark.exists()
     with pytest.raises(Malformed):
         read_recording(path)
+
+
+def test_an_entry_added_to_a_sessions_exported_trace_is_refused_naming_it(cli: Any, tmp_path: Path) -> None:
+    assert cli(*PROVISION).code == 0
+    (session,) = json.loads(cli("sessions", "list", "--json").out)
+    entries = json.loads(cli("sessions", "show", session["id"], "--trace", "--json").out)
+    trace = tmp_path / "session.json"
+    trace.write_text(json.dumps([*entries[:2], {"t": 1, "fact": "note"}, *entries[2:]]))
+    command, mark = marker_server(tmp_path)
+    for args in (("replay", str(trace), "-s", command), ("mock", str(trace))):
+        r = cli(*args)
+        assert r.code == 2, r.err
+        first = r.err.strip().splitlines()[0]
+        assert first.startswith("Malformed recording: ") and "entry 3: an entry without its checksum" in first, first
+    assert not mark.exists()
 
 
 def test_text_from_a_recording_is_sanitized_in_a_diff(cli: Any, tmp_path: Path) -> None:
@@ -444,7 +499,7 @@ def test_at_a_terminal_a_hidden_answer_is_asked_without_echo_and_a_foreign_comma
     for line in lines:
         if line.get("fact") == "connect":
             line["target"] = {"label": command, "kind": "stdio", "source": "command", "command": shlex.split(command)}
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    rewrite(path, lines)
     child = _spawn("replay", str(path), "-A", "password=x")
     child.expect_exact("This recording starts its server with a command that did not come from you")
     child.expect_exact("Run it? [y/N] ")

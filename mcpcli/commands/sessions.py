@@ -252,7 +252,9 @@ def show_trace(rt: Runtime, id_or_prefix: str) -> int:
     record = rt.store.get(id_or_prefix)
     entries = read_lines(rt.store.trace_lines(record.id))
     if rt.json:
-        rt.out.json(entries)
+        from mcpcli.state.trace import chained
+
+        rt.out.json(chained(entries))  # each entry with its checksum: mcpcli replay and mock read it back
         return 0
     if not entries:
         rt.out.note(f"Session {record.id} has no recorded trace (recorded by mcpcli since schema 3, never imported).")

@@ -2,8 +2,8 @@
 
 One tap, four readers:
 
-- ``--record FILE``: the same lines plus ``fact`` lines and each message's checksum (``mcpcli.state.recording`` reads it
-  back for ``mcpcli replay`` and ``mcpcli mock``);
+- ``--record FILE``: the same lines plus ``fact`` lines, each line with its chained checksum
+  (``mcpcli.state.recording`` reads it back for ``mcpcli replay`` and ``mcpcli mock``);
 - ``--trace FILE``: the whole run as NDJSON in a 0600 file (``{"t", "at", "dir", "kind", "id", "method",
   "message"}`` per message, ``{"t", "at", "event", ...}`` for the flow's rounds, restarts and result);
 - ``-v``: one sanitized summary line per message on stderr (worded by ``terminal.trace_lines``);
@@ -60,8 +60,9 @@ BUFFER_MAX_BYTES = 16 * 2**20
 MIN_SECRET = 4
 """Registered secrets shorter than this are ignored: redacting every "abc" would hide the trace, not a secret."""
 
-RECORDING_VERSION = 1
-"""The ``recording`` header line's version (``mcpcli.state.recording`` reads it)."""
+RECORDING_VERSION = 2
+"""The ``recording`` header line's version (``mcpcli.state.recording`` reads it). 2: every line carries its chained
+checksum (``sum``); 1 had one on message lines only."""
 
 SECRET = "[secret]"
 REDACTED = "[redacted]"
@@ -75,9 +76,32 @@ SENSITIVE_KEYS = frozenset(
 # --- redaction ---------------------------------------------------------------------------------------------------
 
 
-def body_digest(body: str) -> str:
-    """A recorded message's checksum (its JSON as written): ``mcpcli.state.recording`` refuses a line edited by hand."""
-    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+def line_sum(previous: str, line: str) -> str:
+    """A recording line's checksum, chained: the hash of the previous line's checksum (``""`` for the first line)
+    and this line as written without its own. ``mcpcli.state.recording`` refuses a line without it or whose
+    checksum does not follow: a line edited, added, moved or removed by hand shows where it happened."""
+    return hashlib.sha256((previous + line).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def sealed(line: str, previous: str) -> tuple[str, str]:
+    """``line`` (a JSON object with at least one member) with its chained checksum ``sum`` as its last member."""
+    digest = line_sum(previous, line)
+    return line[:-1] + ',"sum":"' + digest + '"}', digest
+
+
+def canonical(entry: Mapping[str, Any]) -> str:
+    """An exported trace entry as its checksum covers it (``sessions show ID --trace --json``: an array, reindented
+    by anyone, so the checksum covers the entry's compact JSON, members in their order)."""
+    return _json(entry)
+
+
+def chained(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A session's trace entries, each with its chained checksum ``sum`` (what ``mcpcli replay`` reads back)."""
+    out, previous = [], ""
+    for entry in entries:
+        previous = line_sum(previous, canonical(entry))
+        out.append({**entry, "sum": previous})
+    return out
 
 
 def state_digest(state: str) -> dict[str, Any]:
@@ -227,6 +251,8 @@ class TraceSinks:
     recording: IO[str] | None = None
     """``--record FILE``, opened 0600: the same lines, whole, plus the facts a replay needs (``fact``)."""
     recording_path: str | None = None
+    _sum: str = ""
+    """The checksum of the last line written to the recording: the next line's is chained to it."""
 
     @classmethod
     def open(
@@ -274,6 +300,8 @@ class TraceSinks:
         handle = getattr(self, which)
         if handle is None:
             return
+        if which == "recording":
+            line, self._sum = sealed(line, self._sum)
         try:
             handle.write(line + "\n")
             handle.flush()  # read after a crash too
@@ -499,8 +527,6 @@ class Tracer:
         body = None if message is None else _json(message)
         if body is not None:
             head["bytes"] = len(body)
-            if self.sinks.recording is not None:  # a recording is read back: a hand edit must show
-                head["sha256"] = body_digest(body)
         line = _json(head) if body is None else _json(head)[:-1] + ',"message":' + body + "}"
         self.sinks.write(line)
         if self.summaries:
