@@ -117,6 +117,8 @@ class Runtime:
         self.paths: Paths = Paths.from_env()
         self.settings: Settings = load_settings(self.paths)
         self.out: Output = Output(verbose=g.verbose)
+        if g.trace == "-":  # stdout carries the trace alone (NDJSON a reader can trust): results go to stderr
+            self.out.out_console = self.out.err
         self._store: Store | None = None
         self._trace: TraceSinks | None = None
         configure_logging(self.paths, g.debug)

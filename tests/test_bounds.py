@@ -290,7 +290,7 @@ def test_a_server_that_wrote_megabytes_before_failing_is_read_only_at_its_end(pr
     assert r.err.count("noise") <= 8
 
 
-@pytest.mark.parametrize(("status", "said"), [(502, "(HTTP 502 Bad Gateway)"), (404, "Not Found (HTTP 404)")])
+@pytest.mark.parametrize(("status", "said"), [(502, "(HTTP 502 Bad Gateway)"), (404, "HTTP 404 Not Found")])
 def test_an_http_error_status_is_named_where_the_sdk_says_only_error_response(
     process: Any, status: int, said: str
 ) -> None:

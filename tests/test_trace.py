@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import stat
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import stdio_server
+from conftest import PY, stdio_server
 from servers import EVIL
 
 from mcpcli.settings.config import Paths
@@ -210,6 +211,35 @@ def _answered_pairs(entries: list[dict[str, Any]]) -> None:
     responses = {(e["dir"], e["id"]) for e in entries if e.get("kind") in ("response", "error")}
     flip = {"send": "recv", "recv": "send"}
     assert {(flip[d], i) for d, i in requests} == responses
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_trace_dash_writes_the_trace_to_stdout_and_the_results_to_stderr_and_no_file_named_dash(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, json_out: bool
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = cli("tools", *(["--json"] if json_out else []), "--trace", "-")
+    assert r.code == 0, r.err
+    assert not (tmp_path / "-").exists()
+    entries = [json.loads(line) for line in r.out.splitlines()]  # stdout is NDJSON, every line a trace line
+    sent = [e["method"] for e in entries if e.get("dir") == "send" and e.get("kind") == "request"]
+    assert sent[-1] == "tools/list"
+    assert "provision" in r.err  # the result, on stderr
+
+
+def test_trace_dash_with_the_full_screen_app_on_a_terminal_is_one_usage_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pexpect
+
+    child = pexpect.spawn(PY, ["-m", "mcpcli", "call", "provision", "--tui", "--trace", "-"], cwd=str(tmp_path),
+                          env={**os.environ, "MCPCLI_WORKER": "0"}, encoding="utf-8", timeout=60)  # fmt: skip
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 2, child.before
+    assert "--trace - writes to stdout, a terminal the full-screen app draws on" in (child.before or "")
+    assert "\x1b[?1049h" not in (child.before or "")  # the app never took the screen
+    assert not (tmp_path / "-").exists()
 
 
 def test_a_trace_file_has_every_message_both_ways_and_each_round_and_no_secret(cli: Any, tmp_path: Path) -> None:

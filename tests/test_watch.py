@@ -330,6 +330,50 @@ def test_a_flood_is_coalesced_bounded_and_stopped_at_once(tmp_path: Path, era: s
     assert wait_until(lambda: not _alive(server_pid), 10), "the stdio server was left running"
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_count_counts_every_change_received_so_a_flood_that_falls_silent_still_ends(era: str) -> None:
+    # 20,000 changes, then silence: folded, they make a few dozen lines; --count 1000 counts the changes.
+    flood = server("flood", "--total", "20000", "--long", "10000")
+    result = watch("note://a", "--json", "--count", "1000", "--protocol", era, "-s", flood, timeout=60)
+    assert result.code == 0, result.err
+    seen = events(result)
+    assert sum(1 + e.get("coalesced", 0) for e in seen) == 1000
+    assert len(seen) < 1000
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("json_out", [False, True])
+def test_an_update_of_a_ten_kilobyte_part_of_a_watched_uri_prints_only_the_uri_asked_for(
+    era: str, json_out: bool
+) -> None:
+    flood = server("flood", "--total", "3000", "--long", "10000")
+    result = watch("note://a", *(["--json"] if json_out else []), "--count", "3000", "--protocol", era, "-s", flood,
+                   timeout=60)  # fmt: skip
+    assert result.code == 0, result.err
+    assert "xxxxxxxx" not in result.out
+    lines = result.out.splitlines()
+    assert lines and max(map(len, lines)) <= 1000
+    if json_out:
+        assert {e["uri"] for e in events(result)} == {"note://a"}
+    else:
+        assert all(line.split()[3] == "note://a" for line in lines), lines
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_read_of_a_two_megabyte_line_is_cut_at_the_line_bound(json_out: bool) -> None:
+    # README: a line is cut at 1,000 characters, a --json line at 1 MiB (the result left out, "cut" its length).
+    ticker = server("ticker", "--big", "2000000")
+    result = watch("note://a", "--read", "--count", "1", *(["--json"] if json_out else []), "-s", ticker)
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    if json_out:
+        (doc,) = events(result)
+        assert len(lines[0]) <= 1024 * 1024 and doc["cut"] > 2_000_000 and "result" not in doc
+        assert doc["uri"] == "note://a"
+    else:
+        assert max(map(len, lines)) <= 1000 and "… [cut: of 4,003 characters; all of it: --json]" in lines[1]
+
+
 def _coalesced(err: str) -> tuple[int, int]:
     line = next(line for line in err.splitlines() if "events coalesced" in line)
     words = line.replace(",", "").split()

@@ -10,13 +10,15 @@ Run one: ``python tests/watch_servers.py KIND [--http HOST:PORT] [options]`` (st
   ``note://a`` becomes ``a v{n}`` (updated), ``note://b`` becomes ``b v{n}``, the tool ``extra{n}`` is added
   (tools changed), the resource ``note://r{n}`` replaces the one added before (resources changed),
   ``blob://c`` gets {n} bytes (updated). ``--die-after N``: the process exits after its N-th change (a crash
-  mid-watch). ``--subscribe-refuses URI``: before 2026 that subscription is refused.
+  mid-watch). ``--subscribe-refuses URI``: before 2026 that subscription is refused. ``--big CHARS``: ``note://a``
+  is one line of that many more characters.
 - ``rogue``: raw JSON-RPC on stdio (both eras): acknowledges only ``--honour`` (comma-separated: ``tools``,
   ``prompts``, ``resources`` or URIs; default all that was asked), and between updates of what was asked sends
   updates of ``note://unasked`` and a prompts list change nobody asked for.
 - ``flood``: raw JSON-RPC on stdio (both eras): once listened or subscribed to, writes events as fast as its
   pipe takes them: ``note://a`` mostly, and one of 5,000 other ``note://a/{i}`` every tenth; ``--pid-file``
-  gets its pid.
+  gets its pid. ``--long CHARS``: every tenth is instead one URI under ``note://a/`` of that many characters.
+  ``--total N``: after N events it falls silent (and goes on answering).
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ SUB_KEY = "io.modelcontextprotocol/subscriptionId"
 class Ticker:
     """The ``ticker`` server's state and its changes."""
 
-    def __init__(self, every: float, die_after: int | None, refuses: str | None) -> None:
+    def __init__(self, every: float, die_after: int | None, refuses: str | None, big: int = 0) -> None:
+        self.big = big
         self.every = every
         self.die_after = die_after
         self.refuses = refuses
@@ -127,7 +130,7 @@ class Ticker:
             n = self.step
             match (n - 1) % 5:
                 case 0:
-                    self.texts["note://a"] = f"a v{n}"
+                    self.texts["note://a"] = f"a v{n}" + "y" * self.big
                     await self.publish(ResourceUpdated("note://a"))
                 case 1:
                     self.texts["note://b"] = f"b v{n}"
@@ -176,8 +179,8 @@ class _StartingBus(InMemorySubscriptionBus):
         return super().subscribe(listener)
 
 
-def ticker(http: str | None, every: float, die_after: int | None, refuses: str | None) -> None:
-    state = Ticker(every, die_after, refuses)
+def ticker(http: str | None, every: float, die_after: int | None, refuses: str | None, big: int = 0) -> None:
+    state = Ticker(every, die_after, refuses, big)
     server = state.server()
 
     async def main() -> None:
@@ -253,7 +256,9 @@ def _honoured(asked: dict[str, Any], honour: str | None) -> dict[str, Any]:
     return out
 
 
-def raw(kind: str, honour: str | None, pid_file: Path | None) -> None:
+def raw(
+    kind: str, honour: str | None, pid_file: Path | None, long: int | None = None, total: int | None = None
+) -> None:
     """``rogue`` and ``flood``: both eras, by hand."""
     if pid_file is not None:
         pid_file.write_text(str(os.getpid()))
@@ -266,14 +271,15 @@ def raw(kind: str, honour: str | None, pid_file: Path | None) -> None:
         sub = state["sub"]
         uris = state["uris"] or ["note://a"]
         i = 0
-        while True:
+        part = "note://a/" + "x" * max(0, (long or 0) - len("note://a/"))
+        while total is None or i < total:
             i += 1
             if kind == "flood":
-                uri = f"note://a/{i % 5000}" if i % 10 == 0 else uris[0]
+                uri = (part if long else f"note://a/{i % 5000}") if i % 10 == 0 else uris[0]
                 line = json.dumps(_updated(uri, sub)) + "\n"
                 with lock:
                     sys.stdout.write(line)
-                    if i % 64 == 0:
+                    if i % 64 == 0 or i == total:
                         sys.stdout.flush()
                 continue
             _write(lock, _updated("note://unasked", sub))
@@ -323,11 +329,14 @@ def main() -> None:
     parser.add_argument("--subscribe-refuses")
     parser.add_argument("--honour")
     parser.add_argument("--pid-file", type=Path)
+    parser.add_argument("--long", type=int)
+    parser.add_argument("--big", type=int, default=0)
+    parser.add_argument("--total", type=int)
     args = parser.parse_args()
     if args.kind == "ticker":
-        ticker(args.http, args.every, args.die_after, args.subscribe_refuses)
+        ticker(args.http, args.every, args.die_after, args.subscribe_refuses, args.big)
     else:
-        raw(args.kind, args.honour, args.pid_file)
+        raw(args.kind, args.honour, args.pid_file, args.long, args.total)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ resume, tui). Each parses, builds the options and runs one command body from ``m
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -119,6 +120,13 @@ def _flow_command(
         def run() -> int:
             if values.get("tui"):
                 _need_terminal()
+                if g.trace == "-" and sys.stdout.isatty():  # the app draws on this terminal: lines would tear it
+                    from mcpcli.errors import UsageError
+
+                    raise UsageError(
+                        "--trace - writes to stdout, a terminal the full-screen app draws on.",
+                        hint="Give --trace a file (--trace run.ndjson), or send stdout elsewhere (> run.ndjson).",
+                    )
                 return _run_tui(rt, opts, flows, job=job() if job else None)  # the app runs its own event loop
             return run_async(lambda: start(rt, opts, flows)) or 0
 

@@ -60,7 +60,11 @@ Bearer = _opt(
 Verbose = _opt(
     "-v", "--verbose", help="Say what happens round by round, and each JSON-RPC message in one line.", kind=bool | None
 )
-TraceOpt = _opt("--trace", help="Write every JSON-RPC message, redacted, as NDJSON to FILE (0600).", metavar="FILE")
+TraceOpt = _opt(
+    "--trace",
+    help="Write every JSON-RPC message, redacted, as NDJSON to FILE (0600); '-': stdout (results then on stderr).",
+    metavar="FILE",
+)
 RecordOpt = _opt(
     "--record",
     help="Write a recording of the run to FILE (0600): the --trace lines with bodies whole, the answers' sources"

@@ -30,7 +30,10 @@ def watch(
         ),
     ] = False,
     count: Annotated[
-        int | None, typer.Option("--count", min=1, metavar="N", help="Stop (exit 0) after N events.")
+        int | None,
+        typer.Option(
+            "--count", min=1, metavar="N", help="Stop (exit 0) after N changes (a coalesced line counts each)."
+        ),
     ] = None,
     seconds: Annotated[
         float | None, typer.Option("--for", min=0.0, metavar="SECONDS", help="Stop (exit 0) after SECONDS.")

@@ -13,7 +13,7 @@ import anyio
 from mcp.shared.exceptions import MCPError
 
 from mcpcli.commands.discovery import all_pages, at_terminal, credentials, declared, server_logs
-from mcpcli.display import TERMINAL_TEXT_MAX, clip, some_of
+from mcpcli.display import TERMINAL_TEXT_MAX, clip, json_text, sanitize, some_of
 from mcpcli.engine.steps import dump
 from mcpcli.engine.watching import LIST_KINDS, Change, Honoured, Stats, Want, Watch
 from mcpcli.errors import McpcliError
@@ -31,6 +31,12 @@ STREAM_IDLE = 10 * 365 * 24 * 3600.0
 timeout still applies, and each ``--read`` is bounded by the usual idle timeout)."""
 NAMES_SHOWN = 20
 """Names of added or removed items shown on one line (a server may add thousands)."""
+LINE_MAX = 1000
+"""Characters of one line of a watch on stdout, past which it is cut (saying so): a watch runs unattended for
+hours against whatever a server sends, and a 10 KB name or a one-line megabyte must not become one line."""
+JSON_LINE_MAX = 1024 * 1024
+"""Characters of one ``--json`` line: past it, what the server sent (``result``, ``added``, ``removed``) is left out
+and ``cut`` says how long the line would have been (``mcpcli read URI`` has it all)."""
 _LABELS = {
     "resource_updated": "resource updated",
     "tools_list_changed": "tools changed",
@@ -154,7 +160,7 @@ class _Printer:
                 if change.reason is not None and not (doc.get("added") or doc.get("removed")):
                     return  # listened to again and nothing changed meanwhile: nothing to say
         if self.opts.json:
-            self.rt.out.json_line(doc)
+            self.rt.out.json_line(_within(doc))
             return
         head = f"{_clock(change.at)}  {_LABELS[change.kind]}"
         if change.uri is not None:
@@ -163,7 +169,7 @@ class _Printer:
             head += f"  (+{change.folded} coalesced)"
         if change.reason is not None:
             head += "  (read again after reconnecting)"
-        self.rt.out.line("\n".join([head, *lines]))
+        self.rt.out.line("\n".join(_cut(line) for line in [head, *lines]))
 
     async def _read(self, client: Client, change: Change, doc: dict[str, Any]) -> list[str]:
         assert change.uri is not None
@@ -222,6 +228,27 @@ class _Printer:
 
 
 BACKLOG_NOTE = "the backlog's 1,024 distinct changes"
+
+
+def _cut(line: str) -> str:
+    """One line of output, sanitized and at most ``LINE_MAX`` characters (saying how long it was)."""
+    shown = sanitize(line)
+    if len(shown) <= LINE_MAX:
+        return shown
+    tail = f"… [cut: of {len(shown):,} characters; all of it: --json]"
+    return shown[: LINE_MAX - len(tail)] + tail
+
+
+def _within(doc: dict[str, Any]) -> dict[str, Any]:
+    """A ``--json`` event of at most ``JSON_LINE_MAX`` characters (see there); an error's text is cut as on a
+    terminal."""
+    if isinstance(error := doc.get("error"), str) and len(error) > TERMINAL_TEXT_MAX:
+        doc["error"] = error[:TERMINAL_TEXT_MAX] + "…"
+    length = len(json_text(doc, indent=None))
+    if length <= JSON_LINE_MAX:
+        return doc
+    kept = {key: value for key, value in doc.items() if key not in ("result", "added", "removed")}
+    return {**kept, "cut": length}
 
 
 def _modern(client: Client) -> bool:

@@ -29,6 +29,7 @@ import anyio
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcpcli.display import short_id
 from mcpcli.errors import McpcliError, ServerError, UsageError
 
 if TYPE_CHECKING:
@@ -80,10 +81,15 @@ class Want:
         return [name for name in LIST_KINDS if getattr(self, name)]
 
 
-def covers(uris: tuple[str, ...], uri: str) -> bool:
-    """Whether an update for ``uri`` answers a subscription to one of ``uris``: the URI itself, or a part of it (the
-    spec lets a server name a sub-resource of a subscribed URI)."""
-    return any(uri == want or uri.startswith((want + "/", want + "#", want + "?")) for want in uris)
+def watched(uris: tuple[str, ...], uri: str) -> str | None:
+    """Which of ``uris`` an update for ``uri`` is a change of: the URI itself, or the closest one of which it is a part
+    (the spec lets a server name a sub-resource of a subscribed URI); None for a URI not watched. The update counts
+    as a change of the watched URI and is shown as it: nothing the server names beyond what was asked is printed (a
+    server may name 5,000 parts, or one of 10 KB), and a flood of parts folds like a flood of the URI itself."""
+    if uri in uris:
+        return uri
+    parents = [want for want in uris if uri.startswith((want + "/", want + "#", want + "?"))]
+    return max(parents, key=len) if parents else None
 
 
 @dataclass(frozen=True)
@@ -148,10 +154,18 @@ class Backlog:
         self._pending: dict[tuple[str, str | None], Change] = {}
         self._shown_at: dict[tuple[str, str | None], float] = {}
         self._wake = anyio.Event()
+        self.closed = False
+        """No more changes are taken; ``get`` hands out what waits, then None."""
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake.set()
 
     def put(self, change: Change) -> None:
         """Queue ``change``, folding it into a waiting one for the same thing; never blocks, never grows past the
-        limit (a change that does not fit is counted as dropped)."""
+        limit (a change that does not fit is counted as dropped). Once closed, nothing more is taken."""
+        if self.closed:
+            return
         waiting = self._pending.get(change.key)
         if waiting is not None:
             waiting.folded += 1 + change.folded
@@ -165,8 +179,8 @@ class Backlog:
         self._pending[change.key] = change
         self._wake.set()
 
-    async def get(self) -> Change:
-        """The oldest waiting change whose window has passed (waiting for one)."""
+    async def get(self) -> Change | None:
+        """The oldest waiting change whose window has passed (waiting for one); None once closed and drained."""
         while True:
             wake = self._wake
             now = anyio.current_time()
@@ -180,6 +194,8 @@ class Backlog:
                         self._shown_at = {k: v for k, v in self._shown_at.items() if v + self._window > now}
                     return change
                 soonest = ready if soonest is None else min(soonest, ready)
+            if soonest is None and self.closed:
+                return None
             with anyio.move_on_after(None if soonest is None else soonest - now):
                 await wake.wait()
             if self._wake is wake and wake.is_set():
@@ -257,7 +273,10 @@ class Watch:
         """Whether a stream was ever open: until then a failure ends the watch (exit 4), after it, it listens again."""
 
     async def run(self) -> None:
-        """Watch until ``count`` changes were shown (or forever: the caller bounds it by time or a signal)."""
+        """Watch until ``count`` changes were received and shown (or forever: the caller bounds it by time or a
+        signal). Changes are counted as they arrive, not as lines: a line that coalesced 50 counts 50, so a flood
+        folded into a few lines still ends a ``--count`` (after the N-th, nothing more is taken, and what waits is
+        shown)."""
         async with anyio.create_task_group() as tg:
 
             async def consume() -> None:
@@ -269,8 +288,7 @@ class Watch:
             tg.cancel_scope.cancel()
 
     async def _consume(self) -> None:
-        while self._count is None or self.stats.shown < self._count:
-            change = await self.backlog.get()
+        while (change := await self.backlog.get()) is not None:
             await self._on_change(self.client, change)
             if change.reason is None:
                 self.stats.shown += 1
@@ -425,7 +443,7 @@ class Watch:
             return
         method = getattr(message, "method", None)
         kind = _WIRE_KINDS.get(method or "")
-        if kind is None:
+        if kind is None or self.backlog.closed:
             return
         params = getattr(message, "params", None)
         if self._modern:
@@ -435,9 +453,9 @@ class Watch:
                 return  # not of this watch's stream (the SDK tees every frame)
         uri = getattr(params, "uri", None) if kind == "resource_updated" else None
         if uri is not None:
-            uri = str(uri)
-            if not covers(self._honoured.uris, uri):
-                self._ignore(f"an update for {uri}, which was not asked for")
+            uri, named = watched(self._honoured.uris, str(uri)), str(uri)
+            if uri is None:
+                self._ignore(f"an update for {short_id(named)}, which was not asked for")
                 return
         elif not self._listed(kind):
             if self._modern:
@@ -445,6 +463,8 @@ class Watch:
             return  # before 2026 a server sends every list change it has: not a fault
         self.stats.received += 1
         self.backlog.put(Change(kind, uri))
+        if self._count is not None and self.stats.received >= self._count:
+            self.backlog.close()
 
     def _listed(self, kind: Kind) -> bool:
         name = next(n for n, k in LIST_KINDS.items() if k == kind)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import secrets
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -33,6 +32,7 @@ from mcpcli import __version__, settle_collector
 from mcpcli.auth import Credentials
 from mcpcli.errors import McpcliError, ServerError, UsageError
 from mcpcli.net.bounds import Bounds, Tripwire
+from mcpcli.net.failures import connect_failure, describe, start_failure
 from mcpcli.net.handshakes import HandshakeClient, remember, remembered
 from mcpcli.net.serverlog import ServerLog
 from mcpcli.net.tap import traced
@@ -228,18 +228,18 @@ async def connect(
                 if answered and first_failure is None and mode == "legacy":
                     # The handshake that worked last time was refused: the server changed. Ask it afresh.
                     remember(paths, target, legacy=False)
-                    mode, first_failure = "auto", f"the initialize handshake ({_describe(exc)})"
+                    mode, first_failure = "auto", f"the initialize handshake ({describe(exc)})"
                     continue
                 if answered and first_failure is None and mode == "auto" and target.kind == "stdio":
                     # A strict server (rmcp: the Rust SDK) ends the process, or spoils the connection, when its first
                     # message is not ``initialize``: start it once more, speaking the handshake from the start.
-                    first_failure = f"the 2026-07-28 probe, server/discover ({_describe(exc)})"
+                    first_failure = f"the 2026-07-28 probe, server/discover ({describe(exc)})"
                     mode = "legacy"
                     continue
                 if first_failure is not None and trip.error is None:
-                    both = f"it failed on {first_failure}, then on {_second(mode)} ({_describe(exc)})"
-                    raise _start_failure(target, log, both) from None
-                failure = trip.error or _connect_failure(target, log, creds, exc, trip.http_status)
+                    both = f"it failed on {first_failure}, then on {_second(mode)} ({describe(exc)})"
+                    raise start_failure(target, log, both) from None
+                failure = trip.error or connect_failure(target, log, creds, exc, trip.http_status)
                 if given == "legacy" and log is None and target.kind == "stdio" and isinstance(_inner(exc), MCPError):
                     # A kept-alive server (no log of ours: the worker's) speaks one protocol to every command.
                     failure.hint = (
@@ -490,51 +490,6 @@ def _say(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
-def _start_failure(target: Target, log: ServerLog | None, why: str) -> ServerError:
-    where = f"server {target.label!r}"
-    hint = "Check the target with: mcpcli info -s TARGET"
-    if target.kind == "http" and target.url is not None:
-        from mcpcli.net.proxies import used_for
-
-        if proxy := used_for(target.url, os.environ):
-            where = f"{where} through the proxy {proxy}"
-            hint = f"{hint} (or the proxy: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY; NO_PROXY to go direct)"
-    if log is not None:
-        if tail := log.tail():
-            why = f"{why}\n{tail}"
-        hint = f"The server's output is in {log.path}"
-    return ServerError(f"Cannot connect to {where}: {why}", title="Connection failed", hint=hint)
-
-
-def _connect_failure(
-    target: Target, log: ServerLog | None, creds: Credentials, exc: Exception, status: str | None = None
-) -> McpcliError:
-    """One line for a failed start: a sign-in that could not happen, a refused token, or what the transport said
-    (with the HTTP ``status`` the server answered, when the SDK leaves it out)."""
-    if target.kind == "http":
-        from mcpcli.auth.login import sign_in_error
-
-        if (failure := sign_in_error(target.label, exc) or creds.refusal(target.label)) is not None:
-            return failure
-    if isinstance(exc, OSError):
-        return _start_failure(target, log, exc.strerror or str(exc))
-    why = _describe(exc)
-    code, _, reason = (status or "").partition(" ")
-    if code and code not in why:
-        why = f"{why.rstrip('.')} (HTTP {code if reason and reason in why else status})"
-    return _start_failure(target, log, why)
-
-
-def _describe(exc: BaseException) -> str:
-    """The innermost meaningful message of a (possibly grouped) transport failure."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, MCPError):
-        return exc.message
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0]
-
-
 def transport_failure(exc: BaseException) -> str | None:
     """One line for a transport that failed under a running flow (it surfaces from the connection's task group),
     or ``None`` when ``exc`` is not a transport failure."""
@@ -542,13 +497,13 @@ def transport_failure(exc: BaseException) -> str | None:
     import httpx2
 
     if isinstance(exc, httpx2.RemoteProtocolError | anyio.EndOfStream | anyio.BrokenResourceError | ConnectionError):
-        return f"The server closed the connection before answering ({_describe(exc).rstrip('.')})."
+        return f"The server closed the connection before answering ({describe(exc).rstrip('.')})."
     if isinstance(exc, anyio.ClosedResourceError):
         return "The server closed the connection before answering."
     if isinstance(exc, httpx2.TimeoutException):
-        return f"The server stopped answering ({_describe(exc).rstrip('.')})."
+        return f"The server stopped answering ({describe(exc).rstrip('.')})."
     if isinstance(exc, httpx2.TransportError | OSError):
-        return f"The connection to the server failed: {_describe(exc).rstrip('.')}."
+        return f"The connection to the server failed: {describe(exc).rstrip('.')}."
     return None
 
 

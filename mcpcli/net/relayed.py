@@ -116,10 +116,16 @@ def loads(payload: bytes) -> dict[str, Any]:
     return value
 
 
-def error_of(exc: httpx2.HTTPError) -> dict[str, str]:
-    """An ``X`` frame's payload for ``exc``: the class to raise on the other side, and its message."""
+def error_of(exc: httpx2.HTTPError) -> dict[str, Any]:
+    """An ``X`` frame's payload for ``exc``: the class to raise on the other side, its message, and the socket error
+    beneath it (so that the command says "nothing is listening", not the relay's "All connection attempts failed")."""
+    from mcpcli.net.causes import socket_cause
+
     name = type(exc).__name__
-    return {"type": name if name in ERRORS else "TransportError", "message": str(exc)}
+    said: dict[str, Any] = {"type": name if name in ERRORS else "TransportError", "message": str(exc)}
+    if (cause := socket_cause(exc)) is not None:
+        said["cause"] = cause
+    return said
 
 
 def _raised(payload: bytes, request: httpx2.Request) -> httpx2.TransportError:
@@ -127,8 +133,12 @@ def _raised(payload: bytes, request: httpx2.Request) -> httpx2.TransportError:
         said = loads(payload)
     except FrameError:
         said = {}
+    from mcpcli.net.causes import rebuilt_cause
+
     cls = ERRORS.get(str(said.get("type")), httpx2.TransportError)
-    return cls(str(said.get("message") or "the request failed"), request=request)
+    raised = cls(str(said.get("message") or "the request failed"), request=request)
+    raised.__cause__ = rebuilt_cause(said.get("cause"))
+    return raised
 
 
 def _relay_gone(request: httpx2.Request) -> httpx2.RemoteProtocolError:

@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import stat
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
@@ -236,7 +237,7 @@ class TraceSinks:
     """Where a run's lines go, shared by every connection of the run (the app opens several)."""
 
     file: IO[str] | None = None
-    """``--trace FILE``, opened 0600."""
+    """``--trace FILE``, opened 0600; ``--trace -``: stdout (written to, never closed)."""
     path: str | None = None
     """Its name, as given."""
     console: Console | None = None
@@ -263,7 +264,7 @@ class TraceSinks:
         *,
         record: str | None = None,
     ) -> TraceSinks:
-        file = open_trace_file(Path(path)) if path else None
+        file = (sys.stdout if path == "-" else open_trace_file(Path(path))) if path else None
         recording = open_trace_file(Path(record), option="--record") if record else None
         sinks = cls(file=file, path=path, console=console, summarize=summarize, recording=recording)
         sinks.recording_path = record
@@ -306,8 +307,6 @@ class TraceSinks:
             handle.write(line + "\n")
             handle.flush()  # read after a crash too
         except OSError as exc:
-            import sys
-
             what, where, stopped = (
                 ("trace", self.path, "tracing") if which == "file" else ("recording", "", "recording")
             )
@@ -320,8 +319,12 @@ class TraceSinks:
     def _close(self, which: Literal["file", "recording"]) -> None:
         handle = getattr(self, which)
         if handle is not None:
-            with contextlib.suppress(OSError):  # what could not be written was said at the time
-                handle.close()
+            if which == "file" and self.path == "-":  # stdout is the process's, not the trace's
+                with contextlib.suppress(OSError, ValueError):
+                    handle.flush()
+            else:
+                with contextlib.suppress(OSError):  # what could not be written was said at the time
+                    handle.close()
             setattr(self, which, None)
 
     def close(self) -> None:
