@@ -137,7 +137,8 @@ class Presets:
         if action is not None:
             self.used.add((question.key, ""))
         if not isinstance(request, t.ElicitRequest):
-            return self._not_a_form(question, action)
+            self._not_a_form(question, action)
+            return None
         if action in ("decline", "cancel"):
             return t.ElicitResult(action=action)
         if isinstance(request.params, t.ElicitRequestURLParams):
@@ -181,7 +182,6 @@ class Presets:
             )
         if action is not None:
             raise Declined(question.key, action, origin, kind_of(question.request))
-        return None
 
     def partial(self, question: Question, specs: Sequence[forms.FieldSpec] | None = None) -> dict[str, Any]:
         """The preset values that apply to this form, coerced and validated (a bad one: exit 2)."""
