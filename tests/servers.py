@@ -25,6 +25,8 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
   adds a round, or changes the question's schema (a server that changed since a recording).
 - ``calls_back``: a tool that asks its question the pre-2026 way (``ctx.elicit``, over the back-channel) for an
   integer ``n``, and says what it got; on 2026-07-28 the SDK refuses that with -32600.
+- ``mixed``: ``deploy`` asks a region, then a form (``approve``: confirm, note) and an LLM completion (``summary``)
+  in one round; says every answer it got.
 - ``rounds``: for the TUI — ``trip`` asks two forms in one round, ``odd`` asks a form with a part no form can
   hold, ``confirm`` asks a required boolean without a default, ``risky_link`` asks the user to visit a
   plain-http punycode URL; each says what it received.
@@ -393,6 +395,44 @@ def sampler() -> MCPServer:
     return server
 
 
+def mixed() -> MCPServer:
+    """``deploy``: round 1 asks where; round 2 asks a form and an LLM completion together (2026-07-28 only)."""
+    server = MCPServer("mixed")
+
+    @server.tool()
+    async def deploy(service: str, ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
+        """Asks ``where`` (region), then ``approve`` (confirm, note) beside ``summary`` (sampling); says what it got.
+        What a retry leaves out is asked again (the spec's rule), what it brought is kept in the state."""
+        got = json.loads(ctx.request_state or "{}")
+        for key, response in (ctx.input_responses or {}).items():
+            got[key] = response.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if "where" not in got:
+            ask = {"where": _form(f"Where does {service} go?", "region")}
+            return t.InputRequiredResult(input_requests=ask, request_state=json.dumps(got))
+        approve = {
+            "type": "object",
+            "properties": {"confirm": {"type": "boolean", "title": "Deploy it"}, "note": {"type": "string"}},
+            "required": ["confirm"],
+        }
+        params = {"messages": [{"role": "user", "content": {"type": "text", "text": f"Summarize {service}."}}]}
+        asks: dict[str, t.InputRequest] = {
+            "approve": t.ElicitRequest(
+                params=t.ElicitRequestFormParams(message=f"Deploy {service}?", requested_schema=approve)
+            ),
+            "summary": t.CreateMessageRequest(
+                params=t.CreateMessageRequestParams.model_validate({**params, "maxTokens": 50})
+            ),
+        }
+        missing = {key: ask for key, ask in asks.items() if key not in got}
+        if missing:
+            return t.InputRequiredResult(input_requests=missing, request_state=json.dumps(got))
+        return t.CallToolResult(
+            content=[t.TextContent(type="text", text=f"{service}: {json.dumps(got, sort_keys=True)}")]
+        )
+
+    return server
+
+
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -592,6 +632,7 @@ def main() -> None:
     kinds["chatty"] = chatty
     kinds["counter"] = counter
     kinds["calls_back"] = calls_back
+    kinds["mixed"] = mixed
     server = kinds.get(args.kind)
     if args.kind == "shifting":
         serve(shifting(args.variant), args.http)

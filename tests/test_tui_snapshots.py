@@ -7,6 +7,8 @@ times are fixed so that a snapshot shows only what the screen does.
 
 from __future__ import annotations
 
+import json
+import shlex
 from datetime import UTC, datetime
 from typing import Any
 
@@ -110,6 +112,26 @@ def test_a_round_of_two_requests(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await screen_of(pilot, RoundScreen)
         await pilot.press(*"Ada", "tab", *"ada@example.org")
+        await settled(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_form_beside_a_sampling_request_with_no_llm_provider(snap_compare: Any) -> None:
+    from conftest import stdio_server
+
+    config = Paths.from_env().config_file  # a config entry: a short label, the same on every machine
+    config.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    command, *args = shlex.split(stdio_server("mixed"))
+    config.write_text(f"[mcpServers.mixed]\ncommand = {json.dumps(command)}\nargs = {json.dumps(args)}\n")
+    app = make_app(CallJob("tools/call", "deploy", arguments={"service": "web"}), server="mixed")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        where = await screen_of(pilot, RoundScreen)
+        await pilot.press(*"eu-west-1", "ctrl+s")
+        await until(pilot, lambda: pilot.app.screen is not where and isinstance(pilot.app.screen, RoundScreen), "2")
+        await screen_of(pilot, RoundScreen)
+        pilot.app.clear_notifications()  # the note is on the screen itself; a toast would cover part of it
         await settled(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

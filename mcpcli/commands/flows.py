@@ -178,12 +178,13 @@ def build_flow(
 
 
 def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, approver: Any) -> AnswerSource | None:
-    """The sampling source when an LLM provider is configured; without one, sampling requests wait (exit 3)."""
+    """The sampling source when an LLM provider is configured; without one, ``NoProvider`` says so (exit 3)."""
+    from mcpcli import llm
+    from mcpcli.engine.sampling import POLICIES, Budget, NoProvider, Sampler, usage_of
+
     settings = rt.settings
     if not settings.providers:
-        return None
-    from mcpcli import llm
-    from mcpcli.engine.sampling import POLICIES, Budget, Sampler, usage_of
+        return NoProvider(llm.no_provider())
 
     policy = opts.approve_sampling or settings.sampling.policy_for(server)
     if policy not in POLICIES:

@@ -322,6 +322,11 @@ def _timeline(doc: Mapping[str, Any]) -> Iterable[Text]:
         if r["answers"] is None:
             if r["requests"]:
                 yield Text("  not answered yet", style="yellow")
+        elif r["answered"] is None:  # answered in part: kept while the round waits for the rest
+            left = [key for key in r["requests"] if key not in r["answers"]]
+            yield Text.assemble(("  answered in part; still open: ", "yellow"), safe(", ".join(left)))
+            for key, answer in r["answers"].items():
+                yield from _answer(key, answer, r["requests"].get(key))
         else:
             answered = _time(datetime.fromisoformat(r["answered"])) if r["answered"] else "-"
             yield Text(f"  answered {answered}", style="dim")

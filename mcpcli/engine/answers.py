@@ -21,7 +21,7 @@ import mcp_types as t
 from mcpcli import forms
 from mcpcli.display import is_web_link, some_of
 from mcpcli.engine.arguments import read_input
-from mcpcli.engine.steps import Question
+from mcpcli.engine.steps import Declined, Question, kind_of
 from mcpcli.errors import InvalidAnswer, UsageError
 
 Action = Literal["accept", "decline", "cancel"]
@@ -44,7 +44,7 @@ class Presets:
     """Request key → where its action was given (``--decline KEY``, ``answers.json: KEY``), for messages."""
     accept_defaults: bool = False
     asked: dict[str, list[str]] = field(default_factory=dict)
-    """Every elicitation this run's flow asked: request key → its form's field names (none for a URL)."""
+    """Every request this run's flow asked: request key → its form's field names (none for a URL, sampling, roots)."""
     used: set[tuple[str | None, str]] = field(default_factory=set)
     """The presets that met their question: ``fields`` keys, and ``(key, "")`` for an action or a content."""
 
@@ -132,12 +132,13 @@ class Presets:
 
     async def answer(self, question: Question) -> t.InputResponse | None:
         request = question.request
-        if not isinstance(request, t.ElicitRequest):
-            return None
         self.asked.setdefault(question.key, [str(name) for name in _properties(question.wire)])
         action = self.actions.get(question.key)
         if action is not None:
             self.used.add((question.key, ""))
+        if not isinstance(request, t.ElicitRequest):
+            self._not_a_form(question, action)
+            return None
         if action in ("decline", "cancel"):
             return t.ElicitResult(action=action)
         if isinstance(request.params, t.ElicitRequestURLParams):
@@ -169,6 +170,18 @@ class Presets:
                 )
             return None  # partial: the person at the terminal fills in the rest, or the flow waits
         return t.ElicitResult(action="accept", content=content)
+
+    def _not_a_form(self, question: Question, action: Action | None) -> None:
+        """``--decline``/``--cancel`` on a sampling or roots request: the user's answer, though it has no such answer
+        to send (``Declined``); ``--accept`` cannot make up a completion. Nothing else here answers one."""
+        origin = self.origins.get(question.key, question.key)
+        if action == "accept":
+            raise UsageError(
+                f"{origin}: {question.key} asks for {kind_of(question.request)}, which accepting cannot give.",
+                hint=f"Let an LLM answer it ([providers] in config.toml), or --decline {shlex.quote(question.key)}",
+            )
+        if action is not None:
+            raise Declined(question.key, action, origin, kind_of(question.request))
 
     def partial(self, question: Question, specs: Sequence[forms.FieldSpec] | None = None) -> dict[str, Any]:
         """The preset values that apply to this form, coerced and validated (a bad one: exit 2)."""
@@ -235,9 +248,10 @@ class Presets:
             if (key, fname) not in self.used and not met:
                 given, pool = (fname, bare) if key is None else (f"{key}.{fname}", fields)
                 lines.append(_unmatched(origin, given, pool, asked))
+        keys = some_of(list(self.asked), 10) or "nothing"  # an action names a request by its key
         for key in [*self.actions, *self.contents]:
             if (key, "") not in self.used and key not in self.asked:
-                lines.append(_unmatched(self.origins.get(key, key), key, list(self.asked), asked))
+                lines.append(_unmatched(self.origins.get(key, key), key, list(self.asked), keys))
         return list(dict.fromkeys(lines))
 
     def _mentions(self, question: Question) -> bool:

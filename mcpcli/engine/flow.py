@@ -12,9 +12,10 @@ threads (``Keeper``), so one slow store write stalls only its own flow.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,10 +28,13 @@ from pydantic import ValidationError
 
 from mcpcli.display import some_of
 from mcpcli.engine import taskflow
+from mcpcli.engine.partial import answer_each, earlier_answer, keep_part, say_open
 from mcpcli.engine.roots import EarlyRoots
 from mcpcli.engine.steps import (
+    REJECTED,
     AnswerSource,
     Call,
+    Declined,
     LimitReached,
     Limits,
     NeedInput,
@@ -48,7 +52,7 @@ from mcpcli.engine.steps import (
     typed_responses,
 )
 from mcpcli.errors import Action, McpcliError, NextStep, ServerError, UsageError, invalid_shape, rpc_error
-from mcpcli.net.tasks import CreateTaskResult, TaskControl, same_question
+from mcpcli.net.tasks import CreateTaskResult, TaskControl
 from mcpcli.state.keeper import Keeper
 
 if TYPE_CHECKING:
@@ -109,6 +113,10 @@ class Flow:
     _in_flight: bool = False
     _early: EarlyRoots = field(default_factory=EarlyRoots)
     """The ``roots/list`` a server asks before the call (``engine.roots``)."""
+    _kept: dict[str, Any] = field(default_factory=dict)
+    """The answers a stored round kept while it waited for the rest (``answer_stored``), by request key."""
+    _said: set[str] = field(default_factory=set)
+    """Why-open notes already given this run (``_say_open``)."""
 
     @property
     def session(self) -> SessionRecord | None:
@@ -172,7 +180,7 @@ class Flow:
             if last is not None:
                 self._attempt += 1
             return await self._loop()
-        if last.answers is not None and not lost:
+        if last.complete and not lost:
             # Still "running" as claimed: its driver died mid-round (a stop or a lost connection would have put it
             # back to waiting). Its answers are re-sent as stored, so the presets that gave them met their question.
             why = (
@@ -181,7 +189,7 @@ class Flow:
             self.reporter.note(f"Round {last.index} was answered, but {why}: sending it again with the same answers.")
             self.resent = last
             return await self._loop(last.answers, last.request_state)
-        responses = await self.answer_stored(last)
+        responses = await self.answer_stored(last, lost)
         return await self._loop(responses, last.request_state)
 
     async def lost(self, message: str) -> ServerError:
@@ -385,31 +393,46 @@ class Flow:
         questions = self._questions(requests)
         session_id, index = self.session_record().id, self.keeper.last_index + 1
         self.event("round", session=session_id, round=index, attempt=self._attempt, requests=list(requests))
+        answers: dict[str, Any] = {}
         try:
-            answers = await self._answer_silently(questions)
+            await self._answer_silently(questions, answers)
         except BaseException as exc:
-            await self._record(requests, state)  # e.g. an invalid preset or a refused sampling: nothing is sent
-            if isinstance(exc, McpcliError) and not isinstance(exc, NeedInput):
-                await self._keep("waiting", error=exc.message)  # why the flow paused, for the session's timeline
+            record = await self._record(requests, state)
+            if isinstance(exc, McpcliError):
+                await keep_part(self.keeper, record, answers, exc, back_channel=questions[0].back_channel)
             raise
         if len(answers) == len(questions):
             await self._record(requests, state, answers)
             return answers
         record = await self._record(requests, state)
+        return await self._answer_rest(record, questions, answers)
+
+    async def answer_stored(self, pending: RoundRecord, lost: Collection[str] = ()) -> dict[str, Any]:
+        """Answer a round saved by an earlier run — what it kept answered is not asked again (unless this run's
+        presets answer it), ``lost`` secrets are — then save the answers before the retry."""
+        questions = self._questions(pending.requests)
+        self._kept = {key: answer for key, answer in pending.partial.items() if key not in lost}
+        answers: dict[str, Any] = {}
         try:
-            answers = await self._ask_people(questions, answers)
+            await self._answer_silently(questions, answers)
         except McpcliError as exc:
-            if not isinstance(exc, NeedInput):
-                await self._keep("waiting", error=exc.message)
+            await keep_part(self.keeper, pending, {**self._kept, **answers}, exc)
+            raise
+        finally:
+            self._kept = {}
+        return await self._answer_rest(pending, questions, answers)
+
+    async def _answer_rest(
+        self, record: RoundRecord, questions: Sequence[Question], answers: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Ask people what the silent sources left; the answers saved before the retry. Stopped before every
+        question has its answer (nobody can give one, the user quit): the answers given so far are kept."""
+        try:
+            await self._ask_people(questions, answers)
+        except McpcliError as exc:
+            await keep_part(self.keeper, record, answers, exc)
             raise
         await self.keeper.record_answers(record, answers)
-        return answers
-
-    async def answer_stored(self, pending: RoundRecord) -> dict[str, Any]:
-        """Answer a round saved by an earlier run, then save the answers before the retry."""
-        questions = self._questions(pending.requests)
-        answers = await self._ask_people(questions, await self._answer_silently(questions))
-        await self.keeper.record_answers(pending, answers)
         return answers
 
     def _questions(self, requests: dict[str, dict[str, Any]], *, back_channel: bool = False) -> list[Question]:
@@ -419,17 +442,15 @@ class Flow:
             for key, wire in requests.items()
         ]
 
-    async def _answer_silently(self, questions: Sequence[Question]) -> dict[str, Any]:
-        """What presets, roots and replay can answer: nobody is asked, and presets are checked first."""
-        answers: dict[str, Any] = {}
-        for question in questions:
-            if (answer := await self._ask(question, interactive=False)) is not None:
-                answers[question.key] = dump(answer)
-        return answers
+    async def _answer_silently(self, questions: Sequence[Question], answers: dict[str, Any]) -> None:
+        """What presets, roots and replay can answer, into ``answers``: nobody is asked, presets are checked first."""
+        await answer_each(functools.partial(self._ask, interactive=False), questions, answers)
 
     async def _ask_people(self, questions: Sequence[Question], answers: dict[str, Any]) -> dict[str, Any]:
-        """Ask a person what is left; with nobody to ask, stop with exit 3 (the round is saved)."""
+        """Ask a person what is left (into ``answers``); with nobody to ask, stop with exit 3 (the round is saved).
+        What no source will answer (sampling with no LLM provider) is said first, before anyone is asked."""
         unanswered = [q for q in questions if q.key not in answers]
+        say_open(self.sources, unanswered, self.reporter, self._said)
         if unanswered and not any(s.interactive for s in self.sources):
             raise NeedInput(self.session_record(), {q.key: q.wire for q in unanswered})
         together = next((s for s in self.sources if s.interactive and hasattr(s, "answer_round")), None)
@@ -461,7 +482,8 @@ class Flow:
                 if (answer := await source.answer(question)) is not None:
                     self._answered(question.key, "preset")
                     return answer
-            if (replayed := await self._replay(question)) is not None:
+            attempt = self._attempt if self._saved else 1
+            if (replayed := await earlier_answer(self.keeper, attempt, self._kept, question)) is not None:
                 self._answered(question.key, "replay")
                 return replayed
             candidates = [s for s in candidates if s not in explicit]
@@ -475,18 +497,6 @@ class Flow:
         """Where an answer came from, for a recording (``--record``): preset, replay, prompt, roots, llm."""
         if self.tracer is not None:
             self.tracer.fact("answer", key=key, source=source)
-
-    async def _replay(self, question: Question) -> t.InputResponse | None:
-        """An answer given in an earlier attempt of this flow to the identical question (same key, same request)."""
-        if not self._saved or self._attempt == 1:
-            return None
-        for record, lost in reversed(await self.keeper.rounds()):
-            if record.attempt >= self._attempt or record.answers is None or question.key in lost:
-                continue
-            if same_question(record.requests.get(question.key), question.wire) and question.key in record.answers:
-                responses = typed_responses({question.key: record.answers[question.key]})
-                return responses[question.key]
-        return None
 
     def back_channel(self, kind: str) -> Callable[[t.InputRequest], Awaitable[t.InputResponse | t.ErrorData]]:
         """An SDK callback body for pre-2026 servers: the same sources, asked mid-call, recorded as a round."""
@@ -504,6 +514,9 @@ class Flow:
             except NeedInput:
                 self.back_channel_failed[key] = requests[key]
                 return t.ErrorData(code=t.INVALID_REQUEST, message="The user is not available to answer.")
+            except Declined:  # the user's answer: the spec's error for a refused request (the server decides)
+                what = "sampling" if kind == "sampling" else "roots"
+                return t.ErrorData(code=REJECTED, message=f"User rejected {what} request")
             except UsageError as exc:  # a bad answer, kept waiting by take_round; the server hears a refusal
                 if self._back_channel_refused is None:
                     self._back_channel_refused, self._refused_key = exc, key

@@ -160,6 +160,22 @@ class Sampler:
         return _result(reply)
 
 
+@dataclass(frozen=True)
+class NoProvider:
+    """Where the sampler would stand when no LLM provider is configured: it answers nothing, and says why at once
+    (``steps.Explains``) — before a person fills in the rest of a round that cannot be sent without a completion."""
+
+    reason: McpcliError
+    """``llm.no_provider()``: what is missing, and how to add it."""
+    interactive: ClassVar[bool] = False
+
+    async def answer(self, question: Question) -> t.InputResponse | None:
+        return None
+
+    def why_not(self, question: Question) -> McpcliError | None:
+        return self.reason if isinstance(question.request, t.CreateMessageRequest) else None
+
+
 def _forwardable(params: Mapping[str, Any]) -> dict[str, Any]:
     """What may reach a provider: never ``metadata``; ``includeContext`` is treated as none."""
     return {k: v for k, v in params.items() if k not in ("metadata", "includeContext", "task", "_meta")}

@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from mcpcli.display import some_of
-from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError
+from mcpcli.errors import Action, ExitCode, McpcliError, NextStep, ServerError, UserStopped
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -71,6 +71,14 @@ class AnswerSource(Protocol):
         ...
 
 
+class Explains(Protocol):
+    """A source that knows, before anyone is asked, that it cannot answer a question (no LLM provider)."""
+
+    def why_not(self, question: Question) -> McpcliError | None:
+        """Why ``question`` will stay open (its hint says how to change that); None when this source may answer."""
+        ...
+
+
 class RoundAnswerer(Protocol):
     """An interactive source that shows a round's open questions together (the TUI's round screen).
 
@@ -106,6 +114,38 @@ class NeedInput(McpcliError):
         self.pending = pending
         self.deferred = deferred
         """Whether the question waits in the session (2026-07-28), or was asked mid-call and could not wait."""
+
+
+class Declined(UserStopped):
+    """The user declined (or cancelled) a request that has no such answer: an LLM completion or the roots.
+
+    On 2026-07-28 the server is not waiting for it (the spec's sampling and roots pages: the client need not call
+    again), so the call ends here with nothing more sent; exit 5, the session kept with what was answered.
+    Before 2026 the back-channel request gets the spec's error instead (``REJECTED``) and the call goes on.
+    """
+
+    default_title = "Declined"
+
+    def __init__(self, key: str, action: str, origin: str, kind: str) -> None:
+        super().__init__(
+            f"{origin}: {key} asks for {kind}, which has no {action} answer to send; the call ends here, without "
+            "calling the server again (it waits for nothing). Your other answers to the round are kept."
+        )
+        self.key = key
+
+
+REJECTED = -1
+"""The JSON-RPC error code a pre-2026 client answers a refused ``sampling/createMessage`` with (2025-11-25, sampling:
+"User rejected sampling request")."""
+
+
+def kind_of(request: t.InputRequest) -> str:
+    """What a request asks for, in a few words (its key is the server's)."""
+    if isinstance(request, t.CreateMessageRequest):
+        return "an LLM completion (sampling)"
+    if isinstance(request, t.ListRootsRequest):
+        return "the client's roots"
+    return "an answer to a form" if isinstance(request.params, t.ElicitRequestFormParams) else "a visit to a page"
 
 
 class LimitReached(McpcliError):

@@ -282,10 +282,10 @@ async def _deliver(flow: FlowSteps, state: TaskState, outstanding: dict[str, dic
     """Answer the task's open requests (committed first), send them with ``tasks/update``, remember the ack."""
     found = await flow.keeper.last_round()
     last = found[0] if found else None
-    if last is not None and last.requests == outstanding and last.answers is not None:
+    if last is not None and last.requests == outstanding and last.complete:
         # Committed by an earlier run that stopped before the server acknowledged them; it still asks: not received.
         flow.reporter.note(f"Sending the answers saved in round {last.index} (the server has not received them).")
-        answers = last.answers
+        answers = last.answers or {}
     elif last is not None and last.requests == outstanding:
         answers = await flow.answer_stored(last)
     else:

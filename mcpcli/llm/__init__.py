@@ -18,6 +18,7 @@ from mcpcli.llm.base import (
     clamp_tokens,
     hints_of,
     model_of,
+    no_provider,
     pick_model,
     resolve_provider,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "complete",
     "hints_of",
     "model_of",
+    "no_provider",
     "pick_model",
     "resolve_provider",
 ]

@@ -56,10 +56,7 @@ def resolve_provider(settings: Settings, name: str | None) -> tuple[str, Provide
     """The provider called ``name``; ``None`` means ``[sampling] provider``, or the only one configured."""
     providers = settings.providers
     if not providers:
-        raise ConfigError(
-            "No LLM provider is configured, so sampling requests cannot be answered.",
-            hint="Add a [providers.NAME] table to config.toml ('mcpcli paths' shows where).",
-        )
+        raise no_provider()
     chosen = name or settings.sampling.provider
     if chosen is None:
         if len(providers) == 1:
@@ -71,6 +68,14 @@ def resolve_provider(settings: Settings, name: str | None) -> tuple[str, Provide
     if chosen not in providers:
         raise ConfigError(f"No LLM provider named {chosen!r}.", hint=f"Configured providers: {_names(providers)}.")
     return chosen, providers[chosen]
+
+
+def no_provider() -> ConfigError:
+    """What a sampling request meets when no LLM provider is configured, and how to add one."""
+    return ConfigError(
+        "No LLM provider is configured, so sampling requests cannot be answered.",
+        hint="Add a [providers.NAME] table to config.toml ('mcpcli paths' shows where).",
+    )
 
 
 def _names(providers: Mapping[str, Any]) -> str:

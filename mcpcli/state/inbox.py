@@ -95,10 +95,9 @@ def describe_request(wire: Any) -> dict[str, Any]:
 
 
 def pending_requests(last: RoundRecord | None) -> dict[str, dict[str, Any]]:
-    """The requests of the last round, when it is still unanswered: what the session waits for."""
-    if last is None or last.answers is not None:
-        return {}
-    return {key: describe_request(wire) for key, wire in last.requests.items()}
+    """The requests of the last round still unanswered (all of them, or those a round answered in part left open):
+    what the session waits for."""
+    return {} if last is None else {key: describe_request(wire) for key, wire in last.still_open().items()}
 
 
 def lease_holder(record: SessionRecord) -> dict[str, Any] | None:

@@ -403,10 +403,12 @@ class Keeper:
             self.session, self.saved, self.lease = created, True, lease
             self._start_heartbeat()
 
-    async def record_answers(self, record: RoundRecord, answers: dict[str, Any]) -> None:
-        """Save the answers to a saved round; durable before the retry is sent."""
+    async def record_answers(self, record: RoundRecord, answers: dict[str, Any], *, partial: bool = False) -> None:
+        """Save the answers to a saved round; durable before the retry is sent. ``partial``: what was answered of a
+        round that waits for the rest (``Store.record_answers``)."""
         async with self._turn():
-            self.fault("before_commit")
+            if not partial:
+                self.fault("before_commit")
             lease, trace = self.lease, self._trace()
             await self._read(
                 lambda store: store.record_answers(
@@ -415,9 +417,11 @@ class Keeper:
                     self._seal(record.requests, answers),
                     lease=lease,
                     trace=trace,
+                    partial=partial,
                 )
             )
-            self.fault("after_commit")
+            if not partial:
+                self.fault("after_commit")
 
     async def rounds(self) -> list[tuple[RoundRecord, set[str]]]:
         """Every round with its answers opened; with each, the request keys whose secret could not be recovered."""

@@ -205,11 +205,12 @@ def _json_time(text: str) -> str | None:
 def _pending(conn: sqlite3.Connection, session_id: str) -> dict[str, dict[str, Any]]:
     """``inbox.pending_requests`` of the session's last round."""
     row = conn.execute(
-        "SELECT requests, answers FROM rounds WHERE session_id = ? ORDER BY round_index DESC LIMIT 1", [session_id]
+        "SELECT requests, answers, answered FROM rounds WHERE session_id = ? ORDER BY round_index DESC LIMIT 1",
+        [session_id],
     ).fetchone()
-    if row is None or row["answers"] is not None:
+    if row is None or row["answered"] is not None:
         return {}
-    requests = json.loads(row["requests"])
-    if not isinstance(requests, Mapping):
-        raise ValueError("a round's requests are not an object")
-    return {str(key): describe_request(wire) for key, wire in requests.items()}
+    requests, answered = json.loads(row["requests"]), json.loads(row["answers"] or "{}")  # answered: in part
+    if not isinstance(requests, Mapping) or not isinstance(answered, Mapping):
+        raise ValueError("a round's requests or answers are not an object")
+    return {str(key): describe_request(wire) for key, wire in requests.items() if key not in answered}

@@ -277,10 +277,13 @@ class RoundScreen(Screen[RoundAnswers | None]):
         *,
         presets: Callable[[Question], dict[str, Any]],
         open_url: Callable[[str], object],
+        left: Sequence[tuple[str, str]] = (),
     ) -> None:
         super().__init__()
         self.info = info
         self.questions = list(questions)
+        self.left = list(left)
+        """The round's other requests, not answered here (a sampling request): (key, what becomes of it)."""
         self.presets = presets
         self.open_url = open_url
         self._status = ""
@@ -290,15 +293,18 @@ class RoundScreen(Screen[RoundAnswers | None]):
     def compose(self) -> ComposeResult:
         info = self.info
         with Vertical(id="round-header"):
-            title = plain(
-                f"{info.server} asks {counted(len(self.questions), 'question')} ", "bold"
-            )  # the space ends a run
+            asked = len(self.questions) + len(self.left)
+            title = plain(f"{info.server} asks {counted(asked, 'question')} ", "bold")  # the space ends a run
             yield Static(title + plain(f"· round {info.round}"), id="round-title")
             yield Static(plain(f"{info.method} {info.name} {compact_json(info.arguments)}"), classes="muted")
             yield Static(plain(f"session {info.session_id}"), classes="muted")
         with VerticalScroll(id="round-panels"):
             for index, question in enumerate(self.questions):
                 yield self._panel(question, index)
+            for key, note in self.left:
+                with Vertical(classes="round--left") as panel:
+                    panel.border_title = plain(key)  # the server chose the key: never markup
+                    yield Static(plain(note), classes="panel--note")
         with Horizontal(id="round-actions"):
             yield Static("", id="round-status")
             yield Button("Submit", id="submit", variant="primary", disabled=True)

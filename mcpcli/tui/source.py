@@ -18,7 +18,8 @@ import mcp_types as t
 from mcpcli.display import sanitize
 from mcpcli.engine.answers import Presets
 from mcpcli.engine.flow import Flow
-from mcpcli.engine.steps import Question
+from mcpcli.engine.partial import why_open
+from mcpcli.engine.steps import Question, kind_of
 from mcpcli.errors import UsageError, UserStopped
 from mcpcli.tui.round import RoundInfo, RoundScreen
 
@@ -65,7 +66,8 @@ class TuiUser:
                 f"(a template: mcpcli resume {sid} --no-input --json)."
             )
             return {}
-        screen = RoundScreen(self._info(shown[0]), shown, presets=self._preset, open_url=self.open_url)
+        left = [(q.key, _left_note(q, self.flow)) for q in questions if q not in shown]  # e.g. sampling, no provider
+        screen = RoundScreen(self._info(shown[0]), shown, presets=self._preset, open_url=self.open_url, left=left)
         answers = await self.app.push_screen_wait(screen)
         if answers is None:
             raise UserStopped("You left the form; the session is kept.")
@@ -85,6 +87,15 @@ class TuiUser:
         except Exception:  # boundary: the header's round number is not worth failing a flow over
             number = 0
         return RoundInfo(question.server, call.method, call.name, call.arguments, number, question.session_id)
+
+
+def _left_note(question: Question, flow: Flow) -> str:
+    """What the round screen says of a request it does not show: asked after it, or why it stays open."""
+    what = kind_of(question.request)
+    why = why_open(flow.sources, question)
+    if why is None:
+        return f"Asks for {what}: answered after this screen."
+    return f"Asks for {what}: it stays open — {why.message} {why.hint or ''} Your answers here are kept.".strip()
 
 
 @dataclass

@@ -182,13 +182,28 @@ class RoundRecord(BaseModel):
     request_state: str | None
     """The opaque state as received; never parsed, sent back byte for byte."""
     answers: dict[str, Any] | None = None
-    """The input responses as sent (JSON, key → response); ``None`` until answered."""
+    """The input responses as sent (JSON, key → response); ``None`` until answered. While ``answered`` is
+    ``None``, the answers given so far to a round that still waits for the rest (``partial``)."""
     received: AwareDatetime
     """When the requests arrived, in UTC."""
     answered: AwareDatetime | None = None
-    """When the answers were committed (always before the retry is sent), in UTC."""
+    """When the answers to every request were committed (always before the retry is sent), in UTC."""
 
     _utc = field_validator("received", "answered")(_to_utc)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every request of the round is answered (and the answers may be sent)."""
+        return self.answers is not None and self.answered is not None
+
+    @property
+    def partial(self) -> dict[str, Any]:
+        """The answers kept for a round that still waits for some (none once it is complete)."""
+        return {} if self.complete else dict(self.answers or {})
+
+    def still_open(self) -> dict[str, Any]:
+        """The requests that wait for an answer: none once the round is complete."""
+        return {} if self.complete else {k: v for k, v in self.requests.items() if k not in (self.answers or {})}
 
 
 class Lease(BaseModel):
@@ -391,8 +406,12 @@ class Store(Protocol):
         *,
         lease: Lease | None = None,
         trace: Sequence[str] = (),
+        partial: bool = False,
     ) -> None:
         """Save the answers to a round and mark the session ``running``; durable when this returns.
+
+        ``partial``: the answers given so far to a round that still waits for others (a sampling request nobody
+        could answer beside a form that was): kept, the round left unanswered and the session ``waiting``.
 
         With ``lease``: ``LeaseLost`` (and nothing written) once another driver has claimed the session.
         ``trace`` lines are appended in the same transaction.

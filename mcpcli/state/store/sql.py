@@ -347,17 +347,19 @@ class SqlStore(SqlLeases):
         *,
         lease: Lease | None = None,
         trace: Sequence[str] = (),
+        partial: bool = False,
     ) -> None:
         now = self._time(self.clock())
         with self._transaction(write=True) as tx:
             self._hold(tx, session_id, lease)
             changed = tx.run(
                 "UPDATE rounds SET answers = ?, answered = ? WHERE session_id = ? AND round_index = ?",
-                (dumps(answers), now, session_id, index),
+                (dumps(answers), None if partial else now, session_id, index),
             )
             if not changed:
                 raise SessionError(f"Session {session_id} has no round {index}.")
-            tx.run("UPDATE sessions SET status = 'running', updated = ? WHERE id = ?", (now, session_id))
+            status = "waiting" if partial else "running"
+            tx.run("UPDATE sessions SET status = ?, updated = ? WHERE id = ?", (status, now, session_id))
             self._append_trace(tx, session_id, trace)
         # Committed: durable on disk (SQLite: synchronous=FULL) or on the server (PostgreSQL) by now.
 
