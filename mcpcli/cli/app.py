@@ -11,6 +11,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from mcpcli import __version__
+from mcpcli.cli.helpfmt import Typer
 from mcpcli.cli.options import (
     CONNECTION,
     STORE,
@@ -23,7 +24,7 @@ from mcpcli.terminal.output import lenient_stdout
 
 # --- the app ---------------------------------------------------------------------------------------------------------
 
-app = typer.Typer(
+app = Typer(
     name="mcpcli",
     help=(
         "Call MCP servers from a shell, and carry flows that need more than one round trip to the end.\n\n"
@@ -37,13 +38,22 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-sessions_app = typer.Typer(
-    help="Stored flows: list, show, remove, prune, export and import them.", no_args_is_help=True
+sessions_app = Typer(
+    help="Stored flows: list, show, remove, prune, export and import them.\n\n"
+    "Example: mcpcli sessions list --status waiting",
+    no_args_is_help=True,
 )
 app.add_typer(sessions_app, name="sessions")
-llm_app = typer.Typer(help="LLM providers that answer sampling requests: list them, test one.", no_args_is_help=True)
+llm_app = Typer(
+    help="LLM providers that answer sampling requests: list them, test one.\n\nExample: mcpcli llm test local",
+    no_args_is_help=True,
+)
 app.add_typer(llm_app, name="llm")
-keys_app = typer.Typer(help="API keys of LLM providers (kept 0600 under the config dir).", no_args_is_help=True)
+keys_app = Typer(
+    help="API keys of LLM providers (kept 0600 under the config dir).\n\n"
+    "Example: mcpcli keys set claude < ~/anthropic.key",
+    no_args_is_help=True,
+)
 app.add_typer(keys_app, name="keys")
 
 

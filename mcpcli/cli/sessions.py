@@ -90,6 +90,8 @@ def sessions_show(
 
     The request_state is shown only as its size and hash. With --trace: its recorded messages instead,
     one line each (--json: the NDJSON lines as a JSON array).
+
+    Example: mcpcli sessions show 3f2a --trace
     """
 
     def body(rt: Runtime) -> int:
@@ -106,12 +108,15 @@ def sessions_rm(
     ctx: typer.Context,
     sessions: Annotated[
         list[str],
-        typer.Argument(help="Session ids or unique prefixes.", metavar="ID...", autocompletion=complete_sessions),
+        typer.Argument(help="Session ids or unique prefixes.", metavar="ID", autocompletion=complete_sessions),
     ],
     *,
     shared: dict[str, Any],
 ) -> None:
-    """Delete sessions and their rounds (all of them, or none when one is unknown)."""
+    """Delete sessions and their rounds (all of them, or none when one is unknown).
+
+    Example: mcpcli sessions rm 3f2a a1b2
+    """
 
     def body(rt: Runtime) -> int:
         from mcpcli.commands.sessions import remove_sessions

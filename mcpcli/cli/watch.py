@@ -17,7 +17,7 @@ def watch(
     ctx: typer.Context,
     uri: Annotated[
         list[str] | None,
-        typer.Argument(help="Resource URIs to follow (a template's URI filled in).", show_default=False),
+        typer.Argument(help="Resource URIs to follow (a template's URI filled in).", metavar="URI", show_default=False),
     ] = None,
     tools: Annotated[bool, typer.Option("--tools", help="Say when the tool list changes.")] = False,
     prompts: Annotated[bool, typer.Option("--prompts", help="Say when the prompt list changes.")] = False,

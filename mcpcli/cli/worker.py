@@ -10,13 +10,15 @@ from typing import Annotated
 import typer
 
 from mcpcli.cli.app import app
+from mcpcli.cli.helpfmt import Typer
 from mcpcli.cli.options import Json
 
-worker_app = typer.Typer(
+worker_app = Typer(
     help=(
         "The background worker: keeps mcpcli and the SDK loaded so server commands start warm. One per user serves"
         " every MCPCLI_HOME. It starts by itself when a second server command comes within 5 minutes of the first"
         " (not when CI is set) and exits when idle; --no-worker or MCPCLI_WORKER=0 runs without it."
+        "\n\nExample: mcpcli worker status"
     ),
     no_args_is_help=True,
 )
@@ -44,7 +46,10 @@ def _say(text: str) -> None:
 @worker_app.command("status")
 def status(json_out: Json = False) -> None:
     """Whether this user's worker runs: pid, version, uptime, commands served, homes served, memory, its socket and
-    log; its HTTP relay (pid, upstream connections kept, requests served)."""
+    log; its HTTP relay (pid, upstream connections kept, requests served).
+
+    Example: mcpcli worker status --json
+    """
     from mcpcli.warm import ask
 
     path = _path()
@@ -91,7 +96,10 @@ def _relay(reply: dict[str, object] | None) -> dict[str, object] | None:
 @worker_app.command("start")
 def start() -> None:
     """Start the worker now, keeping [worker] idle_timeout from the start (by itself it starts with the second
-    server command in a row, and exits after an idle minute until it has served three)."""
+    server command in a row, and exits after an idle minute until it has served three).
+
+    Example: mcpcli worker start
+    """
     from mcpcli.warm import ask, start
 
     path = _path()
@@ -114,7 +122,10 @@ def start() -> None:
 @worker_app.command("stop")
 def stop() -> None:
     """Stop this user's worker — the one process that serves every MCPCLI_HOME — with its HTTP relay and every
-    kept-alive server (commands it is running finish first). The next server commands start it again."""
+    kept-alive server (commands it is running finish first). The next server commands start it again.
+
+    Example: mcpcli worker stop
+    """
     from mcpcli.warm import stop as stop_worker
 
     _say("Stopped the worker." if stop_worker(_path()) else "No worker was running.")  # type: ignore[arg-type]
@@ -123,7 +134,10 @@ def stop() -> None:
 @worker_app.command("ps")
 def ps(json_out: Json = False) -> None:
     """The stdio servers the worker keeps alive for this home: target, pid, uptime, calls, the directory each runs
-    in."""
+    in.
+
+    Example: mcpcli worker ps --json
+    """
     from mcpcli.warm import ask
 
     reply = ask(_path(), "ps", home=_home())  # type: ignore[arg-type]
@@ -143,9 +157,14 @@ def ps(json_out: Json = False) -> None:
 
 @worker_app.command("restart")
 def restart(
-    name: Annotated[str | None, typer.Argument(help="A kept-alive server to restart; without it, the worker.")] = None,
+    name: Annotated[
+        str | None, typer.Argument(help="A kept-alive server to restart; without it, the worker.", metavar="NAME")
+    ] = None,
 ) -> None:
-    """Restart one of this home's kept-alive servers (by name), or the whole worker (every home's)."""
+    """Restart one of this home's kept-alive servers (by name), or the whole worker (every home's).
+
+    Example: mcpcli worker restart files
+    """
     from mcpcli.warm import ask
     from mcpcli.warm import start as start_worker
     from mcpcli.warm import stop as stop_worker
