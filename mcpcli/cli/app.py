@@ -88,9 +88,15 @@ def global_values(values: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def run_guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) -> None:
-    """Run a command body; ``json``: a failure is also a JSON object on stdout (DESIGN.md §Errors as data)."""
-    raise typer.Exit(int(guarded(body, debug, json=json)))
+def run_guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False, lines: bool = False) -> None:
+    """Run a command body; ``json``: a failure is also a JSON object on stdout (DESIGN.md §Errors as data), on one
+    line when ``lines`` (the command's stdout is JSON Lines: ``STREAMS``)."""
+    raise typer.Exit(int(guarded(body, debug, json=json, lines=lines)))
+
+
+STREAMS = frozenset({"watch", "batch"})
+"""Commands whose stdout is JSON Lines (``batch`` always, ``watch`` with ``--json``): their error document is one line,
+as every other line they print. ``batch``'s stdout is JSON whether or not ``--json`` is given."""
 
 
 def local_command(ctx: typer.Context, values: dict[str, Any], body: Callable[[Runtime], int]) -> None:
@@ -120,7 +126,10 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
         at = words.index("--wait")
         argv = [*argv[:at], f"--wait={WAIT_DEFAULT:g}", *argv[at + 1 :]]
         words = argv[: argv.index("--")] if "--" in argv else argv
-    if "--json" not in words:
+    from mcpcli.warm import subcommand
+
+    stream = subcommand(argv) in STREAMS
+    if "--json" not in words and subcommand(argv) != "batch":
         command.main(args=argv, prog_name="mcpcli")  # Click's own handling: it exits
         raise SystemExit(0)
     try:
@@ -135,7 +144,7 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
         ctx = getattr(exc, "ctx", None)
         where = getattr(ctx, "command_path", None) or "mcpcli"
         error = {"message": exc.format_message(), "hint": f"See: {where} --help", "exit_code": exc.exit_code}
-        sys.stdout.write(json_text({"error": error}) + "\n")
+        sys.stdout.write(json_text({"error": error}, indent=None if stream else 2) + "\n")
         raise SystemExit(exc.exit_code) from None
     except typer.Abort:
         sys.stderr.write("Aborted!\n")

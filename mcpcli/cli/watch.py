@@ -63,6 +63,7 @@ def watch(
         from mcpcli.commands.watch import watch as watch_body
 
         rt = Runtime(g, json_out=json_out)
+        rt.json_lines = True
         opts = WatchOptions(
             uris=tuple(uri or ()),
             tools=tools,
@@ -77,4 +78,4 @@ def watch(
 
         return until_stopped(rt, lambda: run_async(lambda: watch_body(rt, opts)) or 0)
 
-    run_guarded(body, g.debug, json=json_out)
+    run_guarded(body, g.debug, json=json_out, lines=True)
