@@ -198,10 +198,17 @@ def sessions_import(
     source: Annotated[
         str, typer.Argument(help="A bundle file from 'sessions export', or - for stdin.", metavar="FILE")
     ],
+    as_new: Annotated[
+        bool,
+        typer.Option("--as-new", help="Import it under a new session id (a copy of a session this store already has)."),
+    ] = False,
     *,
     shared: dict[str, Any],
 ) -> None:
     """Add a session from a bundle to this store; then resume it here.
+
+    A session whose id this store has already is refused (exit 2, nothing changed): import it --as-new, or remove
+    the stored one first.
 
     Example: mcpcli sessions import flow.json && mcpcli resume 3f2a
     """
@@ -209,6 +216,6 @@ def sessions_import(
     def body(rt: Runtime) -> int:
         from mcpcli.commands.bundle import import_session
 
-        return import_session(rt, source)
+        return import_session(rt, source, as_new=as_new)
 
     local_command(ctx, shared, body)
