@@ -46,7 +46,8 @@ def _say(text: str) -> None:
 @worker_app.command("status")
 def status(json_out: Json = False) -> None:
     """Whether this user's worker runs: pid, version, uptime, commands served, homes served, memory, its socket and
-    log; its HTTP relay (pid, upstream connections kept, requests served).
+    log; its HTTP relay (pid, upstream connections kept, requests served, or why it is off) and whether this
+    environment's commands use it.
 
     Example: mcpcli worker status --json
     """
@@ -73,13 +74,42 @@ def status(json_out: Json = False) -> None:
         f" (now {reply.get('idle_now', reply['idle_timeout']):g} s) · rss {reply['rss_kb']} KiB\n"
         f"socket {reply['socket']}\nlog {reply.get('log', '?')}\n"
     )
-    if relay is None:
-        sys.stdout.write("HTTP relay not running (it starts with the next server command)\n")
-    else:
-        sys.stdout.write(
+    sys.stdout.write(_relay_line(relay, float(reply.get("relay_paused") or 0)))  # type: ignore[arg-type]
+    if (use := _relay_use()) is not None:
+        sys.stdout.write(use + "\n")
+
+
+def _relay_line(relay: dict[str, object] | None, paused: float) -> str:
+    """What the worker's relay is doing, as the worker and the relay say — never a promise the worker will not keep
+    (it leaves a relay that keeps dying at its start off for a while)."""
+    if relay is not None:
+        return (
             f"HTTP relay pid {relay['pid']} · upstream connections {relay.get('connections', '?')}"
             f" · requests served {relay.get('served', '?')} · in flight {relay.get('in_flight', '?')}\n"
         )
+    if paused > 0:
+        return (
+            f"HTTP relay off for {paused:.0f} s more: it died right after starting three times in a row (see the log);"
+            " commands connect by themselves meanwhile\n"
+        )
+    return "HTTP relay not running (it exits after idle seconds; the next server command starts it)\n"
+
+
+def _relay_use() -> str | None:
+    """Whether this environment's commands use the relay (``MCPCLI_HTTP_RELAY``, read by each command: a worker
+    command runs with its caller's environment), when they do not all."""
+    import os
+
+    from mcpcli.wire import OFF
+
+    choice = os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower()
+    if choice in OFF and choice:
+        return (
+            f"MCPCLI_HTTP_RELAY={choice} here: commands run from this environment connect by themselves, never relayed"
+        )
+    if choice == "all":
+        return None
+    return "Servers on this machine (localhost, loopback) are reached direct, not relayed (MCPCLI_HTTP_RELAY=all)"
 
 
 def _relay(reply: dict[str, object] | None) -> dict[str, object] | None:
