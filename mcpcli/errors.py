@@ -134,7 +134,7 @@ def rpc_error(code: int, message: str, what: str = "The server answered with an 
 FALLBACK_HINTS: dict[int, str] = {
     ExitCode.TOOL_ERROR: "The tool reported the error; its result says why.",
     ExitCode.USAGE: "Nothing was sent; see the command's --help.",
-    ExitCode.INPUT_REQUIRED: "Answer what is asked with: mcpcli resume ID --answer FIELD=VALUE",
+    ExitCode.INPUT_REQUIRED: "The session waits for answers: mcpcli sessions list --waiting",
     ExitCode.SERVER: "Run again with -v to see each message (details in the log: mcpcli paths).",
     ExitCode.STOPPED: "Run the command again when you want to go on.",
     ExitCode.SESSION: "See the stored sessions with: mcpcli sessions list",

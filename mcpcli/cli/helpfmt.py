@@ -8,12 +8,14 @@ one (``test_command_tree`` walks them all)."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import typer
-from typer._click.formatting import HelpFormatter, iter_rows, measure_table, term_len
+from typer._click._compat import term_len
+from typer._click.formatting import HelpFormatter, iter_rows, measure_table
 from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandFunctionType
 
 
 def wrap(
@@ -155,5 +157,7 @@ class Typer(typer.Typer):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(cls=Group, **kwargs)
 
-    def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Any:
-        return super().command(*args, cls=cls or Command, **kwargs)
+    def command(
+        self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any
+    ) -> Callable[[CommandFunctionType], CommandFunctionType]:
+        return super().command(name, cls=cls or Command, **kwargs)
