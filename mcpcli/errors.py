@@ -131,11 +131,27 @@ def rpc_error(code: int, message: str, what: str = "The server answered with an 
     return f"{what}: {message} (code {code})."
 
 
+FALLBACK_HINTS: dict[int, str] = {
+    ExitCode.TOOL_ERROR: "The tool reported the error; its result says why.",
+    ExitCode.USAGE: "Nothing was sent; see the command's --help.",
+    ExitCode.INPUT_REQUIRED: "The session waits for answers: mcpcli sessions list --waiting",
+    ExitCode.SERVER: "Run again with -v to see each message (details in the log: mcpcli paths).",
+    ExitCode.STOPPED: "Run the command again when you want to go on.",
+    ExitCode.SESSION: "See the stored sessions with: mcpcli sessions list",
+    ExitCode.INTERRUPTED: "Run the command again when you want to go on.",
+}
+"""A ``--json`` error's hint when the failure has none of its own: every document has one (README: errors as
+data), said by what its exit code means."""
+
+
 def error_document(exc: McpcliError) -> dict[str, object]:
-    """The error as data for ``--json`` (README: errors as data): what the stderr line says, and the exit code."""
-    error: dict[str, object] = {"message": exc.message, "hint": exc.hint, "exit_code": int(exc.exit_code)}
-    if exc.session_id is not None:
-        error["session_id"] = exc.session_id
+    """The error as data for ``--json`` (README: errors as data): what the stderr line says, and the exit code;
+    the hint is always there (``FALLBACK_HINTS`` when the failure has none)."""
+    hint = exc.hint or FALLBACK_HINTS.get(int(exc.exit_code), "Run again with --debug for the details.")
+    error: dict[str, object] = {"message": exc.message, "hint": hint, "exit_code": int(exc.exit_code)}
+    session_id = exc.session_id or (exc.next_step.session_id if exc.next_step is not None else None)
+    if session_id is not None:  # the session the failure is about: kept, or the one to act on
+        error["session_id"] = session_id
     return {"error": error}
 
 

@@ -114,6 +114,8 @@ class Runtime:
 
         self.g = g
         self.json = json_out or g.json
+        self.json_lines = False
+        """Whether stdout is JSON Lines (``watch --json``, ``batch``): an error document is one line too."""
         self.paths: Paths = Paths.from_env()
         self.settings: Settings = load_settings(self.paths)
         self.out: Output = Output(verbose=g.verbose)
@@ -263,9 +265,9 @@ def _move_aside_when_full(log_file: Path) -> None:
         pass
 
 
-def guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) -> int:
+def guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False, lines: bool = False) -> int:
     """Run ``body``; every failure becomes one line (and a hint) on stderr and an exit code — with ``json``, also
-    an error document on stdout."""
+    an error document on stdout (``lines``: on one line, for a command whose stdout is JSON Lines)."""
     from mcpcli.errors import print_error
     from mcpcli.terminal.hints import worded
 
@@ -275,7 +277,7 @@ def guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) 
             from mcpcli.display import json_text
             from mcpcli.errors import error_document
 
-            sys.stdout.write(json_text(error_document(exc)) + "\n")
+            sys.stdout.write(json_text(error_document(exc), indent=None if lines else 2) + "\n")
             sys.stdout.flush()
         return int(exc.exit_code)
 
@@ -407,7 +409,7 @@ def said_stopped(rt: Runtime, stops: StopSignals) -> int:
         from mcpcli.display import json_text
         from mcpcli.errors import error_document
 
-        sys.stdout.write(json_text(error_document(stop)) + "\n")
+        sys.stdout.write(json_text(error_document(stop), indent=None if rt.json_lines else 2) + "\n")
         sys.stdout.flush()
     sys.stderr.write(f"\n{stop.message}\n")
     return stops.exit_code()

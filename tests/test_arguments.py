@@ -427,3 +427,34 @@ def test_an_answers_file_that_is_not_utf8_is_one_line(process: Any, tmp_path: Pa
     bad.write_bytes(b'\xff\xfe{"region": "eu"}')
     r = process("call", "provision", "-a", "name=x", "--answers", str(bad))
     assert r.code == 2 and f"--answers: {bad} is not UTF-8 text." in r.err, r.err
+
+
+# --- names the server does not have ----------------------------------------------------------------------------------
+
+
+def test_a_mistyped_tool_name_gets_did_you_mean_as_a_mistyped_argument_does(process: Any) -> None:
+    r = process("-s", ODD, "call", "lsited", "-a", "x=1")
+    assert r.code == 2 and r.out == "", r.err
+    assert "The server has no tool 'lsited'." in r.err
+    assert "hint: Did you mean listed? Its tools: listed, loose, broken, open, closed (mcpcli tools)" in r.err
+
+
+def test_a_mistyped_prompt_name_gets_did_you_mean_too(cli: Any) -> None:
+    r = cli("-s", "demo", "prompt", "nte", "-a", "topic=x")
+    assert r.code == 2, r.err
+    assert "The server has no prompt 'nte'." in r.err and "Did you mean note? Its prompts: note" in r.err
+
+
+def test_an_argument_the_schema_does_not_have_is_refused_naming_the_known_ones_when_it_allows_no_more(
+    process: Any,
+) -> None:
+    r = process("-s", ODD, "call", "closed", "-a", "x=1", "-a", "nope=1")
+    assert r.code == 2 and r.out == "", r.err  # nothing sent: the server would have echoed the arguments
+    assert "The tool does not take that argument: 'nope'." in r.err and "hint: Its arguments: x" in r.err
+
+
+def test_an_argument_the_schema_does_not_have_is_sent_with_a_warning_when_it_allows_more(process: Any) -> None:
+    """No ``additionalProperties`` in the schema means any other key is allowed (JSON Schema): sent, and said."""
+    r = process("-s", ODD, "call", "open", "-a", "x=1", "-a", "nope=1")
+    assert r.code == 0 and r.out == '{"nope": 1, "x": "1"}\n', r.err
+    assert "warning: --arg nope: the tool does not list that argument; sent as given. Its arguments: x." in r.err

@@ -554,3 +554,22 @@ def test_a_confidential_client_authenticates_as_the_authorization_server_adverti
     from mcpcli.auth.login import token_auth_method
 
     assert token_auth_method(advertised, secret=secret) == method
+
+
+def test_auth_status_without_logins_hints_the_readmes_login_form(cli: Any, home: Path) -> None:
+    """The README signs in with ``mcpcli auth login URL``: the hint says the same, not ``-s URL``."""
+    shown = cli("auth", "status")
+    assert shown.code == 0
+    said = shown.out + shown.err
+    assert "No OAuth logins. Sign in with: mcpcli auth login URL" in said and "-s URL" not in said
+    refused = cli("auth", "status", "demo")
+    assert refused.code == 2 and "mcpcli auth status URL" in refused.err and "-s URL" not in refused.err
+
+
+def test_auth_status_json_names_the_login_command_as_the_readme_writes_it(
+    cli: Any, oauth: Any, browser: Path, home: Path
+) -> None:
+    server = oauth()
+    assert cli("auth", "login", server.url).code == 0
+    (row,) = cli("auth", "status", "--json").json()
+    assert row["login_command"] == f"mcpcli auth login {server.url}"

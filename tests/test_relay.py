@@ -422,6 +422,37 @@ def test_status_shows_the_relay_and_stop_stops_it(http_demo: Any) -> None:
     assert not Path(shown["socket"]).exists()
 
 
+def _dead(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie its parent has not reaped yet counts)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def test_status_says_a_relay_left_off_after_dying_at_start_is_off_not_that_it_starts_with_the_next_command() -> None:
+    """Three relays that die right after starting: the worker leaves the relay off for a while (commands connect by
+    themselves), and status says so — not "it starts with the next server command", which it would not."""
+    for _ in range(3):
+        pid = relay()["pid"]
+        os.kill(pid, signal.SIGKILL)
+        assert wait_until(lambda pid=pid: _dead(pid), 10)
+        assert mcpcli("tools", "-s", "demo").returncode == 0  # the worker sees it died, and starts another (or not)
+    shown = status()
+    assert shown["relay"] is None and shown["relay_paused"] > 30
+    text = mcpcli("worker", "status").stdout
+    assert "HTTP relay off for" in text and "died right after starting three times in a row" in text, text
+    assert "starts it" not in text and "next server command" not in text
+
+
+def test_status_says_when_this_environments_commands_do_not_use_the_relay() -> None:
+    text = mcpcli("worker", "status", env={"MCPCLI_HTTP_RELAY": "0"}).stdout
+    assert "HTTP relay pid" in text  # it runs, for the commands of other environments
+    assert "MCPCLI_HTTP_RELAY=0 here: commands run from this environment connect by themselves, never relayed" in text
+    local = mcpcli("worker", "status", env={"MCPCLI_HTTP_RELAY": ""}).stdout
+    assert "Servers on this machine (localhost, loopback) are reached direct, not relayed" in local
+
+
 @pytest.fixture(autouse=True)
 def _relay_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests' servers are on this machine, which the relay leaves alone unless asked."""

@@ -383,15 +383,49 @@ def test_include_answers_without_a_passphrase_or_a_terminal_exits_2(cli: Any, tm
     assert not bundle.exists()
 
 
-def test_importing_a_session_that_exists_exits_6(cli: Any, tmp_path: Path) -> None:
+def test_importing_a_session_that_exists_says_so_exits_2_and_names_the_ways_on(cli: Any, tmp_path: Path) -> None:
+    """Not exit 6 ("busy or not found"): the session is there and free; the bundle is the user's to place."""
     session_id = waiting_provision(cli)
     bundle = tmp_path / "flow.json"
     export_to(cli, session_id, bundle)
     before = snapshot()
     r = cli("sessions", "import", str(bundle))
-    assert r.code == 6
-    assert "already" in r.err and f"mcpcli sessions rm {session_id}" in r.err
+    assert r.code == 2, r.err
+    first = r.err.splitlines()[0]
+    assert (
+        first
+        == f"Already in this store: Session {session_id} is already in this store (waiting); nothing was imported."
+    )
+    assert f"mcpcli sessions import {bundle} --as-new" in r.err and f"mcpcli sessions rm {session_id}" in r.err
     assert snapshot() == before
+    error = cli("sessions", "import", str(bundle), "--json").json()["error"]
+    assert error["exit_code"] == 2 and "--as-new" in error["hint"]
+
+
+def test_import_as_new_adds_a_copy_under_a_new_id_that_finishes_on_its_own(cli: Any, tmp_path: Path) -> None:
+    session_id = waiting_provision(cli)
+    bundle = tmp_path / "flow.json"
+    export_to(cli, session_id, bundle)
+    r = cli("sessions", "import", str(bundle), "--as-new", "--json")
+    assert r.code == 0, r.err
+    copy = r.json()["session_id"]
+    assert copy != session_id and f"a copy of {session_id}" in r.err
+    assert sorted(s.id for s in store().list()) == sorted([session_id, copy])
+    done = cli("resume", copy, "--answer", "region=eu-west-1")
+    assert done.code == 0, done.err
+    assert store().get(copy).status == "done" and store().get(session_id).status == "waiting"
+
+
+def test_import_as_new_keeps_encrypted_answers_readable_under_the_new_id(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session_id = onboard_waiting_for_confirm(cli, tmp_path)
+    bundle = tmp_path / "flow.json"
+    monkeypatch.setenv("MCPCLI_PASSPHRASE", "a long shared passphrase")
+    export_to(cli, session_id, bundle, "--include-answers")
+    copy = cli("sessions", "import", str(bundle), "--as-new", "--json").json()["session_id"]
+    revealed = cli("sessions", "show", copy, "--reveal")
+    assert f'passphrase = "{PASSPHRASE}"' in revealed.out, revealed.err
 
 
 def test_a_tampered_bundle_is_refused_and_the_store_is_unchanged(

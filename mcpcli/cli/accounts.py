@@ -13,6 +13,7 @@ from mcpcli.cli.app import (
     llm_app,
     local_command,
 )
+from mcpcli.cli.helpfmt import Typer
 from mcpcli.cli.options import (
     SESSION_OPTIONS,
     Debug,
@@ -34,6 +35,8 @@ def llm_list(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
     """List providers, models and where keys come from.
 
     Never shows a key: only whether it is stored (mcpcli keys set) or read from an environment variable.
+
+    Example: mcpcli llm list --json
     """
 
     def body(rt: Runtime) -> int:
@@ -94,7 +97,10 @@ def keys_set(ctx: typer.Context, name: ProviderName, *, shared: dict[str, Any]) 
 @keys_app.command("rm")
 @shared({"debug": (Debug, None)})
 def keys_rm(ctx: typer.Context, name: ProviderName, *, shared: dict[str, Any]) -> None:
-    """Delete a provider's stored API key."""
+    """Delete a provider's stored API key.
+
+    Example: mcpcli keys rm claude
+    """
 
     def body(rt: Runtime) -> int:
         from mcpcli.commands.llm import rm_key
@@ -106,11 +112,12 @@ def keys_rm(ctx: typer.Context, name: ProviderName, *, shared: dict[str, Any]) -
 
 # --- OAuth sign-in ---------------------------------------------------------------------------------------------------
 
-auth_app = typer.Typer(
+auth_app = Typer(
     help=(
         "Sign in to OAuth-protected HTTP servers once; mcpcli refreshes the tokens and uses them for calls "
         "and resumes.\n\n"
-        "A call to a server that answers 401 signs in by itself when you are at a terminal."
+        "A call to a server that answers 401 signs in by itself when you are at a terminal.\n\n"
+        "Example: mcpcli auth login https://mcp.example.com/mcp"
     ),
     no_args_is_help=True,
 )
@@ -163,7 +170,10 @@ def auth_login(
 @auth_app.command("status")
 @shared({**AUTH_OPTIONS, "json": (Json, False)})
 def auth_status(ctx: typer.Context, given: AuthServer = None, *, shared: dict[str, Any]) -> None:
-    """List stored OAuth logins: state, expiry, scope, client — never the tokens."""
+    """List stored OAuth logins: state, expiry, scope, client — never the tokens.
+
+    Example: mcpcli auth status --json
+    """
 
     def body(rt: Runtime) -> int:
         from mcpcli.commands.auth import status
@@ -176,7 +186,10 @@ def auth_status(ctx: typer.Context, given: AuthServer = None, *, shared: dict[st
 @auth_app.command("logout")
 @shared(AUTH_OPTIONS)
 def auth_logout(ctx: typer.Context, given: AuthServer = None, *, shared: dict[str, Any]) -> None:
-    """Forget a server's tokens and client registration on this machine."""
+    """Forget a server's tokens and client registration on this machine.
+
+    Example: mcpcli auth logout https://mcp.example.com/mcp
+    """
 
     def body(rt: Runtime) -> int:
         from mcpcli.commands.auth import logout

@@ -11,6 +11,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from mcpcli import __version__
+from mcpcli.cli.helpfmt import Typer
 from mcpcli.cli.options import (
     CONNECTION,
     STORE,
@@ -23,7 +24,7 @@ from mcpcli.terminal.output import lenient_stdout
 
 # --- the app ---------------------------------------------------------------------------------------------------------
 
-app = typer.Typer(
+app = Typer(
     name="mcpcli",
     help=(
         "Call MCP servers from a shell, and carry flows that need more than one round trip to the end.\n\n"
@@ -37,13 +38,22 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-sessions_app = typer.Typer(
-    help="Stored flows: list, show, remove, prune, export and import them.", no_args_is_help=True
+sessions_app = Typer(
+    help="Stored flows: list, show, remove, prune, export and import them.\n\n"
+    "Example: mcpcli sessions list --status waiting",
+    no_args_is_help=True,
 )
 app.add_typer(sessions_app, name="sessions")
-llm_app = typer.Typer(help="LLM providers that answer sampling requests: list them, test one.", no_args_is_help=True)
+llm_app = Typer(
+    help="LLM providers that answer sampling requests: list them, test one.\n\nExample: mcpcli llm test local",
+    no_args_is_help=True,
+)
 app.add_typer(llm_app, name="llm")
-keys_app = typer.Typer(help="API keys of LLM providers (kept 0600 under the config dir).", no_args_is_help=True)
+keys_app = Typer(
+    help="API keys of LLM providers (kept 0600 under the config dir).\n\n"
+    "Example: mcpcli keys set claude < ~/anthropic.key",
+    no_args_is_help=True,
+)
 app.add_typer(keys_app, name="keys")
 
 
@@ -78,9 +88,15 @@ def global_values(values: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def run_guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False) -> None:
-    """Run a command body; ``json``: a failure is also a JSON object on stdout (the README's errors as data)."""
-    raise typer.Exit(int(guarded(body, debug, json=json)))
+def run_guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False, lines: bool = False) -> None:
+    """Run a command body; ``json``: a failure is also a JSON object on stdout (README: errors as data), on one
+    line when ``lines`` (the command's stdout is JSON Lines: ``STREAMS``)."""
+    raise typer.Exit(int(guarded(body, debug, json=json, lines=lines)))
+
+
+STREAMS = frozenset({"watch", "batch"})
+"""Commands whose stdout is JSON Lines (``batch`` always, ``watch`` with ``--json``): their error document is one line,
+as every other line they print. ``batch``'s stdout is JSON whether or not ``--json`` is given."""
 
 
 def local_command(ctx: typer.Context, values: dict[str, Any], body: Callable[[Runtime], int]) -> None:
@@ -110,7 +126,10 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
         at = words.index("--wait")
         argv = [*argv[:at], f"--wait={WAIT_DEFAULT:g}", *argv[at + 1 :]]
         words = argv[: argv.index("--")] if "--" in argv else argv
-    if "--json" not in words:
+    from mcpcli.warm import subcommand
+
+    stream = subcommand(argv) in STREAMS
+    if "--json" not in words and subcommand(argv) != "batch":
         command.main(args=argv, prog_name="mcpcli")  # Click's own handling: it exits
         raise SystemExit(0)
     try:
@@ -125,7 +144,7 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
         ctx = getattr(exc, "ctx", None)
         where = getattr(ctx, "command_path", None) or "mcpcli"
         error = {"message": exc.format_message(), "hint": f"See: {where} --help", "exit_code": exc.exit_code}
-        sys.stdout.write(json_text({"error": error}) + "\n")
+        sys.stdout.write(json_text({"error": error}, indent=None if stream else 2) + "\n")
         raise SystemExit(exc.exit_code) from None
     except typer.Abort:
         sys.stderr.write("Aborted!\n")

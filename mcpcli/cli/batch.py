@@ -68,6 +68,7 @@ def batch(
 
         lines = read_input(file, answers_file=opts.answers)  # all of it, checked, before anything is sent
         rt = Runtime(g, json_out=True)
+        rt.json_lines = True
         flows: list[Flow] = []
 
         def stopped(stops: StopSignals) -> int:
@@ -76,4 +77,4 @@ def batch(
 
         return until_stopped(rt, lambda: run_async(lambda: run_batch(rt, opts, flows, lines, jobs=jobs)) or 0, stopped)
 
-    run_guarded(body, g.debug, json=True)
+    run_guarded(body, g.debug, json=True, lines=True)

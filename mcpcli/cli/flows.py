@@ -56,28 +56,40 @@ LISTING = {**CONNECTION, "json": (Json, False)}
 @app.command()
 @shared(LISTING)
 def tools(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
-    """List the server's tools and their arguments."""
+    """List the server's tools and their arguments.
+
+    Example: mcpcli tools -s http://127.0.0.1:8000/mcp --json
+    """
     _discovery(ctx, "tools", shared)
 
 
 @app.command()
 @shared(LISTING)
 def prompts(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
-    """List the server's prompts."""
+    """List the server's prompts.
+
+    Example: mcpcli prompts -s "python server.py"
+    """
     _discovery(ctx, "prompts", shared)
 
 
 @app.command()
 @shared(LISTING)
 def resources(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
-    """List the server's resources and resource templates."""
+    """List the server's resources and resource templates.
+
+    Example: mcpcli resources --json
+    """
     _discovery(ctx, "resources", shared)
 
 
 @app.command()
 @shared(LISTING)
 def info(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
-    """Show the server's name, version, negotiated protocol and capabilities."""
+    """Show the server's name, version, negotiated protocol and capabilities.
+
+    Example: mcpcli info -s http://127.0.0.1:8000/mcp
+    """
     _discovery(ctx, "info", shared)
 
 
@@ -237,7 +249,7 @@ ArgsJson = Annotated[
 @shared(CONNECTION, STORE, ANSWERS)
 def call(
     ctx: typer.Context,
-    tool: Annotated[str, typer.Argument(help="The tool to call.", autocompletion=complete_tools)],
+    tool: Annotated[str, typer.Argument(help="The tool to call.", metavar="TOOL", autocompletion=complete_tools)],
     arg: ArgPairs = None,
     args: ArgsJson = None,
     detach: Annotated[
@@ -271,12 +283,15 @@ def call(
 @shared(CONNECTION, STORE, ANSWERS)
 def prompt(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The prompt to get.", autocompletion=complete_prompts)],
+    name: Annotated[str, typer.Argument(help="The prompt to get.", metavar="NAME", autocompletion=complete_prompts)],
     arg: ArgPairs = None,
     *,
     shared: dict[str, Any],
 ) -> None:
-    """Get a prompt, answering what the server asks."""
+    """Get a prompt, answering what the server asks.
+
+    Example: mcpcli prompt note -a topic=release
+    """
 
     _call_command(ctx, shared, "prompts/get", name, arg or [], None)
 
@@ -285,11 +300,14 @@ def prompt(
 @shared(CONNECTION, STORE, ANSWERS)
 def read(
     ctx: typer.Context,
-    uri: Annotated[str, typer.Argument(help="The resource URI (a template's URI filled in).")],
+    uri: Annotated[str, typer.Argument(help="The resource URI (a template's URI filled in).", metavar="URI")],
     *,
     shared: dict[str, Any],
 ) -> None:
-    """Read a resource, answering what the server asks."""
+    """Read a resource, answering what the server asks.
+
+    Example: mcpcli read demo://report/orders
+    """
 
     _call_command(ctx, shared, "resources/read", uri, [], None)
 
@@ -301,7 +319,9 @@ def resume(
     session: Annotated[
         str,
         typer.Argument(
-            help="Session id, or a unique prefix of at least 4 characters.", autocompletion=complete_sessions
+            help="Session id, or a unique prefix of at least 4 characters.",
+            metavar="ID",
+            autocompletion=complete_sessions,
         ),
     ],
     steal: Annotated[
@@ -369,7 +389,10 @@ def tui(
     session: Annotated[
         str | None,
         typer.Argument(
-            help="Resume this session (id or prefix) in the app.", show_default=False, autocompletion=complete_sessions
+            help="Resume this session (id or prefix) in the app.",
+            metavar="ID",
+            show_default=False,
+            autocompletion=complete_sessions,
         ),
     ] = None,
     *,

@@ -73,7 +73,8 @@ RecordOpt = _opt(
 )
 LogLevel = _opt(
     "--log-level",
-    help="Print the server's log messages at LEVEL and up: debug|info|notice|warning|error|critical|alert|emergency.",
+    help="Print the server's log messages at LEVEL and up:"
+    " debug | info | notice | warning | error | critical | alert | emergency.",
     metavar="LEVEL",
 )
 KeepAlive = _opt(

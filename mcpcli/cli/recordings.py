@@ -89,7 +89,7 @@ def replay(
 
 @app.command()
 def mock(
-    files: Annotated[list[str], typer.Argument(help="One or more recordings, served together.", metavar="FILE...")],
+    files: Annotated[list[str], typer.Argument(help="One or more recordings, served together.", metavar="FILE")],
     http: Annotated[
         str | None,
         typer.Option(

@@ -13,6 +13,7 @@ from mcpcli.cli.app import (
     local_command,
     run_guarded,
 )
+from mcpcli.cli.helpfmt import Typer
 from mcpcli.cli.options import (
     QUIET,
     SESSION_OPTIONS,
@@ -23,10 +24,11 @@ from mcpcli.runtime import Runtime
 
 # --- servers ---------------------------------------------------------------------------------------------------------
 
-servers_app = typer.Typer(
+servers_app = Typer(
     help=(
         "Named servers (-s NAME): list them, add or remove your own, import those other MCP clients know.\n\n"
-        "Looked up in config.toml's mcpServers, then servers.json (managed here), then ./.mcp.json."
+        "Looked up in config.toml's mcpServers, then servers.json (managed here), then ./.mcp.json.\n\n"
+        "Example: mcpcli servers import --from vscode --dry-run"
     ),
     no_args_is_help=True,
 )
@@ -40,6 +42,8 @@ def servers_list(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
     """List the named servers: kind, target, where each is defined, and which one shadows which.
 
     Connects to nothing; env and header values are not shown, only their names.
+
+    Example: mcpcli servers list --json
     """
 
     def body(rt: Runtime) -> int:
@@ -147,7 +151,10 @@ def servers_remove(
     *,
     shared: dict[str, Any],
 ) -> None:
-    """Remove a server from servers.json (those of config.toml and ./.mcp.json are edited there)."""
+    """Remove a server from servers.json (those of config.toml and ./.mcp.json are edited there).
+
+    Example: mcpcli servers remove files
+    """
 
     def body(rt: Runtime) -> int:
         from mcpcli.commands.servers import remove_server
@@ -159,7 +166,10 @@ def servers_remove(
 
 @app.command()
 def paths(ctx: typer.Context, json: Json = False) -> None:
-    """Print where the config, the named servers, the session store, logs, tokens and caches live."""
+    """Print where the config, the named servers, the session store, logs, tokens and caches live.
+
+    Example: mcpcli paths --json
+    """
 
     def body() -> int:
         from mcpcli.settings.config import Paths
@@ -190,7 +200,7 @@ def paths(ctx: typer.Context, json: Json = False) -> None:
 
 
 @app.command("_refresh-cache", hidden=True)
-def refresh_cache(target: Annotated[str | None, typer.Argument()] = None) -> None:
+def refresh_cache(target: Annotated[str | None, typer.Argument(metavar="TARGET")] = None) -> None:
     """Rewrite shell completion's cached tool and prompt lists of TARGET (started by completion, prints nothing)."""
     from mcpcli.commands.cache import refresh
 

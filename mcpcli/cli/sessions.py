@@ -90,6 +90,8 @@ def sessions_show(
 
     The request_state is shown only as its size and hash. With --trace: its recorded messages instead,
     one line each (--json: the NDJSON lines as a JSON array).
+
+    Example: mcpcli sessions show 3f2a --trace
     """
 
     def body(rt: Runtime) -> int:
@@ -106,12 +108,15 @@ def sessions_rm(
     ctx: typer.Context,
     sessions: Annotated[
         list[str],
-        typer.Argument(help="Session ids or unique prefixes.", metavar="ID...", autocompletion=complete_sessions),
+        typer.Argument(help="Session ids or unique prefixes.", metavar="ID", autocompletion=complete_sessions),
     ],
     *,
     shared: dict[str, Any],
 ) -> None:
-    """Delete sessions and their rounds (all of them, or none when one is unknown)."""
+    """Delete sessions and their rounds (all of them, or none when one is unknown).
+
+    Example: mcpcli sessions rm 3f2a a1b2
+    """
 
     def body(rt: Runtime) -> int:
         from mcpcli.commands.sessions import remove_sessions
@@ -193,10 +198,17 @@ def sessions_import(
     source: Annotated[
         str, typer.Argument(help="A bundle file from 'sessions export', or - for stdin.", metavar="FILE")
     ],
+    as_new: Annotated[
+        bool,
+        typer.Option("--as-new", help="Import it under a new session id (a copy of a session this store already has)."),
+    ] = False,
     *,
     shared: dict[str, Any],
 ) -> None:
     """Add a session from a bundle to this store; then resume it here.
+
+    A session whose id this store has already is refused (exit 2, nothing changed): import it --as-new, or remove
+    the stored one first.
 
     Example: mcpcli sessions import flow.json && mcpcli resume 3f2a
     """
@@ -204,6 +216,6 @@ def sessions_import(
     def body(rt: Runtime) -> int:
         from mcpcli.commands.bundle import import_session
 
-        return import_session(rt, source)
+        return import_session(rt, source, as_new=as_new)
 
     local_command(ctx, shared, body)

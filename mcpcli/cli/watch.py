@@ -17,7 +17,7 @@ def watch(
     ctx: typer.Context,
     uri: Annotated[
         list[str] | None,
-        typer.Argument(help="Resource URIs to follow (a template's URI filled in).", show_default=False),
+        typer.Argument(help="Resource URIs to follow (a template's URI filled in).", metavar="URI", show_default=False),
     ] = None,
     tools: Annotated[bool, typer.Option("--tools", help="Say when the tool list changes.")] = False,
     prompts: Annotated[bool, typer.Option("--prompts", help="Say when the prompt list changes.")] = False,
@@ -66,6 +66,7 @@ def watch(
         from mcpcli.commands.watch import watch as watch_body
 
         rt = Runtime(g, json_out=json_out)
+        rt.json_lines = True
         opts = WatchOptions(
             uris=tuple(uri or ()),
             tools=tools,
@@ -80,4 +81,4 @@ def watch(
 
         return until_stopped(rt, lambda: run_async(lambda: watch_body(rt, opts)) or 0)
 
-    run_guarded(body, g.debug, json=json_out)
+    run_guarded(body, g.debug, json=json_out, lines=True)

@@ -10,13 +10,15 @@ from typing import Annotated
 import typer
 
 from mcpcli.cli.app import app
+from mcpcli.cli.helpfmt import Typer
 from mcpcli.cli.options import Json
 
-worker_app = typer.Typer(
+worker_app = Typer(
     help=(
         "The background worker: keeps mcpcli and the SDK loaded so server commands start warm. One per user serves"
         " every MCPCLI_HOME. It starts by itself when a second server command comes within 5 minutes of the first"
         " (not when CI is set) and exits when idle; --no-worker or MCPCLI_WORKER=0 runs without it."
+        "\n\nExample: mcpcli worker status"
     ),
     no_args_is_help=True,
 )
@@ -58,7 +60,11 @@ def _unusable() -> str | None:
 @worker_app.command("status")
 def status(json_out: Json = False) -> None:
     """Whether this user's worker runs: pid, version, uptime, commands served, homes served, memory, its socket and
-    log; its HTTP relay (pid, upstream connections kept, requests served)."""
+    log; its HTTP relay (pid, upstream connections kept, requests served, or why it is off) and whether this
+    environment's commands use it.
+
+    Example: mcpcli worker status --json
+    """
     from mcpcli.warm import ask
 
     path = _path()
@@ -89,13 +95,42 @@ def status(json_out: Json = False) -> None:
         f" (now {reply.get('idle_now', reply['idle_timeout']):g} s) · rss {reply['rss_kb']} KiB\n"
         f"socket {reply['socket']}\nlog {reply.get('log', '?')}\n"
     )
-    if relay is None:
-        sys.stdout.write("HTTP relay not running (it starts with the next server command)\n")
-    else:
-        sys.stdout.write(
+    sys.stdout.write(_relay_line(relay, float(reply.get("relay_paused") or 0)))  # type: ignore[arg-type]
+    if (use := _relay_use()) is not None:
+        sys.stdout.write(use + "\n")
+
+
+def _relay_line(relay: dict[str, object] | None, paused: float) -> str:
+    """What the worker's relay is doing, as the worker and the relay say — never a promise the worker will not keep
+    (it leaves a relay that keeps dying at its start off for a while)."""
+    if relay is not None:
+        return (
             f"HTTP relay pid {relay['pid']} · upstream connections {relay.get('connections', '?')}"
             f" · requests served {relay.get('served', '?')} · in flight {relay.get('in_flight', '?')}\n"
         )
+    if paused > 0:
+        return (
+            f"HTTP relay off for {paused:.0f} s more: it died right after starting three times in a row (see the log);"
+            " commands connect by themselves meanwhile\n"
+        )
+    return "HTTP relay not running (it exits after idle seconds; the next server command starts it)\n"
+
+
+def _relay_use() -> str | None:
+    """Whether this environment's commands use the relay (``MCPCLI_HTTP_RELAY``, read by each command: a worker
+    command runs with its caller's environment), when they do not all."""
+    import os
+
+    from mcpcli.wire import OFF
+
+    choice = os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower()
+    if choice in OFF and choice:
+        return (
+            f"MCPCLI_HTTP_RELAY={choice} here: commands run from this environment connect by themselves, never relayed"
+        )
+    if choice == "all":
+        return None
+    return "Servers on this machine (localhost, loopback) are reached direct, not relayed (MCPCLI_HTTP_RELAY=all)"
 
 
 def _relay(reply: dict[str, object] | None) -> dict[str, object] | None:
@@ -112,7 +147,10 @@ def _relay(reply: dict[str, object] | None) -> dict[str, object] | None:
 @worker_app.command("start")
 def start() -> None:
     """Start the worker now, keeping [worker] idle_timeout from the start (by itself it starts with the second
-    server command in a row, and exits after an idle minute until it has served three)."""
+    server command in a row, and exits after an idle minute until it has served three).
+
+    Example: mcpcli worker start
+    """
     from mcpcli.warm import ask, start
 
     path = _path()
@@ -138,7 +176,10 @@ def start() -> None:
 @worker_app.command("stop")
 def stop() -> None:
     """Stop this user's worker — the one process that serves every MCPCLI_HOME — with its HTTP relay and every
-    kept-alive server (commands it is running finish first). The next server commands start it again."""
+    kept-alive server (commands it is running finish first). The next server commands start it again.
+
+    Example: mcpcli worker stop
+    """
     from mcpcli.warm import stop as stop_worker
 
     _say("Stopped the worker." if stop_worker(_path()) else "No worker was running.")  # type: ignore[arg-type]
@@ -147,7 +188,10 @@ def stop() -> None:
 @worker_app.command("ps")
 def ps(json_out: Json = False) -> None:
     """The stdio servers the worker keeps alive for this home: target, pid, uptime, calls, the directory each runs
-    in."""
+    in.
+
+    Example: mcpcli worker ps --json
+    """
     from mcpcli.warm import ask
 
     reply = ask(_path(), "ps", home=_home())  # type: ignore[arg-type]
@@ -167,9 +211,14 @@ def ps(json_out: Json = False) -> None:
 
 @worker_app.command("restart")
 def restart(
-    name: Annotated[str | None, typer.Argument(help="A kept-alive server to restart; without it, the worker.")] = None,
+    name: Annotated[
+        str | None, typer.Argument(help="A kept-alive server to restart; without it, the worker.", metavar="NAME")
+    ] = None,
 ) -> None:
-    """Restart one of this home's kept-alive servers (by name), or the whole worker (every home's)."""
+    """Restart one of this home's kept-alive servers (by name), or the whole worker (every home's).
+
+    Example: mcpcli worker restart files
+    """
     from mcpcli.warm import ask
     from mcpcli.warm import start as start_worker
     from mcpcli.warm import stop as stop_worker

@@ -24,7 +24,7 @@ def _http_target(rt: Runtime, what: str) -> Target:
     if target.kind != "http" or target.url is None:
         raise UsageError(
             f"{target.label!r} is not an HTTP server; only HTTP servers sign in with OAuth.",
-            hint=f"Pass the server's URL or an HTTP server's name: mcpcli auth {what} -s URL",
+            hint=f"Pass the server's URL or an HTTP server's name: mcpcli auth {what} URL",
         )
     return target
 
@@ -74,7 +74,7 @@ def status(rt: Runtime, *, server_given: bool) -> int:
         "OAuth logins",
         ("server", "state", "expires", "scope", "stored in"),
         table,
-        "No OAuth logins. Sign in with: mcpcli auth login -s URL",
+        "No OAuth logins. Sign in with: mcpcli auth login URL",
     )
     return 0
 
@@ -171,7 +171,7 @@ def _row(login: Login) -> dict[str, Any]:
         "refreshed": login.refreshed,
         "stored": login.backend,
         "refreshable": bool(tokens.get("refresh_token")),
-        "login_command": f"mcpcli auth login -s {shlex.quote(login.server)}",
+        "login_command": f"mcpcli auth login {shlex.quote(login.server)}",
     }
 
 

@@ -313,13 +313,14 @@ class Batch:
                 raise  # Ctrl-C, a signal, the batch being cancelled (the session was put back to waiting)
 
     async def _start(self, flow: Flow, line: Line, client: Client) -> Outcome:
-        from mcpcli.commands.flows import error_result, no_such_tool
+        from mcpcli.commands.flows import error_result
+        from mcpcli.engine.arguments import no_such
         from mcpcli.engine.steps import Call
         from mcpcli.net.tasks import task_support
 
         if self.tools is not None:
             if line.tool not in self.tools:
-                raise no_such_tool(line.tool, sorted(self.tools))
+                raise no_such("tool", line.tool, sorted(self.tools))
             flow.as_task = task_support(client, self.tools[line.tool], False)
         else:
             from mcpcli.net.connection import unlisted

@@ -106,13 +106,20 @@ def _read_source(source: str) -> str:
         raise UsageError(f"Cannot read the bundle {source}: {detail}.") from None
 
 
-def import_session(rt: Runtime, source: str) -> int:
+def import_session(rt: Runtime, source: str, *, as_new: bool = False) -> int:
     """``mcpcli sessions import``: verify, decrypt, re-seal with this machine's key, store; the store is
-    changed only at the very end, by one ``import_session`` call."""
+    changed only at the very end, by one ``import_session`` call. ``as_new``: under a new id (a copy of a session
+    this store has already)."""
     bundle = parse_bundle(_read_source(source))
     session = bundle.session
-    _refuse_existing(rt, session.id)
     rounds = bundle.rounds
+    if as_new:
+        from mcpcli.state.store.base import new_session_id
+
+        session = session.model_copy(update={"id": new_session_id()})
+        rounds = [r.model_copy(update={"session_id": session.id}) for r in rounds]
+    else:
+        _refuse_existing(rt, session.id, source)
     if bundle.answers_box is not None:
         from mcpcli.state.vault import load_store_key
 
@@ -121,11 +128,12 @@ def import_session(rt: Runtime, source: str) -> int:
     try:
         rt.store.import_session(session, rounds)
     except StoreError:
-        _refuse_existing(rt, session.id)  # another import won the race
+        _refuse_existing(rt, session.id, source)  # another import won the race
         raise
     if rt.json:
         rt.out.json({"session_id": session.id, "status": session.status, "rounds": len(rounds)})
-    rt.out.note(f"Imported session {session.id} ({session.status}, {_rounds(len(rounds))}).")
+    copy = f", a copy of {bundle.session.id}" if as_new else ""
+    rt.out.note(f"Imported session {session.id} ({session.status}, {_rounds(len(rounds))}{copy}).")
     if _runs_a_command(rt, session.server):
         from rich.text import Text
 
@@ -153,12 +161,22 @@ def _runs_a_command(rt: Runtime, server: str) -> bool:
     return not (server.startswith(("http://", "https://")) or server == "demo" or server in rt.settings.mcp_servers)
 
 
-def _refuse_existing(rt: Runtime, session_id: str) -> None:
+class AlreadyImported(UsageError):
+    """The bundle's session id is in this store already: not a busy or missing session (exit 6), a bundle to import
+    as a copy or after removing the stored one (exit 2, nothing changed)."""
+
+    default_title = "Already in this store"
+
+
+def _refuse_existing(rt: Runtime, session_id: str, source: str) -> None:
+    import shlex
+
     try:
-        rt.store.get(session_id)
+        stored = rt.store.get(session_id)
     except SessionError:
         return
-    raise SessionError(
-        f"Session {session_id} is already in this store; nothing was imported.",
-        hint=f"See it with: mcpcli sessions show {session_id} (or remove it first: mcpcli sessions rm {session_id})",
+    raise AlreadyImported(
+        f"Session {session_id} is already in this store ({stored.status}); nothing was imported.",
+        hint=f"Import a copy under a new id: mcpcli sessions import {shlex.quote(source)} --as-new"
+        f" — or replace it: mcpcli sessions rm {session_id}, then import again",
     )

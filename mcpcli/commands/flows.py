@@ -30,7 +30,7 @@ from mcpcli.commands.discovery import (
     server_logs,
 )
 from mcpcli.engine.answers import Presets, Roots, answers_template
-from mcpcli.engine.arguments import build_arguments, usable_schema
+from mcpcli.engine.arguments import build_arguments, no_such, usable_schema
 from mcpcli.engine.flow import Flow
 from mcpcli.engine.steps import AnswerSource, Call, Limits, Method, NeedInput, Outcome
 from mcpcli.errors import (
@@ -507,14 +507,15 @@ async def _tool_arguments(
         unlisted(client, tool)
         keys = [pair.partition("=")[0] for pair in pairs]
         schema = {"type": "object", "properties": {key: {"type": "string"} for key in keys if key}}
-    return build_arguments(schema, pairs, args)
+    return build_arguments(schema, pairs, args, warn=rt.out.warning)
 
 
 async def prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Keep | None = None) -> dict[str, Any]:
     """Prompt arguments are strings; the prompt's listing says which are required."""
-    listed = next((p for p in await all_pages(client.list_prompts, "prompts", keep) if p["name"] == prompt), None)
+    prompts = await all_pages(client.list_prompts, "prompts", keep)
+    listed = next((p for p in prompts if p["name"] == prompt), None)
     if listed is None:
-        raise UsageError(f"The server has no prompt {prompt!r}.", hint="See them with: mcpcli prompts")
+        raise no_such("prompt", prompt, [str(p["name"]) for p in prompts])
     arguments = listed.get("arguments") or []
     return {
         "type": "object",
@@ -545,13 +546,7 @@ async def input_schema(
             names.append(item.name)
         if not cursor:
             break
-    raise no_such_tool(tool, names)
-
-
-def no_such_tool(tool: str, names: list[str]) -> UsageError:
-    """An unknown tool, naming the first few the server has (nothing is sent)."""
-    shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
-    return UsageError(f"The server has no tool {tool!r}.", hint=f"Its tools: {shown or 'none'} (mcpcli tools)")
+    raise no_such("tool", tool, names)
 
 
 def render(rt: Runtime, method: str, outcome: Outcome) -> int:

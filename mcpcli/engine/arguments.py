@@ -74,19 +74,36 @@ def build_arguments(
 def _check_known(key: str, schema: Mapping[str, Any], what: str, warn: Callable[[str], None] | None) -> None:
     """An ``--arg`` key the schema does not list: refused when it is close to one it does (a typo, exit 2) or the
     schema forbids other keys; else sent as given — the schema allows it — and named through ``warn``."""
-    import difflib
-
     names = [str(name) for name in (schema.get("properties") or {})]
     if not names:
         return  # a schema without properties says nothing about names
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    close = closest(key, names)
     listed = f"Its arguments: {', '.join(names)}"
     if close:
-        raise UsageError(f"The {what} has no argument {key!r}.", hint=f"Did you mean --arg {close[0]}=…? {listed}")
+        raise UsageError(f"The {what} has no argument {key!r}.", hint=f"Did you mean --arg {close}=…? {listed}")
     if schema.get("additionalProperties") is False:
         raise UsageError(f"The {what} does not take that argument: {key!r}.", hint=listed)
     if warn is not None:
         warn(f"--arg {key}: the {what} does not list that argument; sent as given. {listed}.")
+
+
+def closest(given: str, names: Sequence[str]) -> str | None:
+    """The one of ``names`` that ``given`` most likely mistypes (an argument's, a tool's, a prompt's name), if any:
+    what every "Did you mean" says."""
+    import difflib
+
+    close = difflib.get_close_matches(given, list(names), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def no_such(kind: str, given: str, names: list[str]) -> UsageError:
+    """An unknown tool or prompt (``kind``): the one it most likely mistypes, as for an argument, and the first few
+    the server has (nothing is sent)."""
+    shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
+    listed = f"Its {kind}s: {shown or 'none'} (mcpcli {kind}s)"
+    close = closest(given, names)
+    hint = f"Did you mean {close}? {listed}" if close else listed
+    return UsageError(f"The server has no {kind} {given!r}.", hint=hint)
 
 
 def typed_value(key: str, raw: str, prop: Any, root: Mapping[str, Any] | None = None) -> Any:

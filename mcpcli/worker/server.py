@@ -389,6 +389,7 @@ class Worker:
             "log": str(self.path.with_suffix(".log")),
             "rss_kb": _rss_kb(),
             "relay": self.relay.describe() if self.relay is not None and self.relay.running() else None,
+            "relay_paused": max(0.0, round(self.relay_paused_until - time.monotonic(), 1)),
         }
 
 

@@ -22,6 +22,11 @@ TOOLS = [
             "properties": {"s": {"type": "string", "pattern": "(unclosed"}, "n": {"type": "integer", "minimum": "x"}},
         },
     },
+    {"name": "open", "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}},
+    {
+        "name": "closed",
+        "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}, "additionalProperties": False},
+    },
 ]
 
 
