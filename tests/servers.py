@@ -15,7 +15,8 @@ Run one: ``python tests/servers.py KIND [--http HOST:PORT] [--record FILE]`` (st
 - ``sampler``: a tool that asks the client's LLM for a completion (system prompt, hints, stop sequences,
   metadata that must not be forwarded) and returns it.
 - ``no_result_type``: a raw JSON-RPC stdio server whose complete result omits ``resultType``.
-- ``counter``: a stateful server — ``count`` says how often this process was called, and its pid.
+- ``counter``: a stateful server — ``count`` says how often this process was called, and its pid; ``seen`` says
+  the values of the environment variables it is asked for (what mcpcli started it with).
 - ``legacy_only``: a raw JSON-RPC stdio server that speaks only 2025-11-25 (``server/discover`` is unknown to it)
   and asks ``provision``'s region over the back-channel.
 - ``crash``: writes to stderr and exits at once (a server that fails to start).
@@ -546,6 +547,12 @@ def counter() -> MCPServer:
         """One more call of this process."""
         calls[0] += 1
         return f"call {calls[0]} of pid {os.getpid()}"
+
+    @server.tool()
+    async def seen(names: str) -> str:
+        """The values of the comma-separated environment variables ``names`` in this process, and its pid."""
+        found = " ".join(f"{name}={os.environ.get(name, '<unset>')}" for name in names.split(","))
+        return f"{found} pid {os.getpid()}"
 
     return server
 

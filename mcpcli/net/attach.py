@@ -20,6 +20,7 @@ import anyio
 from mcp.shared.message import SessionMessage
 
 from mcpcli.errors import ServerError
+from mcpcli.net.serverenv import server_environment
 from mcpcli.settings.targets import Target
 
 SOCKET_ENV = "MCPCLI_WORKER_SOCKET"
@@ -45,9 +46,10 @@ def worker_socket() -> str | None:
 def server_key(target: Target) -> dict[str, Any]:
     """What makes two commands' servers one kept process: exactly the server the command names — the executable
     its command resolves to on this command's ``PATH`` (from its directory, for a relative one), the arguments,
-    the configured environment (values resolved), the directory it runs in (the entry's ``cwd``, else the
-    command's) and the home. ``python server.py`` in two directories is two servers; so is ``tool`` under two
-    ``PATH``s that find two programs."""
+    the environment it starts with (``net.serverenv``: a typed command line's is the caller's, an entry's the safe
+    defaults and its ``env``), the directory it runs in (the entry's ``cwd``, else the command's) and the home.
+    ``python server.py`` in two directories is two servers; so is ``tool`` under two ``PATH``s that find two
+    programs, and ``FOO=1`` and ``FOO=2 mcpcli -s "python server.py"``."""
     import shutil
 
     from mcpcli.wire import state_home
@@ -63,7 +65,7 @@ def server_key(target: Target) -> dict[str, Any]:
         "executable": str(Path(found).absolute()) if found else None,  # not resolved: a venv's python is a link
         "args": list(target.args),
         "cwd": os.path.normpath(cwd),
-        "env": dict(sorted(target.env.items())),
+        "env": server_environment(target),
         "home": str(Path(state_home()).absolute()),
     }
 
@@ -95,7 +97,6 @@ async def attached(
         "op": "attach",
         "name": target.label,
         "server": server_key(target),
-        "env": dict(os.environ),
         "cwd": str(Path.cwd()),
         "fresh": fresh,
     }

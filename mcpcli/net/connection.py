@@ -34,6 +34,7 @@ from mcpcli.errors import McpcliError, ServerError, UsageError
 from mcpcli.net.bounds import Bounds, Tripwire
 from mcpcli.net.failures import connect_failure, describe, start_failure
 from mcpcli.net.handshakes import HandshakeClient, remember, remembered
+from mcpcli.net.serverenv import server_environment
 from mcpcli.net.serverlog import ServerLog
 from mcpcli.net.tap import traced
 from mcpcli.net.tasks import CREATED_TASK_META, LISTEN_ID, TasksExtension
@@ -477,7 +478,7 @@ def _server_for(
     log = ServerLog(paths, target)
     stack.callback(log.file.close)
     params = StdioServerParameters(
-        command=target.command, args=list(target.args), env=dict(target.env) or None, cwd=target.cwd
+        command=target.command, args=list(target.args), env=server_environment(target), cwd=target.cwd
     )
     guard = Guard(stdio(params, log.file, trip), trip)
     return guard, log, guard

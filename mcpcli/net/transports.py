@@ -64,7 +64,7 @@ async def stdio(params: StdioServerParameters, errlog: TextIO, trip: Tripwire) -
     """Start the server and exchange newline-delimited JSON-RPC with it (the SDK's stdio transport, bounded)."""
     process = await anyio.open_process(
         [params.command, *params.args],
-        env=get_default_environment() | (params.env or {}),
+        env=get_default_environment() if params.env is None else params.env,  # the whole of it: net.serverenv
         stderr=errlog,
         cwd=params.cwd,
         start_new_session=True,  # its own process group: terminating it reaches the children it started

@@ -300,7 +300,7 @@ def _array_entries(path: str, text: str) -> Iterator[tuple[int, dict[str, Any]]]
         yield n, entry
 
 
-_REEXPORT = "Export it again: mcpcli sessions show ID --trace --json > FILE."
+_REEXPORT = "Export it again from the session it came from (its trace as JSON: sessions show ID --trace --json)."
 
 
 def _check_version(path: str, n: int, version: Any) -> None:

@@ -2,7 +2,7 @@
 
 A server is started by the first command that attaches to it (``attach.attached``) and then outlives it. Which
 server a command gets is exactly the one it names (``attach.server_key``): the executable its command resolves
-to on the caller's ``PATH``, the arguments, the resolved environment, the working directory and the home — the
+to on the caller's ``PATH``, the arguments, the environment it starts with, the working directory and the home — the
 same relative command in two directories is two servers, and each home has its own. While
 a command is attached, the worker relays newline-delimited JSON-RPC both ways; a second command waits for the
 first to detach (a stateful server serves one conversation at a time). Because every command's SDK session
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpcli.net.serverenv import sharing_key
 from mcpcli.wire import private_dirs, send
 
 MAX_LINE = 64 * 2**20
@@ -74,7 +75,7 @@ def _deliver(attachment: Attachment, message: dict[str, Any]) -> bool:
 
 
 def _key(server: dict[str, Any]) -> str:
-    return json.dumps(server, sort_keys=True)
+    return json.dumps({**server, "env": sharing_key(server["env"])}, sort_keys=True)
 
 
 @dataclass
@@ -83,7 +84,6 @@ class Attachment:
 
     conn: socket.socket
     number: int
-    env: dict[str, str]
     cwd: str | None = None
     """The command's working directory (a server it starts runs there, unless its entry names a ``cwd``)."""
     buffer: bytearray = field(default_factory=bytearray)
@@ -122,9 +122,7 @@ class KeptServer:
     def home(self) -> str:
         return str(self.spec.get("home") or "")
 
-    def start(self, env: dict[str, str], cwd: str | None = None) -> None:
-        from mcp.client.stdio import get_default_environment
-
+    def start(self, cwd: str | None = None) -> None:
         try:
             if not self.home or not Path(self.home).is_dir():
                 raise FileNotFoundError(self.home)  # never make again a home that was deleted
@@ -137,8 +135,8 @@ class KeptServer:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
-                cwd=self.spec.get("cwd") or cwd or env.get("PWD") or None,
-                env={**get_default_environment(), **{k: v for k, v in env.items() if k == "PATH"}, **self.spec["env"]},
+                cwd=self.spec.get("cwd") or cwd or None,
+                env=self.spec["env"],  # the whole of it, as the command computed it (mcpcli.net.serverenv)
                 start_new_session=True,
             )
         finally:
@@ -216,9 +214,8 @@ class Kept:
         }
         server = self.servers.setdefault(_key(spec), KeptServer(str(request.get("name") or spec["command"]), spec))
         self._numbers += 1
-        env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
         cwd = request.get("cwd")
-        attachment = Attachment(conn, self._numbers, env, cwd if isinstance(cwd, str) else None)
+        attachment = Attachment(conn, self._numbers, cwd if isinstance(cwd, str) else None)
         attachment.fresh = request.get("fresh") is True
         if request.get("watch"):
             # A watch holds its connection for as long as it runs: it shares the server with the command that
@@ -268,7 +265,7 @@ class Kept:
                 self._unregister(server.proc.stdout)
                 server.stop()
             try:
-                server.start(attachment.env, attachment.cwd)
+                server.start(attachment.cwd)
             except OSError as exc:
                 with contextlib.suppress(OSError):
                     send(attachment.conn, {"ok": False, "why": exc.strerror or str(exc)})
