@@ -15,7 +15,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.errors import ExitCode, McpcliError
+from mcpcli.errors import ExitCode, McpcliError, UsageError
+from mcpcli.platform import signals
 
 if TYPE_CHECKING:
     from mcpcli.net.bounds import Bounds
@@ -161,6 +162,14 @@ class Runtime:
         """``target`` with ``--keep-alive`` applied (stdio only)."""
         if self.g.keep_alive and target.kind == "stdio" and not target.keep_alive:
             import dataclasses
+
+            from mcpcli.platform import WORKERLESS
+
+            if WORKERLESS is not None:
+                raise UsageError(
+                    f"--keep-alive needs the background worker, and there is none here: {WORKERLESS}.",
+                    hint="Leave out --keep-alive: each command then starts its own server.",
+                )
 
             return dataclasses.replace(target, keep_alive=True)
         return target
@@ -344,7 +353,7 @@ class StopSignals:
     def __enter__(self) -> StopSignals:
         import signal
 
-        for signum in (signal.SIGTERM, signal.SIGHUP):
+        for signum in signals("SIGTERM", "SIGHUP", "SIGBREAK"):  # SIGBREAK: Ctrl-Break on Windows
             try:
                 self._old[signum] = signal.signal(signum, self._forward)
             except (ValueError, OSError):  # not the main thread, or no such signal here
@@ -372,13 +381,15 @@ class StopSignals:
             raise KeyboardInterrupt
 
     def what(self) -> str:
-        import signal
 
-        names = {int(signal.SIGTERM): "Terminated (SIGTERM)", int(signal.SIGHUP): "Hung up (SIGHUP)"}
+        said = {"SIGTERM": "Terminated (SIGTERM)", "SIGHUP": "Hung up (SIGHUP)", "SIGBREAK": "Interrupted (Ctrl-Break)"}
+        names = {int(signum): said[signum.name] for signum in signals(*said)}
         return names.get(self.signum or 0, "Interrupted")
 
     def exit_code(self) -> int:
-        return 128 + self.signum if self.signum else int(ExitCode.INTERRUPTED)
+        if not self.signum or self.signum in signals("SIGBREAK"):  # Ctrl-Break is Windows' other Ctrl-C
+            return int(ExitCode.INTERRUPTED)
+        return 128 + self.signum
 
 
 def until_stopped(rt: Runtime, run: Callable[[], int], stopped: Callable[[StopSignals], int] | None = None) -> int:

@@ -17,6 +17,7 @@ import sys
 import time
 
 from mcpcli import SERVER_COMMANDS, __version__
+from mcpcli.platform import O_NOFOLLOW, WORKERLESS, signals, uid, unix_socket
 from mcpcli.wire import (
     OFF,
     ON,
@@ -64,7 +65,8 @@ START_WINDOW = 300.0
 commands one after another is warm from the third on. ``MCPCLI_WORKER_WINDOW=SECONDS`` changes it (0: start on the
 first command, as ``--keep-alive`` and ``mcpcli worker start`` do)."""
 
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH, signal.SIGQUIT)
+FORWARDED = signals("SIGINT", "SIGTERM", "SIGHUP", "SIGWINCH", "SIGQUIT")
+"""What the front end passes on to the command the worker runs (those that exist here)."""
 
 
 def subcommand(argv: Sequence[str]) -> str | None:
@@ -85,6 +87,8 @@ def wanted(argv: Sequence[str]) -> bool:
     """Whether this command should go through the worker (see the package docstring for the rules)."""
     if subcommand(argv) not in SERVER_COMMANDS or any(word in IN_PROCESS_FLAGS for word in argv):
         return False
+    if WORKERLESS is not None:
+        return False  # every command runs in-process here; `mcpcli worker status` says why
     if os.environ.get("_MCPCLI_COMPLETE"):
         return False
     choice = os.environ.get("MCPCLI_WORKER", "").strip().lower()
@@ -176,7 +180,7 @@ def _delegate(argv: Sequence[str]) -> int | str:
     with sock:
         try:
             sock.settimeout(ANSWER_TIMEOUT)
-            if peer(sock)[1] != os.getuid():
+            if peer(sock)[1] != uid():
                 # not this user's (the socket directory is checked too): never hand it a terminal
                 return f"the background worker's socket {path} is another user's"
             send(sock, {"op": "hello", "version": __version__, "package": package_dir()})
@@ -239,7 +243,7 @@ def _cpu_ticks(pid: int) -> int | None:
 
 def _connect(path: str, argv: Sequence[str]) -> socket.socket | str:
     """A connection to the worker at ``path``, or why there is none."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = unix_socket()
     sock.settimeout(ANSWER_TIMEOUT)
     try:
         sock.connect(path)
@@ -273,7 +277,7 @@ def another_in_a_row(stamp: str, window: float, now: float | None = None) -> boo
     except OSError:
         last = None
     try:
-        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | O_NOFOLLOW, 0o600))
         os.utime(stamp, (now, now))
     except OSError:
         pass
@@ -291,12 +295,14 @@ def start(*, asked: bool = False) -> int | None:
     by ``mcpcli worker start`` (the worker then keeps the configured idle timeout from its first minute)."""
     import subprocess
 
+    if WORKERLESS is not None:
+        return None
     directory = worker_dir()
     if not own_private_dir(directory):
         _note(f"not starting the background worker: {directory} is not a private directory of this user's.")
         return None
     try:
-        log = os.open(worker_file(".log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        log = os.open(worker_file(".log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | O_NOFOLLOW, 0o600)
     except OSError:
         log = os.open(os.devnull, os.O_WRONLY)
     env = dict(os.environ)
@@ -322,7 +328,9 @@ def start(*, asked: bool = False) -> int | None:
 def ask(path: str | os.PathLike[str], op: str, *, home: str | None = None) -> dict[str, object] | None:
     """A control request (``status``, ``stop``, ``ps``…) to the worker at ``path`` (about ``home``'s kept servers,
     for ``ps`` and ``restart:NAME``); ``None`` when none answers."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if WORKERLESS is not None:
+        return None
+    sock = unix_socket()
     sock.settimeout(ANSWER_TIMEOUT)
     with sock:
         try:

@@ -16,6 +16,9 @@ import socket
 import struct
 import sys
 
+from mcpcli.platform import peer as peer
+from mcpcli.platform import uid
+
 TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
 
 if TYPE_CHECKING:
@@ -94,6 +97,8 @@ def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = N
     body = json.dumps(message, separators=(",", ":")).encode()
     data = struct.pack(">I", len(body)) + body
     if fds:
+        if not hasattr(socket, "send_fds"):
+            raise WireError("this system cannot pass file descriptors over a socket")
         sent = socket.send_fds(sock, [data], fds)
         data = data[sent:]
     if data:
@@ -103,7 +108,7 @@ def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = N
 def receive(sock: socket.socket, *, with_fds: bool = False) -> tuple[dict[str, Any], list[int]]:
     """One message (and the descriptors that came with it); ``WireError`` at EOF or on garbage."""
     fds: list[int] = []
-    if with_fds:
+    if with_fds and hasattr(socket, "recv_fds"):
         head, fds, _flags, _addr = socket.recv_fds(sock, 4, MAX_FDS)
     else:
         head = sock.recv(4)
@@ -146,14 +151,6 @@ def _close(fds: list[int]) -> None:
             pass
 
 
-def peer(sock: socket.socket) -> tuple[int, int]:
-    """The pid and uid of the process at the other end of a Unix socket (``SO_PEERCRED``; for a client, the
-    process that listens)."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    pid, uid, _gid = struct.unpack("3i", creds)
-    return int(pid), int(uid)
-
-
 def private_dirs(path: Path) -> Path:
     """``path`` and its missing parents, each created 0700 (``mkdir(parents=True)`` would make the parents 0755,
     and the session store refuses a state dir others can read)."""
@@ -184,8 +181,12 @@ def worker_dir(environ: Mapping[str, str] | None = None) -> str:
     runtime = env.get("XDG_RUNTIME_DIR", "")
     if os.path.isabs(runtime) and os.path.isdir(runtime):
         return os.path.join(runtime, "mcpcli")
-    base = env.get("TMPDIR", "")
-    return os.path.join(base if os.path.isabs(base) else "/tmp", f"mcpcli-{os.getuid()}")
+    base = env.get("TMPDIR", "")  # macOS: a per-user directory of its own
+    if not os.path.isabs(base) and not os.path.isdir(base := "/tmp"):
+        import tempfile  # 3 ms: only where there is no /tmp
+
+        base = tempfile.gettempdir()
+    return os.path.join(base, f"mcpcli-{uid()}")
 
 
 def install_tag() -> str:
@@ -242,7 +243,7 @@ def private_dir_problem(path: str) -> str | None:
 
     if not stat.S_ISDIR(info.st_mode):
         return "it is not a directory" + (" (a symbolic link)" if stat.S_ISLNK(info.st_mode) else "")
-    if info.st_uid != os.getuid():
+    if info.st_uid != uid():
         return f"it belongs to another user (uid {info.st_uid})"
     if info.st_mode & 0o077:
         return f"other users can enter it (mode {stat.S_IMODE(info.st_mode):04o})"

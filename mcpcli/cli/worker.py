@@ -46,8 +46,11 @@ def _say(text: str) -> None:
 def _unusable() -> str | None:
     """Why no worker can run in this user's worker directory (another user's, or open to others), with how to pick
     another one; None when one can. Such a directory is never written to, so nothing in it (a log) is named."""
+    from mcpcli.platform import WORKERLESS
     from mcpcli.wire import WORKER_DIR_ENV, private_dir_problem, worker_dir
 
+    if WORKERLESS is not None:
+        return f"No worker can run here: {WORKERLESS}. Every command runs in-process, as with --no-worker."
     directory = worker_dir()
     if (problem := private_dir_problem(directory)) is None:
         return None

@@ -474,7 +474,10 @@ def _server_for(
             )
             guard = Guard(kept, trip)
             return guard, None, guard
-        _say(f"Not keeping {target.label} alive: that needs the background worker (it is off here); starting it.")
+        from mcpcli.platform import WORKERLESS
+
+        off = "it is off here" if WORKERLESS is None else WORKERLESS
+        _say(f"Not keeping {target.label} alive: that needs the background worker ({off}); starting it.")
     log = ServerLog(paths, target)
     stack.callback(log.file.close)
     params = StdioServerParameters(

@@ -23,7 +23,6 @@ would (it may have reached the server: sending it again could run a tool twice).
 from __future__ import annotations
 
 import json
-import os
 import socket
 import struct
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -35,6 +34,7 @@ import httpx2
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcpcli import __version__
+from mcpcli.platform import uid, unix_socket
 from mcpcli.wire import WireError, peer, read_exactly
 
 READY_TIMEOUT = 3.0
@@ -191,7 +191,7 @@ class RelayTransport(httpx2.AsyncBaseTransport):
         with anyio.move_on_after(READY_TIMEOUT):
             try:
                 stream = await anyio.connect_unix(self._path)
-                if peer(stream.extra(anyio.abc.SocketAttribute.raw_socket))[1] != os.getuid():
+                if peer(stream.extra(anyio.abc.SocketAttribute.raw_socket))[1] != uid():
                     raise FrameError("the relay's socket is another user's")
                 reader = BufferedByteReceiveStream(stream)
                 kind, payload = await read_frame(reader, MAX_HEAD)
@@ -313,7 +313,7 @@ class _RelayedBody(httpx2.AsyncByteStream):
 
 def relay_status(path: str, timeout: float = 2.0) -> dict[str, Any] | None:
     """The relay's counters (``S``), or ``None`` when it does not answer; blocking (for ``mcpcli worker status``)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = unix_socket()
     sock.settimeout(timeout)
     with sock:
         try:

@@ -29,7 +29,6 @@ import os
 import re
 import signal
 import ssl
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -46,6 +45,7 @@ from mcp.shared.message import SessionMessage
 from mcpcli.errors import UNREADABLE_RESPONSE
 from mcpcli.net import proxies
 from mcpcli.net.bounds import Tripwire
+from mcpcli.platform import kill_signal, signal_group
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ async def stop(process: anyio.abc.Process) -> None:
     if not await _exited(process, STDIN_GRACE):
         _signal_group(process, signal.SIGTERM)
         if not await _exited(process, TERM_GRACE):
-            _signal_group(process, signal.SIGKILL)
+            _signal_group(process, kill_signal())
             await _exited(process, TERM_GRACE)
     if process.returncode is not None:
         # Whatever it started and left behind in its group goes too (a shell wrapper's child, npx's node).
@@ -210,12 +210,7 @@ async def _exited(process: anyio.abc.Process, seconds: float) -> bool:
 
 
 def _signal_group(process: anyio.abc.Process, sig: int) -> None:
-    if sys.platform == "win32":  # pragma: no cover - no process groups; the SDK's job objects are not used here
-        with suppress(ProcessLookupError):
-            process.kill()
-        return
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
+    signal_group(process.pid, sig)  # where there are no process groups (Windows): the process itself, hard
 
 
 # --- the handshake guard -------------------------------------------------------------------------------------------

@@ -27,18 +27,17 @@ from __future__ import annotations
 import logging
 import math
 import os
-import signal
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 
+from mcpcli.platform import kill_signal, process_state, signals
 from mcpcli.state import offload
 
 if TYPE_CHECKING:
@@ -495,7 +494,7 @@ class Keeper:
             return
         self._passes[point] = seen = self._passes.get(point, 0) + 1
         if seen >= int(nth or 1):
-            os.kill(os.getpid(), signal.SIGSTOP if stop else signal.SIGKILL)
+            os.kill(os.getpid(), signals("SIGSTOP")[0] if stop else kill_signal())
 
 
 def alive(pid: int | None, *, since: datetime | None = None) -> bool:
@@ -504,35 +503,13 @@ def alive(pid: int | None, *, since: datetime | None = None) -> bool:
     claimed the lease), so is a process started after that: the pid was reused."""
     if pid is None:
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+    found = process_state(pid)
+    if found is None:
         return True
-    started = _started(pid)
-    if started is None:
-        return True
-    state, at = started
-    if state in ("Z", "X"):
+    state, at = found
+    if state != "running":
         return False
     return since is None or at is None or at <= since.timestamp() + 1.0
-
-
-def _started(pid: int) -> tuple[str, float | None] | None:
-    """A Linux process's state letter and start time (epoch seconds), from /proc; ``None`` elsewhere."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        boot = next(
-            float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime")
-        )
-    except (OSError, StopIteration, ValueError, IndexError):
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": comm may hold spaces and parentheses
-    try:
-        return fields[0], boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    except (IndexError, ValueError, OSError):
-        return fields[0] if fields else "?", None
 
 
 def _has_marker(answers: Mapping[str, Any], is_marker: Callable[[Any], bool]) -> bool:

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from mcpcli.platform import private_file_mode
 from mcpcli.state.inbox import describe_request, driver_gone, holder_of
 
 SCHEMA_VERSION = 7
@@ -124,7 +125,7 @@ def _private(path: Path) -> bool:
                     return False
                 continue
             try:
-                os.fchmod(fd, 0o600)
+                private_file_mode(fd)
             finally:
                 os.close(fd)
     except OSError:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import queue
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio
+
+from mcpcli.platform import fork_hook
 
 T = TypeVar("T")
 
@@ -104,4 +105,4 @@ def _forked() -> None:
     _POOL = _Pool()
 
 
-os.register_at_fork(after_in_child=_forked)
+fork_hook(_forked)

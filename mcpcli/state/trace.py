@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from mcpcli.errors import UsageError
+from mcpcli.platform import private_file_mode
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -346,7 +347,7 @@ def open_trace_file(path: Path, *, option: str = "--trace") -> IO[str]:
             f"Cannot write the {what} {path}: {exc.strerror or exc}.", hint=f"Give {option} a writable file path."
         ) from None
     if stat.S_ISREG(os.fstat(fd).st_mode):  # an existing file keeps its mode on O_CREAT: make it private too
-        os.fchmod(fd, 0o600)
+        private_file_mode(fd)
     return os.fdopen(fd, "w", encoding="utf-8")
 
 

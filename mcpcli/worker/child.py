@@ -11,7 +11,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcpcli.platform import POSIX
 from mcpcli.wire import OFF
+
+assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 
 if TYPE_CHECKING:
     from mcpcli.worker.relay import Handle

@@ -30,7 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from mcpcli.net.serverenv import sharing_key
+from mcpcli.platform import POSIX
 from mcpcli.wire import private_dirs, send
+
+assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 
 MAX_LINE = 64 * 2**20
 """The longest line either side may send before its connection is cut (a bound, as on the cold path)."""

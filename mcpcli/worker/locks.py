@@ -35,9 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpcli.platform import POSIX
 from mcpcli.wire import WireError, env_seconds, peer, receive, send
 from mcpcli.worker import log_line
-from mcpcli.worker.relay import Handle, fork_beside
+
+assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
+
+from mcpcli.worker.relay import Handle, fork_beside  # noqa: E402  # after the assert: mypy --platform win32 skips it
 
 LINGER = 30.0
 """Seconds a store's connection stays open holding no lock before the keeper closes it."""

@@ -43,8 +43,11 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcpcli import __version__
 from mcpcli.net.relayed import MAX_BODY, MAX_HEAD, FrameError, error_of, frame, loads, read_frame
 from mcpcli.net.transports import connection_settings, direct_transport
+from mcpcli.platform import POSIX
 from mcpcli.wire import peer
 from mcpcli.worker import log_line
+
+assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 
 KEEPALIVE_EXPIRY = 15.0
 """Seconds an idle upstream connection is kept: longer than httpx2's default (5 s, shorter than the pause between

@@ -32,8 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import mcpcli
 from mcpcli import __version__
+from mcpcli.platform import POSIX
 from mcpcli.wire import WireError, env_seconds, own_private_dir, peer, receive, send, socket_path, state_home
 from mcpcli.worker import child, log_line
+
+assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 
 if TYPE_CHECKING:
     from mcpcli.worker import relay

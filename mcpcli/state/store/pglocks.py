@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from mcpcli.platform import closed_by_peer, unix_socket
 from mcpcli.wire import WireError, receive, send
 
 WORKER_ENV = "MCPCLI_WORKER_SOCKET"
@@ -44,7 +45,7 @@ def libpq_environment() -> dict[str, str]:
 def keeper_path(worker_socket: str, timeout: float) -> str | None:
     """Where the lock keeper listens, asked of the worker at ``worker_socket`` (which starts the keeper if it is not
     running); ``None`` when the worker has none. The socket's errors (``OSError``, ``WireError``) are the caller's."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as worker:
+    with unix_socket() as worker:
         worker.settimeout(timeout)
         worker.connect(worker_socket)
         send(worker, {"op": "locks"})
@@ -71,11 +72,10 @@ class Broker:
         return cls(path, url, params | libpq_environment(), on_gone) if path else None
 
     def _watch(self, sock: socket.socket) -> None:
-        poller = select.poll()
-        poller.register(sock, select.POLLRDHUP)  # only the other end closing: answers are read by ``ask``
-        with contextlib.suppress(OSError, ValueError):
-            poller.poll()
-        if not self.failed:
+        closed = True
+        with contextlib.suppress(OSError, ValueError):  # only the other end closing: answers are read by ``ask``
+            closed = closed_by_peer(sock, wait=True)
+        if closed and not self.failed:
             self.on_gone()
 
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +83,7 @@ class Broker:
             raise BrokerGone
         try:
             if self.sock is None:
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock = unix_socket()
                 sock.settimeout(TIMEOUT)
                 sock.connect(self._keeper())
                 self.sock = sock
@@ -115,9 +115,8 @@ class Broker:
             return True
         if self.sock is None:
             return False
-        poller = select.poll()
-        poller.register(self.sock, select.POLLIN | select.POLLRDHUP)
-        if poller.poll(0):  # nothing is ever sent unasked: readable means closed
+        readable, _, _ = select.select([self.sock], [], [], 0)
+        if readable:  # nothing is ever sent unasked: readable means closed
             self.close()
             return True
         return False

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpcli.errors import StoreError
+from mcpcli.platform import private_file_mode
 from mcpcli.state.store.base import RoundRecord
 from mcpcli.state.store.rows import Tx, iso_time
 from mcpcli.state.store.sql import SCHEMA_VERSION, SqlStore
@@ -143,7 +144,7 @@ def _create_private(path: Path) -> bool:
     except FileExistsError:
         return False
     try:
-        os.fchmod(fd, 0o600)
+        private_file_mode(fd)
     finally:
         os.close(fd)
     return True

@@ -1,0 +1,70 @@
+"""mcpcli on a Python without Linux's extras (tests/platform_shim.py takes them out: as macOS, as Windows would
+have them): the commands work in-process, the worker and kept-alive servers say once why they are not there, and
+nothing ends in a traceback. ``mypy --platform darwin`` and ``--platform win32`` (.ci/run) hold the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import PY, ROOT, stdio_server
+
+SHIM = ROOT / "tests" / "platform_shim.py"
+SYSTEMS = ["darwin", "win32"]
+
+
+def on(system: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``mcpcli ARGS`` as that system's Python runs it — the worker asked for, so that its absence shows."""
+    env = {**os.environ, "MCPCLI_WORKER": "1"}
+    env.pop("MCPCLI_WORKER_REQUIRED", None)
+    done = subprocess.run(
+        [PY, str(SHIM), system, *args], input=stdin, capture_output=True, text=True, env=env, timeout=60
+    )
+    assert "Traceback" not in done.stderr and "Internal error" not in done.stderr, done.stderr
+    return done
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_calls_resumes_and_batches_run_in_process(system: str, home: Path, tmp_path: Path) -> None:
+    echo = on(system, "call", "echo", "-a", "text=hi")
+    assert (echo.returncode, echo.stdout) == (0, "hi\n")
+    parked = on(system, "call", "provision", "-a", "name=p", "--no-input", "--json")
+    assert parked.returncode == 3, parked.stderr
+    session = json.loads(parked.stdout)["session_id"]
+    resumed = on(system, "resume", session, "--answer", "region=eu-west-1")
+    assert (resumed.returncode, resumed.stdout) == (0, "Provisioned 'p' in eu-west-1.\n"), resumed.stderr
+    lines = [{"tool": "echo", "arguments": {"text": str(n)}, "id": n} for n in range(3)]
+    flows = tmp_path / "flows.jsonl"
+    flows.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    batch = on(system, "batch", str(flows))
+    assert batch.returncode == 0, batch.stderr
+    assert sorted(json.loads(line)["id"] for line in batch.stdout.splitlines()) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_a_stdio_server_runs_and_is_stopped(system: str, home: Path) -> None:
+    done = on(system, "-s", stdio_server("counter"), "call", "count")
+    assert done.returncode == 0 and done.stdout.startswith("call 1 of pid "), done.stderr
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_the_worker_and_kept_servers_say_once_why_they_are_not_there(system: str, home: Path) -> None:
+    started = on(system, "worker", "start")
+    assert started.returncode == 4
+    assert started.stderr.startswith("No worker can run here: ") and len(started.stderr.splitlines()) == 1
+    assert "runs in-process" in started.stderr
+    status = on(system, "worker", "status")
+    assert status.returncode == 0 and status.stderr == started.stderr
+    kept = on(system, "-s", stdio_server("counter"), "--keep-alive", "call", "count")
+    assert kept.returncode == 2 and kept.stdout == ""
+    assert kept.stderr.startswith("Usage error: --keep-alive needs the background worker, and there is none here")
+    home.mkdir(parents=True, exist_ok=True)
+    args = json.dumps([str(ROOT / "tests" / "servers.py"), "counter"])
+    entry = f"[mcpServers.tally]\ncommand = {json.dumps(PY)}\nargs = {args}\nkeep_alive = true\n"
+    (home / "config.toml").write_text(entry, encoding="utf-8")
+    named = on(system, "-s", "tally", "call", "count")  # the config's keep_alive: said, and the call still runs
+    assert named.returncode == 0 and named.stdout.startswith("call 1 of pid ")
+    assert "Not keeping tally alive: that needs the background worker (this system" in named.stderr
