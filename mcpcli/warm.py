@@ -17,7 +17,7 @@ import sys
 import time
 
 from mcpcli import SERVER_COMMANDS, __version__
-from mcpcli.platform import O_NOFOLLOW, WORKERLESS, signals, uid, unix_socket
+from mcpcli.platform import O_NOFOLLOW, WORKERLESS, cpu_ticks, signals, uid, unix_socket
 from mcpcli.wire import (
     OFF,
     ON,
@@ -217,28 +217,17 @@ def _answer(sock: socket.socket) -> dict[str, object]:
     loaded machine — a hundred commands at once — it is slow, and running here instead would load it more); a
     worker that uses no CPU meanwhile is hung (``TimeoutError``)."""
     worker, _uid = peer(sock)
-    used = _cpu_ticks(worker)
+    used = cpu_ticks(worker)
     deadline = time.monotonic() + BUSY_LIMIT
     while True:
         try:
             answer, _ = receive(sock)
             return answer
         except TimeoutError:
-            now = _cpu_ticks(worker)
+            now = cpu_ticks(worker)
             if used is None or now is None or now <= used or time.monotonic() > deadline:
                 raise
             used = now
-
-
-def _cpu_ticks(pid: int) -> int | None:
-    """User + system CPU time of ``pid``'s main thread (the worker's loop) in clock ticks (Linux ``/proc``);
-    ``None`` where that cannot be read."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _connect(path: str, argv: Sequence[str]) -> socket.socket | str:

@@ -43,7 +43,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcpcli import __version__
 from mcpcli.net.relayed import MAX_BODY, MAX_HEAD, FrameError, error_of, frame, loads, read_frame
 from mcpcli.net.transports import connection_settings, direct_transport
-from mcpcli.platform import POSIX
+from mcpcli.platform import POSIX, open_descriptors
 from mcpcli.wire import peer
 from mcpcli.worker import log_line
 
@@ -189,9 +189,7 @@ def _let_go_of_inherited(keep: set[int]) -> None:
     open. Each becomes /dev/null rather than closed, so a worker object that still names its number can never
     close a descriptor the relay opens later."""
     null = os.open(os.devnull, os.O_RDWR)
-    where = Path("/proc/self/fd")
-    for entry in (where if where.is_dir() else Path("/dev/fd")).iterdir():
-        fd = int(entry.name)
+    for fd in open_descriptors():
         if fd in keep or fd == null:
             continue
         with contextlib.suppress(OSError):

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcpcli
 from mcpcli import __version__
-from mcpcli.platform import POSIX
+from mcpcli.platform import POSIX, status_lines
 from mcpcli.wire import WireError, env_seconds, own_private_dir, peer, receive, send, socket_path, state_home
 from mcpcli.worker import child, log_line
 
@@ -404,11 +404,7 @@ with its caller."""
 def _credentials(pid: int) -> list[str] | None:
     """The ``CREDENTIALS`` lines of ``/proc/PID/status``; ``None`` where they cannot be read (then not compared:
     a front end that has gone is turned away later, at its request)."""
-    try:
-        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
-    except OSError:
-        return None
-    return [line for line in lines if line.startswith(CREDENTIALS)]
+    return status_lines(pid, CREDENTIALS)
 
 
 def _home_of(request: dict[str, Any]) -> str | None:
@@ -418,10 +414,9 @@ def _home_of(request: dict[str, Any]) -> str | None:
 
 
 def _rss_kb() -> int:
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+    with contextlib.suppress(ValueError, IndexError):
+        for line in status_lines("self", ("VmRSS:",)) or []:
+            return int(line.split()[1])
     return 0
 
 
