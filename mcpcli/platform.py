@@ -18,10 +18,15 @@ import os
 import signal
 import socket
 import struct
+import sys
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
 if TYPE_CHECKING:
     from typing import Any
+
+SYSTEM: str = sys.platform
+"""The system's name, for what is by name rather than by capability: where an app keeps its files (``platformdirs``'
+rules; other MCP hosts' config files)."""
 
 _SOL_LOCAL = 0
 """``SOL_LOCAL`` on macOS and the BSDs: the level of a Unix socket's own options."""
@@ -126,6 +131,16 @@ def closed_by_peer(sock: socket.socket, *, wait: bool) -> bool:
     poller = select.poll()
     poller.register(sock, getattr(select, "POLLRDHUP", 0) or getattr(select, "POLLHUP", 0))
     return bool(poller.poll(None if wait else 0))
+
+
+MODES = hasattr(os, "fchmod")
+"""Files have POSIX permission bits here (not on Windows, where a user's profile is private and ``st_mode`` shows
+every file as readable by all)."""
+
+
+def open_to_others(mode: int, bits: int = 0o077) -> bool:
+    """Whether a file's ``st_mode`` lets other users in (``bits``: whom to look at); never where there are no modes."""
+    return MODES and bool(mode & 0o777 & bits)
 
 
 def private_file_mode(fd: int) -> None:

@@ -14,10 +14,9 @@ import json
 import os
 import socket
 import struct
-import sys
 
+from mcpcli.platform import SYSTEM, uid
 from mcpcli.platform import peer as peer
-from mcpcli.platform import uid
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
 
@@ -55,7 +54,7 @@ def user_dir(kind: str, environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     xdg = env.get(f"XDG_{kind.upper()}_HOME", "")
     home = env.get("HOME", "")
-    if sys.platform == "linux":
+    if SYSTEM == "linux":
         if os.path.isabs(xdg):
             return os.path.join(xdg, "mcpcli")
         if os.path.isabs(home):

@@ -68,3 +68,18 @@ def test_the_worker_and_kept_servers_say_once_why_they_are_not_there(system: str
     named = on(system, "-s", "tally", "call", "count")  # the config's keep_alive: said, and the call still runs
     assert named.returncode == 0 and named.stdout.startswith("call 1 of pid ")
     assert "Not keeping tally alive: that needs the background worker (this system" in named.stderr
+
+
+def test_no_module_but_platform_names_a_platform() -> None:
+    """What differs by system is asked of ``mcpcli.platform``: nowhere else a system's name or a Linux-only look."""
+    import re
+
+    marks = re.compile(r"sys\.platform|os\.name\b|SO_PEERCRED|/proc/|os\.uname")
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "mcpcli").rglob("*.py"))
+        if path.name != "platform.py" or path.parent.name != "mcpcli"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if marks.search(line)
+    ]
+    assert found == []

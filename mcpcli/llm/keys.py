@@ -8,11 +8,11 @@ logged, or written anywhere but its own file; only ``transport`` reads one, to s
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from mcpcli.errors import ConfigError, UsageError
+from mcpcli.platform import open_to_others
 from mcpcli.settings.config import PROVIDER_NAME, private_dir, write_private
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def api_key_for(name: str, provider: ProviderConfig, paths: Paths) -> str | None
     except FileNotFoundError:
         mode = None
     if mode is not None:
-        if mode & 0o077:
+        if open_to_others(mode):
             raise ConfigError(f"The key file {path} can be read by other users.", hint=f"chmod 600 {path}")
         key = path.read_text(encoding="utf-8").strip()
         _check(key, f"The key in {path}", name)
@@ -76,7 +76,7 @@ def save_key(paths: Paths, name: str, key: str) -> Path:
         raise UsageError(exc.message, hint="Paste the key alone, on one line.") from None
     path = key_file(paths, name)
     directory = private_dir(path.parent)
-    if stat.S_IMODE(directory.stat().st_mode) & 0o077:
+    if open_to_others(directory.stat().st_mode):
         raise ConfigError(f"The keys directory {directory} can be read by other users.", hint=f"chmod 700 {directory}")
     write_private(path, key + "\n")
     return path

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from mcpcli.errors import ConfigError
+from mcpcli.platform import SYSTEM
 from mcpcli.settings.config import Paths, ServerEntry, Settings, write_private
 
 Source = Literal["config", "servers.json", "project"]
@@ -335,7 +335,7 @@ def app_files(
     ``~/.config`` elsewhere; ``~`` is ``$HOME`` when set.
     """
     env = os.environ if environ is None else environ
-    system = sys.platform if platform is None else platform
+    system = SYSTEM if platform is None else platform
     home = Path(env.get("HOME") or env.get("USERPROFILE") or Path.home())
     if system.startswith("win"):
         data = Path(env["APPDATA"]) if env.get("APPDATA") else home / "AppData" / "Roaming"

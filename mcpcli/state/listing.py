@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from mcpcli.platform import private_file_mode
+from mcpcli.platform import open_to_others, private_file_mode
 from mcpcli.state.inbox import describe_request, driver_gone, holder_of
 
 SCHEMA_VERSION = 7
@@ -142,7 +142,7 @@ def _private_dir(directory: Path) -> bool:
 
 
 def _shared(info: os.stat_result) -> bool:
-    return bool(stat.S_IMODE(info.st_mode) & 0o066)
+    return open_to_others(info.st_mode, 0o066)
 
 
 def _rows(conn: sqlite3.Connection, status: str | None, server: str | None, limit: int | None) -> list[sqlite3.Row]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpcli.errors import ConfigError, UsageError
+from mcpcli.platform import open_to_others
 
 SEALED = "$sealed"
 OMITTED = "$omitted"
@@ -56,7 +57,7 @@ def load_store_key(key_file: Path, *, create: bool = True, environ: Mapping[str,
             f"The store key file {key_file} is damaged.",
             hint=f"Delete it (answers sealed with it will be asked again): rm {key_file}",
         )
-    if key_file.stat().st_mode & 0o077:
+    if open_to_others(key_file.stat().st_mode):
         raise ConfigError(f"The store key {key_file} can be read by other users.", hint=f"chmod 600 {key_file}")
     return hashlib.sha256(b"mcpcli/state/store-key/v1:" + raw).digest()
 

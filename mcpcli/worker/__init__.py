@@ -15,7 +15,7 @@ version, or does not answer in time.
 
 One worker per user and install of mcpcli, serving every ``MCPCLI_HOME`` (each command has its caller's
 environment; what the worker keeps is keyed by home): a 0600 socket in a 0700 directory of the user's
-(``wire.socket_file``), same-uid peers only (``SO_PEERCRED``). It starts when a second server command comes soon
+(``wire.socket_file``), same-uid peers only (``platform.peer``). It starts when a second server command comes soon
 after a first that ran without it (a lone command leaves nothing behind), exits after an idle period (short until
 it has served a few commands), when the homes it served are gone, or when its socket is removed, and is off
 where a background process would surprise (``CI`` set), or with ``--no-worker`` / ``MCPCLI_WORKER=0`` /

@@ -290,7 +290,7 @@ class Relay:
 
     async def _exchange(self, stream: anyio.abc.SocketStream) -> None:
         if peer(stream.extra(anyio.abc.SocketAttribute.raw_socket))[1] != os.getuid():
-            return  # SO_PEERCRED: another user's process (the directory should have kept it out)
+            return  # peer credentials: another user's process (the directory should have kept it out)
         if self.open > MAX_OPEN:
             await stream.send(frame(b"R", {"why": "busy"}))
             return

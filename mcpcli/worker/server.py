@@ -6,7 +6,7 @@ caller's environment, and what the worker itself keeps — kept-alive servers, t
 the command that asked for it. It binds the socket (``wire.socket_file``: a 0700 directory of this user's, a
 0600 socket, under a lock so two starting workers cannot both bind), imports
 what a command needs (the SDK, the CLI, the flow, the store engines), and then accepts: each connection is
-checked (same uid, ``SO_PEERCRED``), greeted (same mcpcli version and install, or it is told to restart us),
+checked (same uid, ``platform.peer``), greeted (same mcpcli version and install, or it is told to restart us),
 and its ``run`` request forked. The child takes the caller's descriptors, environment and directory, waits for
 the front end's "go", runs the command as the cold path would, reports its exit status on the socket and
 exits. The worker itself never runs a command, so one command cannot disturb another or the worker.
@@ -402,8 +402,8 @@ with its caller."""
 
 
 def _credentials(pid: int) -> list[str] | None:
-    """The ``CREDENTIALS`` lines of ``/proc/PID/status``; ``None`` where they cannot be read (then not compared:
-    a front end that has gone is turned away later, at its request)."""
+    """The ``CREDENTIALS`` lines of the process's status (``platform.status_lines``); ``None`` where they cannot be
+    read (then not compared: a front end that has gone is turned away later, at its request)."""
     return status_lines(pid, CREDENTIALS)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpcli.errors import StoreError
-from mcpcli.platform import private_file_mode
+from mcpcli.platform import MODES, private_file_mode
 from mcpcli.state.store.base import RoundRecord
 from mcpcli.state.store.rows import Tx, iso_time
 from mcpcli.state.store.sql import SCHEMA_VERSION, SqlStore
@@ -179,7 +179,7 @@ def _refuse_if_shared(path: Path, what: str, mode: str) -> None:
 def _prepare_file(path: Path) -> None:
     """Make sure ``path`` exists as a 0600 file in a 0700 directory, or refuse."""
     try:
-        if os.name == "nt":  # POSIX modes do not apply; the user profile is private.
+        if not MODES:  # POSIX modes do not apply (Windows); the user profile is private.
             path.parent.mkdir(parents=True, exist_ok=True)
             return
         _private_dirs(path.parent)
