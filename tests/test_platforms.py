@@ -45,6 +45,17 @@ def test_calls_resumes_and_batches_run_in_process(system: str, home: Path, tmp_p
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
+def test_a_recording_replays_and_a_watch_ends(system: str, home: Path, tmp_path: Path) -> None:
+    flow = tmp_path / "flow.ndjson"
+    recorded = on(system, "--record", str(flow), "call", "provision", "-a", "name=r", "-A", "region=eu-west-1")
+    assert recorded.returncode == 0, recorded.stderr
+    replayed = on(system, "replay", str(flow))
+    assert replayed.returncode == 0, replayed.stderr
+    watched = on(system, "-s", stdio_server("counter"), "watch", "--tools", "--for", "1")
+    assert watched.returncode == 0, watched.stderr
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
 def test_a_stdio_server_runs_and_is_stopped(system: str, home: Path) -> None:
     done = on(system, "-s", stdio_server("counter"), "call", "count")
     assert done.returncode == 0 and done.stdout.startswith("call 1 of pid "), done.stderr
