@@ -505,11 +505,15 @@ def test_the_everything_servers_prompts_resources_and_typed_tools(
     assert where.code == 2 and "Chicago" in where.err
     slow = run_in(tmp_path, "call", "trigger-long-running-operation", "-a", "duration=1", "-a", "steps=2", *e)
     assert slow.code == 0 and "completed" in slow.out, slow.err
-    secret = {"MCPCLI_TEST_SECRET": "not for the server"}  # a stdio server gets the SDK's short list, warm or cold
-    warm_env = run_in(tmp_path, "call", "get-env", *e, env=secret)
-    cold_env = run_in(tmp_path, "call", "get-env", *e, "--no-worker", env=secret)
-    assert warm_env.code == cold_env.code == 0 and json.loads(warm_env.out) == json.loads(cold_env.out), warm_env.err
-    assert "MCPCLI_TEST_SECRET" not in warm_env.out and "PATH" in json.loads(warm_env.out)
+    # A command line given with -s runs as a shell would run it: with the caller's environment, warm or cold alike,
+    # and never with the worker's own plumbing.
+    mine = {"MCPCLI_TEST_VARIABLE": "for the server"}
+    warm_env = run_in(tmp_path, "call", "get-env", *e, env=mine)
+    cold_env = run_in(tmp_path, "call", "get-env", *e, "--no-worker", env=mine)
+    assert warm_env.code == cold_env.code == 0, warm_env.err
+    warm_seen, cold_seen = json.loads(warm_env.out), json.loads(cold_env.out)
+    assert warm_seen["MCPCLI_TEST_VARIABLE"] == cold_seen["MCPCLI_TEST_VARIABLE"] == "for the server"
+    assert "PATH" in warm_seen and "MCPCLI_WORKER_SOCKET" not in warm_seen and "MCPCLI_RELAY_SOCKET" not in warm_seen
     listed = run_in(tmp_path, "tools", *e)  # a table 80 columns wide: the name to copy stays whole, on one line
     assert listed.code == 0 and "trigger-long-running-operation" in listed.out, listed.err
     assert max(len(line) for line in listed.out.splitlines()) <= 80
