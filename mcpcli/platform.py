@@ -160,11 +160,15 @@ def fork_hook(after_in_child: Any) -> None:
 # --- process facts ------------------------------------------------------------------------------------------------
 
 
+PROCFS = os.path.isdir("/proc/self")
+"""Processes can be looked at in ``/proc`` (Linux); elsewhere ``psutil`` is asked."""
+
+
 def process_state(pid: int) -> tuple[str, float | None] | None:
     """Whether process ``pid`` runs here — ``"running"``, ``"zombie"`` (ended, not yet reaped) or ``"gone"`` — and
     when it started (epoch seconds; ``None`` where that cannot be read); ``None``: no way to tell (no permission).
     Linux reads ``/proc``; elsewhere ``psutil`` answers (a dependency there), else a signal 0 on POSIX."""
-    if os.path.isdir("/proc/self"):
+    if PROCFS:
         return _proc_state(pid)
     try:
         import importlib

@@ -36,9 +36,10 @@ for module, names in REMOVED[system].items():
     for name in names:
         if hasattr(module, name):
             delattr(module, name)
-import mcpcli.platform  # noqa: E402, F401  # it reads what the system has, now
+import mcpcli.platform  # noqa: E402  # it reads what the system has, now
 
 for name, value in hidden.items():
     setattr(socket, name, value)
+mcpcli.platform.PROCFS = False  # neither system has /proc: process facts come from psutil, as they would there
 sys.argv[0] = "mcpcli"
 runpy.run_module("mcpcli", run_name="__main__", alter_sys=True)

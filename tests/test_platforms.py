@@ -94,3 +94,24 @@ def test_no_module_but_platform_names_a_platform() -> None:
         if marks.search(line)
     ]
     assert found == []
+
+
+@pytest.mark.parametrize("procfs", [True, False], ids=["proc", "psutil"])
+def test_process_facts_come_from_proc_or_psutil_alike(procfs: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a session's driver still runs, and since when (a takeover's test): /proc on Linux, psutil elsewhere."""
+    import time
+
+    from mcpcli import platform
+
+    monkeypatch.setattr(platform, "PROCFS", procfs)
+    child = subprocess.Popen([PY, "-c", "pass"])
+    running = platform.process_state(os.getpid())
+    assert running is not None and running[0] == "running" and running[1] is not None
+    assert abs(running[1] - time.time()) < 24 * 3600  # a start time, in epoch seconds
+    deadline = time.monotonic() + 30
+    while (state := platform.process_state(child.pid)) is not None and state[0] == "running":
+        assert time.monotonic() < deadline, "the child never ended"
+        time.sleep(0.02)
+    assert state is not None and state[0] == "zombie"  # ended, not yet reaped
+    child.wait()
+    assert platform.process_state(child.pid) == ("gone", None)
