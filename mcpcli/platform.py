@@ -91,6 +91,22 @@ def peer(sock: socket.socket) -> tuple[int, int]:
     return int(pid), int(user)
 
 
+def default_editor() -> str:
+    """The editor to use when ``$VISUAL`` and ``$EDITOR`` name none: ``vi``, or on Windows ``notepad``."""
+    return "notepad" if SYSTEM == "win32" else "vi"
+
+
+def split_command(line: str, system: str | None = None) -> list[str]:
+    """A command line typed for this system's shell, as argv: POSIX quoting, or on Windows the shell's own (a
+    backslash is a path separator there, not an escape; double quotes group)."""
+    import shlex
+
+    if (system or SYSTEM) != "win32":
+        return shlex.split(line)
+    words = shlex.split(line, posix=False)
+    return [word[1:-1] if len(word) >= 2 and word[0] == word[-1] == '"' else word for word in words]
+
+
 def signals(*names: str) -> tuple[signal.Signals, ...]:
     """The signals of ``names`` that exist here, in that order (Windows has no ``SIGHUP``, ``SIGQUIT``,
     ``SIGWINCH``; only Windows has ``SIGBREAK``)."""

@@ -115,3 +115,19 @@ def test_process_facts_come_from_proc_or_psutil_alike(procfs: bool, monkeypatch:
     assert state is not None and state[0] == "zombie"  # ended, not yet reaped
     child.wait()
     assert platform.process_state(child.pid) == ("gone", None)
+
+
+def test_a_command_line_is_split_as_its_systems_shell_would() -> None:
+    from mcpcli.platform import split_command
+
+    assert split_command(r'python C:\srv\server.py --name "a b"', "win32") == [
+        "python",
+        r"C:\srv\server.py",
+        "--name",
+        "a b",
+    ]
+    assert split_command(r'"C:\Program Files\node.exe" server.js', "win32") == [
+        r"C:\Program Files\node.exe",
+        "server.js",
+    ]
+    assert split_command(r"python 'a b' c\ d", "linux") == ["python", "a b", "c d"]

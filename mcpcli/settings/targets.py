@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from mcpcli.errors import ConfigError, UsageError
+from mcpcli.platform import split_command
 from mcpcli.settings.config import OAuthEntry, ProtocolChoice, ServerEntry, Settings
 
 TargetKind = Literal["http", "stdio", "demo"]
@@ -182,7 +182,7 @@ def resolve_target(
     if choice == "demo":
         return Target(label="demo", kind="demo", source="demo"), note
     try:
-        argv = shlex.split(choice)
+        argv = split_command(choice)
     except ValueError as exc:
         raise UsageError(f"Cannot parse the server command {choice!r}: {exc}.") from None
     if not argv:

@@ -210,16 +210,17 @@ def _text_of(message: Mapping[str, Any]) -> str:
 
 def _editor(initial: str, suffix: str) -> str:
     import os
-    import shlex
     import subprocess
     import tempfile
 
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    from mcpcli.platform import default_editor, split_command
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or default_editor()
     with tempfile.NamedTemporaryFile("w+", suffix=suffix, encoding="utf-8", delete=False) as f:
         f.write(initial)
         path = Path(f.name)
     try:
-        subprocess.run([*shlex.split(editor), str(path)], check=False)
+        subprocess.run([*split_command(editor), str(path)], check=False)
         return path.read_text(encoding="utf-8")
     finally:
         path.unlink()
