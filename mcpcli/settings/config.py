@@ -379,6 +379,92 @@ class WorkerConfig(BaseModel):
     overrides it). Until it has served three commands, a worker exits after one idle minute at most."""
 
 
+PERSON_NAME = re.compile(r"[^\s\x00-\x1f\x7f]{1,128}")
+"""A person or group name in ``[user]``, ``[inbox]`` and ``--ask``: no spaces or control characters."""
+
+Channel = Literal["terminal", "desktop", "webhook", "command"]
+
+
+class UserConfig(BaseModel):
+    """``[user]``: who you are to the team inbox."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, pattern=PERSON_NAME.pattern)
+    """Your name as flows record their owner and answers their author (``MCPCLI_USER`` wins over it); default
+    ``user@host``. ``--ask NAME`` and ``[inbox.groups]`` name people by it, or by the part before ``@``."""
+
+
+class InboxRoute(BaseModel):
+    """``[[inbox.routes]]``: whom the flows of one server (and tool) ask, and the rules for answering them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    server: str | None = None
+    """The server as given with ``-s`` (a config name, URL or command line); unset: every server."""
+    tool: str | None = None
+    """A tool or prompt name, or a resource URI; unset: every call of the server."""
+    ask: list[str] = Field(default_factory=list)
+    """People or groups (``[inbox.groups]``) who may answer these flows."""
+    no_self_answer: bool = False
+    """The flow's owner may not answer it (``mcpcli answer`` refuses): somebody else must."""
+    confirm: bool = False
+    """The owner's driver shows another person's answer and sends it only once the owner confirms."""
+
+    @field_validator("ask")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        return check_people(value)
+
+    def matches(self, server: str, name: str) -> bool:
+        return (self.server is None or self.server == server) and (self.tool is None or self.tool == name)
+
+
+class InboxConfig(BaseModel):
+    """``[inbox]``: groups of people, routes, and how a waiting flow is announced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+    """Groups by name, each a list of people: ``ops = ["alice", "bob@build-1"]``."""
+    routes: list[InboxRoute] = Field(default_factory=list)
+    """Whom flows ask, by server and tool; every route that matches a flow adds its people and rules."""
+    notify: list[Channel] = Field(default_factory=lambda: ["terminal"])
+    """How a flow that parks, gets an answer, finishes or fails is announced: ``terminal`` (a bell, and an OSC 9 /
+    OSC 777 notification where the terminal shows them), ``desktop`` (the freedesktop notification service, with
+    the ``notify`` extra), ``webhook``, ``command``."""
+    webhook: str | None = None
+    """An http(s) URL the announcements are POSTed to as JSON (ntfy and Slack incoming webhooks accept it)."""
+    webhook_timeout: float = Field(default=5.0, gt=0, le=60)
+    """Seconds one POST may take."""
+    webhook_retries: int = Field(default=2, ge=0, le=5)
+    """How many times a failed POST is tried again (with a short backoff) before it is given up."""
+    notify_command: str | None = None
+    """A command line run once per announcement, the event as one JSON line on its stdin."""
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for group, members in value.items():
+            check_people([group, *members])
+        return value
+
+    @field_validator("webhook")
+    @classmethod
+    def _webhook(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError("the webhook must be an http:// or https:// URL")
+        return value
+
+
+def check_people(names: list[str]) -> list[str]:
+    """Person and group names, checked (``PERSON_NAME``): a ``ValueError`` names the first bad one."""
+    for name in names:
+        if not PERSON_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not a name: use no spaces or control characters, at most 128 characters")
+    return names
+
+
 class Settings(BaseModel):
     """The contents of ``config.toml``."""
 
@@ -412,6 +498,10 @@ class Settings(BaseModel):
     """Connection bounds: connect/handshake timeout, idle-read timeout, largest message (``[limits]``)."""
     worker: WorkerConfig = Field(default_factory=WorkerConfig)
     """The background worker (``[worker]``): on or off, and its idle timeout."""
+    user: UserConfig = Field(default_factory=UserConfig)
+    """Who you are to the team inbox (``[user] name``)."""
+    inbox: InboxConfig = Field(default_factory=InboxConfig)
+    """The team inbox: groups, routes, announcements (``[inbox]``)."""
 
     @field_validator("providers")
     @classmethod
