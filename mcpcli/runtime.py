@@ -104,6 +104,13 @@ class AnswerOptions:
     """``--llm``: the provider that answers sampling requests (default: ``[sampling] provider``)."""
     approve_sampling: str | None = None
     """``--approve-sampling``: overrides the configured sampling policy for this run."""
+    ask: list[str] = field(default_factory=list)
+    """``--ask``: people or groups who may answer this flow (the team inbox)."""
+    no_self_answer: bool = False
+    """``--no-self-answer``: this flow's owner may not answer it."""
+    wait_for_answer: float | None = None
+    """``--wait-for-answer[=SECONDS]``: with nobody here to answer, park the flow and continue as soon as an answer
+    lands in the store (``mcpcli answer``), for at most this long; ``None``: exit 3 at once."""
 
 
 class Runtime:

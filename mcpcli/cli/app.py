@@ -126,6 +126,14 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
         at = words.index("--wait")
         argv = [*argv[:at], f"--wait={WAIT_DEFAULT:g}", *argv[at + 1 :]]
         words = argv[: argv.index("--")] if "--" in argv else argv
+    if (
+        "--wait-for-answer" in words
+    ):  # --wait-for-answer[=SECONDS], as git's optional values: the bare flag waits an hour
+        from mcpcli.cli.options import WAIT_FOR_ANSWER_DEFAULT
+
+        at = words.index("--wait-for-answer")
+        argv = [*argv[:at], f"--wait-for-answer={WAIT_FOR_ANSWER_DEFAULT:g}", *argv[at + 1 :]]
+        words = argv[: argv.index("--")] if "--" in argv else argv
     from mcpcli.warm import subcommand
 
     stream = subcommand(argv) in STREAMS

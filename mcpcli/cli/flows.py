@@ -115,7 +115,21 @@ def answer_options(values: dict[str, Any], *, no_input: bool, json: bool) -> Ans
         json=json,
         llm=values.get("llm"),
         approve_sampling=values.get("approve_sampling"),
+        ask=list(values.get("ask") or []),
+        no_self_answer=bool(values.get("no_self_answer")),
+        wait_for_answer=_wait_for_answer(values.get("wait_for_answer")),
     )
+
+
+def _wait_for_answer(seconds: float | None) -> float | None:
+    if seconds is not None and not seconds > 0:  # also NaN
+        from mcpcli.errors import UsageError
+
+        raise UsageError(
+            f"--wait-for-answer needs a positive number of seconds, not {seconds:g}.",
+            hint="Give --wait-for-answer=600, or --wait-for-answer alone for an hour.",
+        )
+    return seconds
 
 
 def _flow_command(

@@ -101,6 +101,9 @@ CONNECTION: dict[str, tuple[Any, Any]] = {
 
 STORE: dict[str, tuple[Any, Any]] = {"store": (StoreOpt, None)}
 
+WAIT_FOR_ANSWER_DEFAULT = 3600.0
+"""How long a bare ``--wait-for-answer`` waits: an hour, so that nothing waits forever by default."""
+
 ANSWERS: dict[str, tuple[Any, Any]] = {
     "answer": (
         _opt(
@@ -155,6 +158,24 @@ ANSWERS: dict[str, tuple[Any, Any]] = {
     "llm": (_opt("--llm", help="The LLM provider that answers sampling requests.", metavar="NAME"), None),
     "approve_sampling": (
         _opt("--approve-sampling", help="Sampling approval: ask | session | always | never.", metavar="POLICY"),
+        None,
+    ),
+    "ask": (
+        _opt("--ask", help="A person or group who may answer (repeatable; the team inbox).", kind=Keys, metavar="NAME"),
+        None,
+    ),
+    "no_self_answer": (
+        Annotated[bool, typer.Option("--no-self-answer", help="Someone other than you must answer this flow.")],
+        False,
+    ),
+    "wait_for_answer": (
+        _opt(
+            "--wait-for-answer",
+            help="With nobody here to answer: wait for an answer from mcpcli answer, for up to SECONDS "
+            f"(bare: {WAIT_FOR_ANSWER_DEFAULT:g}), then exit 3.",
+            kind=float | None,
+            metavar="[=SECONDS]",
+        ),
         None,
     ),
     "json": (Json, False),

@@ -171,10 +171,24 @@ def build_flow(
         tracer=tracer,
         connection=connection,
     )
+    _routed(rt, opts, flow)
     if seat.app_user is not None and not opts.no_input:
         sources.append(seat.app_user(flow, presets))  # the one source that needs the flow: it shows its call
     flows.append(flow)
     return flow
+
+
+def _routed(rt: Runtime, opts: AnswerOptions, flow: Flow) -> None:
+    """The flow's owner (you) and whom it asks (``--ask``, ``--no-self-answer``, ``[[inbox.routes]]``)."""
+    from mcpcli.state.inbox import routing_for, whoami
+
+    flow.owner = whoami(rt.settings)
+    routes = rt.settings.inbox.routes
+
+    def route(name: str) -> dict[str, Any] | None:
+        return routing_for(flow.server, name, ask=opts.ask, no_self_answer=opts.no_self_answer, routes=routes)
+
+    flow.route = route
 
 
 def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, approver: Any) -> AnswerSource | None:

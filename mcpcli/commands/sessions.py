@@ -59,6 +59,8 @@ def session_json(record: SessionRecord, gone: Collection[str] = ()) -> dict[str,
     data: dict[str, Any] = record.model_dump(mode="json", include=set(LIST_FIELDS) | {"protocol_version", "exit_code"})
     data["interrupted"] = is_interrupted(record, gone)
     data["task"] = _task_summary(record)
+    data["owner"] = record.owner
+    data["answered_by"] = record.answered_by
     return data
 
 

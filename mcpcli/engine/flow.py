@@ -98,6 +98,10 @@ class Flow:
     """The server is known to ask for the roots on connecting (``batch``): the call waits for that question first."""
     resent: RoundRecord | None = None
     """The stored round this run sent again as it was (its answers were given before, to a driver that died)."""
+    owner: str | None = None
+    """Who runs the flow (``inbox.whoami``): its session's owner."""
+    route: Callable[[str], dict[str, Any] | None] | None = None
+    """Whom the flow asks, by its call's name (``inbox.routing_for``): its session's ``routing``."""
     _t0: float = 0.0
     deadline: float = math.inf
     _attempt: int = 1
@@ -546,6 +550,8 @@ class Flow:
                     protocol_version=self.client.protocol_version if self.client else None,
                     identity=self.credentials.identity() if self.credentials else None,
                     connection=self.connection,
+                    owner=self.owner,
+                    routing=None if self.route is None else self.route(self.call.name),
                     status="running",
                     created=now,
                     updated=now,

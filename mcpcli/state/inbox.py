@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mcpcli.settings.config import InboxRoute, Settings
     from mcpcli.state.store import RoundRecord, SessionRecord
 
 LEASE_FIELDS = frozenset(
@@ -116,4 +117,155 @@ def holder_of(
         "since": None if acquired is None else acquired.isoformat(),
         "expires": expires.isoformat(),
         "active": expires > datetime.now(UTC),
+    }
+
+
+# --- the team inbox: who owns a flow, whom it asks, who may answer ----------------------------------------------------
+
+USER_ENV = "MCPCLI_USER"
+"""Who you are for this shell (wins over ``[user] name``)."""
+
+
+def whoami(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
+    """Your name to the team inbox: ``MCPCLI_USER``, else ``[user] name``, else ``user@host``."""
+    import os
+
+    env = os.environ if environ is None else environ
+    if given := env.get(USER_ENV, "").strip():
+        return given
+    if settings.user.name:
+        return settings.user.name
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container's)
+        user = f"uid{os.getuid()}" if hasattr(os, "getuid") else "user"
+    return f"{user}@{socket.gethostname()}"
+
+
+def same_person(a: str, b: str) -> bool:
+    """Whether two names are one person: equal, or equal before the ``@`` when one of them names no host."""
+    if a == b:
+        return True
+    return ("@" not in a or "@" not in b) and a.split("@", 1)[0] == b.split("@", 1)[0]
+
+
+def is_me(name: str, me: str, groups: Mapping[str, Sequence[str]]) -> bool:
+    """Whether ``name`` (a person or a group of ``[inbox.groups]``) includes me."""
+    return same_person(name, me) or any(same_person(member, me) for member in groups.get(name, ()))
+
+
+def routing_for(
+    server: str, name: str, *, ask: Sequence[str], no_self_answer: bool, routes: Sequence[InboxRoute]
+) -> dict[str, Any] | None:
+    """Whom a flow asks and on what terms: the run's ``--ask`` and ``--no-self-answer``, and every ``[[inbox.routes]]``
+    entry that matches its server and call; ``None`` when nothing says (its owner answers, or anyone)."""
+    asked, forbid, confirm = list(ask), no_self_answer, False
+    for route in routes:
+        if route.matches(server, name):
+            asked += route.ask
+            forbid = forbid or route.no_self_answer
+            confirm = confirm or route.confirm
+    if not asked and not forbid and not confirm:
+        return None
+    return {"ask": list(dict.fromkeys(asked)), "no_self_answer": forbid, "confirm": confirm}
+
+
+def asked(record: SessionRecord) -> list[str]:
+    """The people and groups a flow asks (empty: its owner)."""
+    return [str(n) for n in (record.routing or {}).get("ask", []) if isinstance(n, str)]
+
+
+def waits_for(record: SessionRecord, me: str, groups: Mapping[str, Sequence[str]]) -> bool:
+    """Whether a waiting flow is mine to answer: it asks me or a group of mine, or it asks nobody and it is mine."""
+    names = asked(record)
+    if not names:
+        return record.owner is None or same_person(record.owner, me)
+    if (record.routing or {}).get("no_self_answer") and record.owner and same_person(record.owner, me):
+        return False
+    return any(is_me(name, me, groups) for name in names)
+
+
+def refusal(record: SessionRecord, me: str, groups: Mapping[str, Sequence[str]]) -> str | None:
+    """Why ``me`` may not answer this flow (one line), or ``None``: its owner when the route forbids self-answers;
+    someone it does not ask, when it asks someone."""
+    routing = record.routing or {}
+    mine = record.owner is not None and same_person(record.owner, me)
+    if mine and routing.get("no_self_answer"):
+        others = ", ".join(asked(record)) or "someone else"
+        return f"You started this flow, and it must be answered by someone else ({others})."
+    names = asked(record)
+    if names and not mine and not any(is_me(name, me, groups) for name in names):
+        return f"This flow asks {', '.join(names)}; you are {me}."
+    return None
+
+
+def person_keys(requests: Mapping[str, Any]) -> list[str]:
+    """The requests of a round a person answers (forms and URL consents); sampling and roots are the owner's
+    driver's to answer, with its own LLM and roots."""
+    return [key for key, wire in requests.items() if describe_request(wire)["kind"] in ("form", "url")]
+
+
+def public_server(server: str) -> str:
+    """A session's server as an announcement may name it: a URL without credentials, query or fragment; a command
+    line by its first word. Nothing that grants access leaves the machine."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if server.startswith(("http://", "https://")):
+        parts = urlsplit(server)
+        host = parts.hostname or ""
+        netloc = host if parts.port is None else f"{host}:{parts.port}"
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    words = server.split()
+    return words[0].rsplit("/", 1)[-1] if words else server
+
+
+def announcement(
+    event: str,
+    record: SessionRecord,
+    pending: Mapping[str, Any] | None = None,
+    *,
+    waiting_since: datetime | None = None,
+    command: str | None = None,
+) -> dict[str, Any]:
+    """An announcement of a flow (``event``: ``waiting``, ``answered``, ``done``, ``failed``): ids, titles and the
+    command that acts on it — never an answer, a secret, ``requestState``, a header or a token. ``command`` is worded
+    by the caller (the core words no command)."""
+    from mcpcli.display import sanitize
+
+    def short(text: str, limit: int = 200) -> str:
+        line = " ".join(sanitize(text).split())
+        return line if len(line) <= limit else line[: limit - 1] + "…"
+
+    asks = [
+        {"key": short(str(key), 100), "kind": info["kind"], "title": short(info["message"])}
+        for key, info in ((k, describe_request(w)) for k, w in (pending or {}).items())
+    ]
+    names = asked(record)
+    server = short(public_server(record.server), 100)
+    call = f"{record.method} {short(record.name, 100)}"
+    who = ", ".join(names) if names else (record.owner or "its owner")
+    first = asks[0]["title"] if asks else ""
+    lines = {
+        "waiting": f"{record.id} waits for {who}: {call} on {server}" + (f" asks: {first}" if first else ""),
+        "answered": f"{record.id} was answered by {record.answered_by or 'someone'}: {call} on {server}",
+        "done": f"{record.id} finished: {call} on {server}",
+        "failed": f"{record.id} failed: {call} on {server}",
+    }
+    text = lines.get(event, f"{record.id} {event}: {call} on {server}")
+    return {
+        "event": event,
+        "session_id": record.id,
+        "server": server,
+        "call": call,
+        "owner": record.owner,
+        "ask": names,
+        "asks": asks,
+        "answered_by": record.answered_by,
+        "waiting_since": None if waiting_since is None else waiting_since.astimezone(UTC).isoformat(),
+        "time": datetime.now(UTC).isoformat(),
+        "command": command,
+        "text": text + (f" — {command}" if command else ""),
     }

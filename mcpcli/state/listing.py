@@ -27,7 +27,7 @@ from typing import Any
 from mcpcli.platform import open_to_others, private_file_mode
 from mcpcli.state.inbox import describe_request, driver_gone, holder_of
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The store schema this reads (``store.sql.SCHEMA_VERSION``; a test checks they agree): any other → ``None``."""
 
 STATUSES = ("waiting", "running", "done", "failed", "expired")
@@ -35,7 +35,7 @@ STATUSES = ("waiting", "running", "done", "failed", "expired")
 
 _COLUMNS = (
     "id, server, method, name, protocol_version, status, round, created, updated, exit_code, "
-    "lease_host, lease_pid, lease_acquired, lease_expires, task"
+    "lease_host, lease_pid, lease_acquired, lease_expires, task, owner, answered_by"
 )
 _SIDE_FILES = ("-wal", "-shm")
 _BUSY_TIMEOUT = 5.0
@@ -180,6 +180,8 @@ def _document(row: sqlite3.Row) -> dict[str, Any] | None:
         "exit_code": row["exit_code"],
         "interrupted": driver_gone(row["status"], row["lease_host"], row["lease_pid"], expires, acquired),
         "task": None if task is None else {k: task.get(k) for k in ("id", "status", "message")},
+        "owner": row["owner"],
+        "answered_by": row["answered_by"],
         "_lease": (row["lease_host"], row["lease_pid"], acquired, expires),
         "_updated": row["updated"],
     }

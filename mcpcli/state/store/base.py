@@ -14,12 +14,15 @@ import re
 import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcpcli.errors import NextStep, SessionError
+
+if TYPE_CHECKING:
+    from mcpcli.state.store.watch import StoreWatch
 
 Status = Literal["waiting", "running", "done", "failed", "expired"]
 """Where a session stands: waiting for answers, running, or finished one way or another."""
@@ -155,6 +158,15 @@ class SessionRecord(BaseModel):
     """Whether the holder also holds the session's lock in the database (PostgreSQL: a session-level advisory lock
     on its connection, which the server drops the moment that connection does): then the store can tell a live
     holder from a gone one at once, from any host, without waiting for the lease to run out."""
+    owner: str | None = None
+    """Who started the flow (``[user] name``, default ``user@host``): the team inbox's "who asked", and the one whose
+    driver sends the answers. ``None`` for sessions stored before schema 8."""
+    routing: dict[str, Any] | None = None
+    """Whom the flow asks and on what terms (``--ask``, ``[[inbox.routes]]``): ``{"ask": [names], "no_self_answer":
+    bool, "confirm": bool}``; ``None``: anyone may answer, the owner included."""
+    answered_by: str | None = None
+    """Who answered the waiting round with ``mcpcli answer`` (not the owner's driver): while the session is still
+    ``waiting`` it is shown as ``answered``, and its owner's driver sends those answers. Cleared by the next round."""
 
     _utc = field_validator("created", "updated", "lease_acquired", "lease_expires")(_to_utc)
 
@@ -188,8 +200,12 @@ class RoundRecord(BaseModel):
     """When the requests arrived, in UTC."""
     answered: AwareDatetime | None = None
     """When the answers to every request were committed (always before the retry is sent), in UTC."""
+    answered_by: str | None = None
+    """Who gave the answers with ``mcpcli answer``, apart from the flow's driver; ``None``: the owner's own run."""
+    answered_at: AwareDatetime | None = None
+    """When ``answered_by`` wrote them, in UTC."""
 
-    _utc = field_validator("received", "answered")(_to_utc)
+    _utc = field_validator("received", "answered", "answered_at")(_to_utc)
 
     @property
     def complete(self) -> bool:
@@ -333,6 +349,30 @@ class LeaseLost(SessionError):
         )
 
 
+class AlreadyAnswered(SessionError):
+    """Somebody answered the round first: one answer wins a round, and the loser is told whose."""
+
+    default_title = "Already answered"
+
+    def __init__(self, session_id: str, index: int, by: str, at: datetime | None) -> None:
+        when = "" if at is None else f" at {at.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S')} UTC"
+        super().__init__(f"Round {index} of session {session_id} was already answered by {by}{when}.", hint=None)
+        self.by, self.at = by, at
+
+
+class NotWaiting(SessionError):
+    """The round to answer is no longer the session's open one: it was sent, or the flow moved on or finished."""
+
+    default_title = "Not waiting"
+
+    def __init__(self, session: SessionRecord, index: int) -> None:
+        super().__init__(
+            f"Session {session.id} no longer waits on round {index}: it is {session.status}, at round {session.round}.",
+            hint=None,
+        )
+        self.session = session
+
+
 def url_has_password(url: str) -> bool:
     """Whether a store URL carries a password (in its user part or as a ``password=`` parameter)."""
     try:
@@ -416,6 +456,29 @@ class Store(Protocol):
         With ``lease``: ``LeaseLost`` (and nothing written) once another driver has claimed the session.
         ``trace`` lines are appended in the same transaction.
         """
+        ...
+
+    def answer_round(
+        self,
+        session_id: str,
+        index: int,
+        answers: dict[str, Any],
+        *,
+        by: str,
+        complete: bool,
+        trace: Sequence[str] = (),
+    ) -> RoundRecord:
+        """Answers given apart from driving (``mcpcli answer``): written to the waiting round in one conditional
+        write, with who gave them and when — no lease, nothing sent. ``complete``: every request is answered (else
+        what is left, a sampling request, is the owner's driver's to answer).
+
+        The round must be the session's last and the session ``waiting``, else ``NotWaiting``; somebody answered it
+        first (with ``answer``), ``AlreadyAnswered`` names them. Answers kept from a partial round are merged under.
+        """
+        ...
+
+    def reopen_round(self, session_id: str, index: int, *, lease: Lease | None = None) -> None:
+        """Forget the answers somebody else gave a round (its owner would not send them): it waits again."""
         ...
 
     def rounds(self, session_id: str) -> builtins.list[RoundRecord]:
@@ -506,6 +569,11 @@ class Store(Protocol):
 
         Sessions whose lease is live are kept: somebody is driving them right now. Returns how many went.
         """
+        ...
+
+    def watch(self) -> StoreWatch:
+        """A watcher of this store's sessions (``store.watch``): the team inbox's live view, a driver waiting for an
+        answer. Its own connection; close it."""
         ...
 
     def close(self) -> None:

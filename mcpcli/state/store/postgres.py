@@ -35,6 +35,7 @@ from mcpcli.state.store.base import SessionRecord, redact_url
 from mcpcli.state.store.pglocks import Broker, BrokerGone
 from mcpcli.state.store.rows import Taken, Tx
 from mcpcli.state.store.sql import SqlStore
+from mcpcli.state.store.watch import CHANNEL, PostgresWatch
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,10 @@ _DDL = (
         connection text,
         lease_owner text,
         task text,
-        lease_locked boolean NOT NULL DEFAULT FALSE
+        lease_locked boolean NOT NULL DEFAULT FALSE,
+        owner text,
+        routing text,
+        answered_by text
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     f"CREATE INDEX sessions_updated ON {SCHEMA}.sessions (updated, id)",
@@ -146,6 +150,8 @@ _DDL = (
         answers text,
         received timestamptz NOT NULL,
         answered timestamptz,
+        answered_by text,
+        answered_at timestamptz,
         PRIMARY KEY (session_id, round_index)
     )""",
     _TRACE_TABLE,
@@ -162,6 +168,14 @@ _MIGRATIONS = {
     6: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN task text",),
     # 7: the holder also holds the session's advisory lock on its connection (gone the moment the connection is).
     7: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN lease_locked boolean NOT NULL DEFAULT FALSE",),
+    # 8: the team inbox: who owns a flow, whom it asks, who answered its round apart from driving it, and when.
+    8: (
+        f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN owner text",
+        f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN routing text",
+        f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN answered_by text",
+        f"ALTER TABLE {SCHEMA}.rounds ADD COLUMN answered_by text",
+        f"ALTER TABLE {SCHEMA}.rounds ADD COLUMN answered_at timestamptz",
+    ),
 }
 
 
@@ -425,6 +439,15 @@ class PostgresStore(SqlStore):
 
     def _describe(self) -> str:
         return self.url
+
+    def watch(self) -> PostgresWatch:
+        """Sessions changed by anyone on this database, as ``NOTIFY`` tells them (``store.watch``)."""
+        from mcpcli.state.store.watch import PostgresWatch
+
+        return PostgresWatch(self._dsn, self._extra)
+
+    def _changed(self, tx: Tx, session_id: str) -> None:
+        tx.run(f"SELECT pg_notify('{CHANNEL}', ?)", [session_id])
 
     def close(self) -> None:
         with self._lock:

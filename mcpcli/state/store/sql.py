@@ -29,8 +29,10 @@ from mcpcli.state.store.base import (
     STATUSES,
     TRACE_MAX_LINES,
     TRACE_TRUNCATED,
+    AlreadyAnswered,
     Lease,
     LeaseLost,
+    NotWaiting,
     RoundRecord,
     SessionRecord,
     Status,
@@ -40,12 +42,13 @@ from mcpcli.state.store.base import (
 from mcpcli.state.store.leases import RELEASED, SESSION_COLUMNS, SqlLeases
 from mcpcli.state.store.rows import Tx, dumps, loads, not_found
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """1: sessions and rounds. 2: the lease columns and ``version``. 3: the ``trace`` table and ``identity``.
 4: ``connection`` (how the flow was connected, so a resume reconnects the same way). 5: ``lease_owner`` (each
 flow its own lease owner: two flows of one process no longer pass for one driver). 6: ``task`` (the server-side task
 a tool call became: id, status, poll position, acknowledged answers). 7: ``lease_locked`` (the holder also holds the
-session's lock in the database: gone the moment its connection is)."""
+session's lock in the database: gone the moment its connection is). 8: the team inbox — ``owner``, ``routing`` and
+``answered_by`` on sessions, ``answered_by`` and ``answered_at`` on rounds."""
 
 _DELETE_CHUNK = 500  # stays under SQLite's limit on bound parameters
 _TRACE_CHUNK = 200  # rows per INSERT of trace lines: three parameters each, under SQLite's limit
@@ -53,9 +56,11 @@ _TRACE_CHUNK = 200  # rows per INSERT of trace lines: three parameters each, und
 SESSION_FIELDS = tuple(SessionRecord.model_fields)  # the columns are named after the fields
 _SESSION_COLUMNS = SESSION_COLUMNS
 _RELEASED = RELEASED
-_ROUND_COLUMNS = "session_id, round_index, attempt, requests, request_state, answers, received, answered"
+_ROUND_COLUMNS = (
+    "session_id, round_index, attempt, requests, request_state, answers, received, answered, answered_by, answered_at"
+)
 _TIME_FIELDS = frozenset({"created", "updated", "lease_acquired", "lease_expires"})
-_JSON_FIELDS = ("arguments", "result", "connection", "task")
+_JSON_FIELDS = ("arguments", "result", "connection", "task", "routing")
 _LEASE_CLEARED = {
     "lease_host": None,
     "lease_pid": None,
@@ -206,6 +211,8 @@ class SqlStore(SqlLeases):
             "answers": loads(row["answers"]),
             "request_state": self._state_out(row["request_state"]),
         }
+        if isinstance(fields["answered_at"], str):  # SQLite: ISO text, as every stored time
+            fields["answered_at"] = fields["answered_at"] or None
         return RoundRecord.model_validate(fields)
 
     def _insert_session(self, tx: Tx, session: SessionRecord) -> None:
@@ -222,7 +229,7 @@ class SqlStore(SqlLeases):
 
     def _insert_round(self, tx: Tx, record: RoundRecord) -> None:
         tx.run(
-            f"INSERT INTO rounds ({_ROUND_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO rounds ({_ROUND_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.session_id,
                 record.index,
@@ -232,6 +239,8 @@ class SqlStore(SqlLeases):
                 None if record.answers is None else dumps(record.answers),
                 self._time(record.received),
                 None if record.answered is None else self._time(record.answered),
+                record.answered_by,
+                None if record.answered_at is None else self._time(record.answered_at),
             ),
         )
 
@@ -333,10 +342,11 @@ class SqlStore(SqlLeases):
             )
             self._insert_round(tx, record)
             tx.run(
-                "UPDATE sessions SET round = ?, status = ?, updated = ? WHERE id = ?",
+                "UPDATE sessions SET round = ?, status = ?, updated = ?, answered_by = NULL WHERE id = ?",
                 (record.index, "waiting" if answers is None else "running", self._time(now), session_id),
             )
             self._append_trace(tx, session_id, trace)
+            self._changed(tx, session_id)
         return record
 
     def record_answers(
@@ -361,7 +371,67 @@ class SqlStore(SqlLeases):
             status = "waiting" if partial else "running"
             tx.run("UPDATE sessions SET status = ?, updated = ? WHERE id = ?", (status, now, session_id))
             self._append_trace(tx, session_id, trace)
+            self._changed(tx, session_id)
         # Committed: durable on disk (SQLite: synchronous=FULL) or on the server (PostgreSQL) by now.
+
+    def answer_round(
+        self,
+        session_id: str,
+        index: int,
+        answers: dict[str, Any],
+        *,
+        by: str,
+        complete: bool,
+        trace: Sequence[str] = (),
+    ) -> RoundRecord:
+        now = self.clock()
+        with self._transaction(write=True) as tx:
+            row = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?{self.for_update}", [session_id])
+            if row is None:
+                raise not_found(session_id)
+            session = self._session_from_row(row)
+            found = tx.one(
+                f"SELECT {_ROUND_COLUMNS} FROM rounds WHERE session_id = ? AND round_index = ?", [session_id, index]
+            )
+            if found is None:
+                raise SessionError(f"Session {session_id} has no round {index}.")
+            record = self._round_from_row(found)
+            if record.answered_by is not None:
+                raise AlreadyAnswered(session_id, index, record.answered_by, record.answered_at)
+            if session.status != "waiting" or session.round != index or record.complete:
+                raise NotWaiting(session, index)
+            merged = {**(record.answers or {}), **answers}
+            # The session row is locked (or the SQLite write transaction exclusive) since the read above: a second
+            # answerer waits here, then reads answered_by set and loses, whole.
+            tx.run(
+                "UPDATE rounds SET answers = ?, answered = ?, answered_by = ?, answered_at = ?"
+                " WHERE session_id = ? AND round_index = ?",
+                (dumps(merged), self._time(now) if complete else None, by, self._time(now), session_id, index),
+            )
+            tx.run("UPDATE sessions SET answered_by = ?, updated = ? WHERE id = ?", (by, self._time(now), session_id))
+            self._append_trace(tx, session_id, trace)
+            self._changed(tx, session_id)
+        return record.model_copy(
+            update={"answers": merged, "answered": now if complete else None, "answered_by": by, "answered_at": now}
+        )
+
+    def reopen_round(self, session_id: str, index: int, *, lease: Lease | None = None) -> None:
+        with self._transaction(write=True) as tx:
+            self._hold(tx, session_id, lease)
+            tx.run(
+                "UPDATE rounds SET answers = NULL, answered = NULL, answered_by = NULL, answered_at = NULL"
+                " WHERE session_id = ? AND round_index = ?",
+                (session_id, index),
+            )
+            tx.run(
+                "UPDATE sessions SET answered_by = NULL, status = 'waiting', updated = ? WHERE id = ?",
+                (self._time(self.clock()), session_id),
+            )
+            self._changed(tx, session_id)
+
+    def _changed(self, tx: Tx, session_id: str) -> None:
+        """Tell whoever watches the store that a session changed (PostgreSQL: ``NOTIFY``, delivered at commit) — a
+        hint for ``inbox --watch`` and a driver that waits for an answer; the store stays the truth."""
 
     def rounds(self, session_id: str) -> builtins.list[RoundRecord]:
         with self._transaction(write=False) as tx:
@@ -414,12 +484,16 @@ class SqlStore(SqlLeases):
         assignments = ", ".join(f"{column} = ?" for column in ["updated", *columns])
         if release:  # the flow's last write gives the lease back in the same transaction
             assignments += ", " + _RELEASED
+        if status in ("done", "failed", "expired"):  # finished: nothing waits to be sent any more
+            assignments += ", answered_by = NULL"
         params = [self._time(self.clock()), *(changes[column] for column in columns), session_id]
         with self._transaction(write=True) as tx:
             self._hold(tx, session_id, lease)
             # The column names come from the fixed dict above, never from the caller.
             tx.run(f"UPDATE sessions SET {assignments} WHERE id = ?", params)
             self._append_trace(tx, session_id, trace)
+            if status is not None:
+                self._changed(tx, session_id)
             row = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
         assert row is not None  # held above, in this transaction
         if release and lease is not None:

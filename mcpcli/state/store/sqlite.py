@@ -21,13 +21,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpcli.errors import StoreError
 from mcpcli.platform import MODES, private_file_mode
 from mcpcli.state.store.base import RoundRecord
 from mcpcli.state.store.rows import Tx, iso_time
 from mcpcli.state.store.sql import SCHEMA_VERSION, SqlStore
+
+if TYPE_CHECKING:
+    from mcpcli.state.store.watch import SqliteWatch
 
 __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SqliteStore"]
 
@@ -76,7 +79,10 @@ _SCHEMA = (
         connection TEXT,
         lease_owner TEXT,
         task TEXT,
-        lease_locked INTEGER NOT NULL DEFAULT 0
+        lease_locked INTEGER NOT NULL DEFAULT 0,
+        owner TEXT,
+        routing TEXT,
+        answered_by TEXT
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     "CREATE INDEX sessions_updated ON sessions (updated, id)",
@@ -91,6 +97,8 @@ _SCHEMA = (
         answers TEXT,
         received TEXT NOT NULL,
         answered TEXT,
+        answered_by TEXT,
+        answered_at TEXT,
         PRIMARY KEY (session_id, round_index)
     )""",
     _TRACE_TABLE,
@@ -115,6 +123,14 @@ _MIGRATIONS = {
     6: ("ALTER TABLE sessions ADD COLUMN task TEXT",),
     # 7: whether the holder also holds the session's lock in the database (never, in SQLite: it has no such locks).
     7: ("ALTER TABLE sessions ADD COLUMN lease_locked INTEGER NOT NULL DEFAULT 0",),
+    # 8: the team inbox: who owns a flow, whom it asks, who answered its round apart from driving it, and when.
+    8: (
+        "ALTER TABLE sessions ADD COLUMN owner TEXT",
+        "ALTER TABLE sessions ADD COLUMN routing TEXT",
+        "ALTER TABLE sessions ADD COLUMN answered_by TEXT",
+        "ALTER TABLE rounds ADD COLUMN answered_by TEXT",
+        "ALTER TABLE rounds ADD COLUMN answered_at TEXT",
+    ),
 }
 
 
@@ -356,6 +372,12 @@ class SqliteStore(SqlStore):
 
     def _describe(self) -> str:
         return str(self.path)
+
+    def watch(self) -> SqliteWatch:
+        """Commits to this file by other connections (``store.watch``)."""
+        from mcpcli.state.store.watch import SqliteWatch
+
+        return SqliteWatch(self.path)
 
     def close(self) -> None:
         with self._lock:
