@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Literal
 
-Action = Literal["answer", "answer_here", "sample", "visit", "continue", "continue_more_rounds", "steal", "look"]
+Action = Literal[
+    "answer", "answer_here", "sample", "visit", "continue", "continue_more_rounds", "steal", "look", "confirm"
+]
 """What the user can do next about a session: answer what it waits for (``answer``), answer a question that
 could not wait (``answer_here``), let an LLM answer the sampling requests it waits for (``sample``), say the
 pages it sends you to were visited (``visit``), continue it (``continue``), with more rounds (``continue_more_rounds``),

@@ -131,6 +131,10 @@ class Runtime:
             self.out.out_console = self.out.err
         self._store: Store | None = None
         self._trace: TraceSinks | None = None
+        self.closers: list[Callable[[], None]] = []
+        """What ``close`` runs first (``commands.inbox``: deliveries of announcements, bounded)."""
+        self.announcer: Any = None
+        """The team inbox's announcer, once one was needed (``commands.inbox.announce``)."""
         configure_logging(self.paths, g.debug)
 
     @property
@@ -220,6 +224,9 @@ class Runtime:
     def close(self) -> None:
         """Close the store and the trace file; a second call (``until_stopped`` inside ``local_command``) does
         nothing."""
+        closers, self.closers = self.closers, []
+        for close in closers:  # the announcements still on their way, bounded
+            close()
         store, self._store = self._store, None
         trace, self._trace = self._trace, None
         if store is not None:

@@ -9,6 +9,7 @@ from mcpcli.cli import (  # noqa: F401  — importing them registers their comma
     accounts,
     batch,
     flows,
+    inbox,
     recordings,
     servers,
     sessions,

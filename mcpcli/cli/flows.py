@@ -26,6 +26,7 @@ from mcpcli.cli.options import (
     complete_tools,
     shared,
 )
+from mcpcli.errors import ExitCode
 from mcpcli.runtime import AnswerOptions, Globals, Runtime, StopSignals, run_async, until_stopped
 from mcpcli.terminal.hints import stop_note
 
@@ -154,7 +155,13 @@ def _flow_command(
                         hint="Give --trace a file (--trace run.ndjson), or send stdout elsewhere (> run.ndjson).",
                     )
                 return _run_tui(rt, opts, flows, job=job() if job else None)  # the app runs its own event loop
-            return run_async(lambda: start(rt, opts, flows)) or 0
+            from mcpcli.commands.inbox import announce_parked
+            from mcpcli.commands.waiting import waiting_for_answers
+
+            code = run_async(lambda: waiting_for_answers(rt, opts, flows, lambda: start(rt, opts, flows))) or 0
+            if code == ExitCode.INPUT_REQUIRED and opts.wait_for_answer is None:
+                announce_parked(rt, flows)
+            return code
 
         def stopped(stops: StopSignals) -> int:
             from mcpcli.commands.flows import interrupted

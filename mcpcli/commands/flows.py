@@ -101,8 +101,7 @@ def terminal_seat(rt: Runtime, opts: AnswerOptions) -> Seat:
 
 
 def _terminal(rt: Runtime, opts: AnswerOptions) -> Terminal | None:
-    """The person at the terminal, when there is one to ask: stdin is a terminal and ``--no-input`` is not given
-    (``MCPCLI_ASSUME_TTY`` lets tests drive a pipe)."""
+    """The person at the terminal: stdin is one and no ``--no-input`` (``MCPCLI_ASSUME_TTY``: tests drive a pipe)."""
     if opts.no_input or not at_terminal():
         return None
     from mcpcli.terminal.inline import Terminal
@@ -136,6 +135,7 @@ def build_flow(
     roots, the person at the terminal, the sampler, the app's user — its reporter, limits, sign-in and trace tap.
     It joins ``flows`` (the list the interrupt handlers read). ``presets``: already built (``batch``: the command
     line's merged with a line's own answers); else parsed from ``opts``."""
+    from mcpcli.state.inbox import routing_for, whoami
     from mcpcli.state.store import SqliteStore
     from mcpcli.state.vault import load_store_key
 
@@ -171,24 +171,14 @@ def build_flow(
         tracer=tracer,
         connection=connection,
     )
-    _routed(rt, opts, flow)
+    flow.owner = whoami(rt.settings)  # the team inbox: who runs it, whom it asks
+    flow.route = functools.partial(
+        routing_for, server, ask=opts.ask, no_self_answer=opts.no_self_answer, routes=rt.settings.inbox.routes
+    )
     if seat.app_user is not None and not opts.no_input:
         sources.append(seat.app_user(flow, presets))  # the one source that needs the flow: it shows its call
     flows.append(flow)
     return flow
-
-
-def _routed(rt: Runtime, opts: AnswerOptions, flow: Flow) -> None:
-    """The flow's owner (you) and whom it asks (``--ask``, ``--no-self-answer``, ``[[inbox.routes]]``)."""
-    from mcpcli.state.inbox import routing_for, whoami
-
-    flow.owner = whoami(rt.settings)
-    routes = rt.settings.inbox.routes
-
-    def route(name: str) -> dict[str, Any] | None:
-        return routing_for(flow.server, name, ask=opts.ask, no_self_answer=opts.no_self_answer, routes=routes)
-
-    flow.route = route
 
 
 def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, approver: Any) -> AnswerSource | None:
@@ -328,6 +318,8 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
         settled = await ending_of(flow, exc)
         if isinstance(settled, NeedInput):
             _say_unmatched(rt, flow)
+            if opts.wait_for_answer and settled.deferred:
+                raise settled from None  # parked: the waiting loop (commands.waiting) waits for an answer
             return needs_input(rt, settled)
         if isinstance(settled, McpcliError):
             if flow.session is not None and flow.keeper.saved:
@@ -490,8 +482,7 @@ async def run_call(
 
 
 def _check_store(rt: Runtime) -> None:
-    """Before the first request: a flow may need the store at any round, so a store that cannot be written fails
-    now, in one line naming it, instead of after the server has acted on round 1."""
+    """Before the first request: a store that cannot be written fails now, not after the server acted on round 1."""
     rt.store.check_writable()
 
 

@@ -17,7 +17,6 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -28,7 +27,15 @@ from pydantic import ValidationError
 
 from mcpcli.display import some_of
 from mcpcli.engine import taskflow
-from mcpcli.engine.partial import answer_each, earlier_answer, keep_part, say_open
+from mcpcli.engine.partial import (
+    answer_each,
+    check_identity,
+    earlier_answer,
+    keep_part,
+    others_answer,
+    resend_note,
+    say_open,
+)
 from mcpcli.engine.roots import EarlyRoots
 from mcpcli.engine.steps import (
     REJECTED,
@@ -47,6 +54,7 @@ from mcpcli.engine.steps import (
     innermost,
     is_legacy,
     is_stale_state,
+    new_session,
     parse_request,
     result_exit_code,
     typed_responses,
@@ -157,7 +165,9 @@ class Flow:
         session = self.keeper.session
         assert session is not None and self.keeper.lease is not None, "adopt() the session first"
         await self._early.settle(self.roots_expected, self.client)
-        await self._check_identity(session)
+        await check_identity(
+            self.keeper, session, self.credentials.identity() if self.credentials else None, self.reporter
+        )
         if self.connection is not None and self.connection != session.connection:
             await self.keeper.update(connection=self.connection)  # resumed another way (-s, --protocol): keep how
         self.call = Call(session.method, session.name, session.arguments)
@@ -184,14 +194,13 @@ class Flow:
             if last is not None:
                 self._attempt += 1
             return await self._loop()
-        if last.complete and not lost:
-            # Still "running" as claimed: its driver died mid-round (a stop or a lost connection would have put it
-            # back to waiting). Its answers are re-sent as stored, so the presets that gave them met their question.
-            why = (
-                "its driver died before the result came back" if session.status == "running" else "no result came back"
+        if last.answered_by is not None and not await others_answer(self.keeper, last, self.sources, self.reporter):
+            return await self._loop(
+                await self.answer_stored(last.model_copy(update={"answers": None})), last.request_state
             )
-            self.reporter.note(f"Round {last.index} was answered, but {why}: sending it again with the same answers.")
-            self.resent = last
+        if last.complete and not lost:  # answered by someone else, or by a driver that died: re-sent as stored
+            self.reporter.note(resend_note(session, last))
+            self.resent = last if last.answered_by is None else None
             return await self._loop(last.answers, last.request_state)
         responses = await self.answer_stored(last, lost)
         return await self._loop(responses, last.request_state)
@@ -214,17 +223,6 @@ class Flow:
     def in_doubt(self) -> bool:
         """Whether the run stopped after answers were committed and sent, before their result arrived."""
         return self._in_flight
-
-    async def _check_identity(self, session: SessionRecord) -> None:
-        """Say so when this run is not who started the flow: the server binds its state to that principal."""
-        now = self.credentials.identity() if self.credentials else None
-        if session.identity is None or now == session.identity:
-            return
-        self.reporter.note(
-            f"This flow was started as {session.identity}; this run is {now or 'not signed in'}. "
-            "If the server refuses the flow's state for that, mcpcli starts the flow over as you."
-        )
-        await self.keeper.update(identity=now)
 
     # --- the loop ----------------------------------------------------------------------------------------------------
 
@@ -411,19 +409,25 @@ class Flow:
         record = await self._record(requests, state)
         return await self._answer_rest(record, questions, answers)
 
-    async def answer_stored(self, pending: RoundRecord, lost: Collection[str] = ()) -> dict[str, Any]:
+    async def answer_stored(
+        self, pending: RoundRecord, lost: Collection[str] = (), *, only: Collection[str] | None = None
+    ) -> dict[str, Any]:
         """Answer a round saved by an earlier run — what it kept answered is not asked again (unless this run's
-        presets answer it), ``lost`` secrets are — then save the answers before the retry."""
-        questions = self._questions(pending.requests)
+        presets answer it), ``lost`` secrets are — then save the answers before the retry. ``only``: answer these
+        requests and save nothing (``mcpcli answer``: the owner's driver sends them)."""
+        questions = self._questions({k: w for k, w in pending.requests.items() if only is None or k in only})
         self._kept = {key: answer for key, answer in pending.partial.items() if key not in lost}
         answers: dict[str, Any] = {}
         try:
             await self._answer_silently(questions, answers)
         except McpcliError as exc:
-            await keep_part(self.keeper, pending, {**self._kept, **answers}, exc)
+            if only is None:
+                await keep_part(self.keeper, pending, {**self._kept, **answers}, exc)
             raise
         finally:
             self._kept = {}
+        if only is not None:
+            return await self._ask_people(questions, answers)
         return await self._answer_rest(pending, questions, answers)
 
     async def _answer_rest(
@@ -534,27 +538,17 @@ class Flow:
 
     def session_record(self) -> SessionRecord:
         """The flow's session, built (not yet saved) at the first input request."""
-        if self.keeper.session is None:
-            # deferred: a call with no questions needs no store
-            from mcpcli.state.store import SessionRecord, new_session_id
-
+        if self.keeper.session is None:  # deferred: a call with no questions needs no store
             assert self.call is not None
-            now = datetime.now(UTC)
             self.keeper.begin(
-                SessionRecord(
-                    id=new_session_id(),
+                new_session(
+                    self.call,
                     server=self.server,
-                    method=self.call.method,
-                    name=self.call.name,
-                    arguments=self.call.arguments,
                     protocol_version=self.client.protocol_version if self.client else None,
                     identity=self.credentials.identity() if self.credentials else None,
                     connection=self.connection,
                     owner=self.owner,
                     routing=None if self.route is None else self.route(self.call.name),
-                    status="running",
-                    created=now,
-                    updated=now,
                 )
             )
         assert self.keeper.session is not None

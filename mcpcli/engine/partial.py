@@ -1,5 +1,6 @@
-"""Answers from earlier, and rounds answered in part: what a flow keeps of a round it cannot send yet, what it
-says at once about questions nobody will answer, and which earlier answers it gives again.
+"""Answers from earlier, from others, and rounds answered in part: what a flow keeps of a round it cannot send yet,
+what it says at once about questions nobody will answer, which earlier answers it gives again, and how it sends
+answers somebody else gave (``mcpcli answer``) or a run under another identity.
 
 A round goes out whole (one retry carries every answer), so a round with one question nobody can answer — a sampling
 request with no LLM provider beside a form a person filled in — waits. What was answered is not thrown away: it is
@@ -20,7 +21,7 @@ from mcpcli.net.tasks import same_question
 
 if TYPE_CHECKING:
     from mcpcli.state.keeper import Keeper
-    from mcpcli.state.store import RoundRecord
+    from mcpcli.state.store import RoundRecord, SessionRecord
 
 
 def why_open(sources: Sequence[AnswerSource], question: Question) -> McpcliError | None:
@@ -89,3 +90,43 @@ async def answer_each(
             answers[question.key] = dump(answer)
     if declined is not None:
         raise declined
+
+
+async def check_identity(keeper: Keeper, session: SessionRecord, now: str | None, reporter: Reporter) -> None:
+    """Say so when this run is not who started the flow (``now``: this run's identity): the server binds its state
+    to that principal."""
+    if session.identity is None or now == session.identity:
+        return
+    reporter.note(
+        f"This flow was started as {session.identity}; this run is {now or 'not signed in'}. "
+        "If the server refuses the flow's state for that, mcpcli starts the flow over as you."
+    )
+    await keeper.update(identity=now)
+
+
+def resend_note(session: SessionRecord, last: RoundRecord) -> str:
+    """What a resume says before it sends a round answered before: by someone else, or to a driver that died."""
+    if last.answered_by is not None:
+        when = "" if last.answered_at is None else f" at {last.answered_at.strftime('%Y-%m-%d %H:%M:%S')} UTC"
+        return f"Round {last.index} was answered by {last.answered_by}{when}: sending their answers."
+    # Still "running" as claimed: its driver died mid-round (a stop or a lost connection would have put it back to
+    # waiting). Its answers are re-sent as stored, so the presets that gave them met their question.
+    why = "its driver died before the result came back" if session.status == "running" else "no result came back"
+    return f"Round {last.index} was answered, but {why}: sending it again with the same answers."
+
+
+async def others_answer(keeper: Keeper, last: RoundRecord, sources: Sequence[AnswerSource], reporter: Reporter) -> bool:
+    """Whether to send the answers somebody else gave the round (``answered_by``). A route that asks the owner to
+    confirm them shows them and asks the person at this terminal; refused, they are forgotten and the round asked
+    here again. With nobody here to confirm, the flow waits (exit 3) for a run that can."""
+    session = keeper.session
+    if session is None or not (session.routing or {}).get("confirm") or last.answered_by is None:
+        return True
+    confirmer = next((s for s in sources if s.interactive and hasattr(s, "confirm_answers")), None)
+    if confirmer is None:
+        raise NeedInput(session, dict(last.requests), confirm_from=last.answered_by)
+    if await confirmer.confirm_answers(last.answered_by, last.requests, last.answers or {}):
+        return True
+    reporter.note(f"{last.answered_by}'s answers were not sent; answer round {last.index} here.")
+    await keeper.reopen_round(last)
+    return False

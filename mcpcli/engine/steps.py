@@ -97,9 +97,20 @@ class NeedInput(McpcliError):
     exit_code = ExitCode.INPUT_REQUIRED
     default_title = "Input required"
 
-    def __init__(self, session: SessionRecord, pending: dict[str, dict[str, Any]], *, deferred: bool = True) -> None:
+    def __init__(
+        self,
+        session: SessionRecord,
+        pending: dict[str, dict[str, Any]],
+        *,
+        deferred: bool = True,
+        confirm_from: str | None = None,
+    ) -> None:
         what = some_of(list(pending), 10) or "input"
-        if deferred:
+        if confirm_from is not None:
+            message = (
+                f"Session {session.id} was answered by {confirm_from}; its route asks you to confirm before sending."
+            )
+        elif deferred:
             message = f"Session {session.id} is waiting for input: {what}."
         else:
             message = f"The server asked mid-call ({what}) and nobody could answer; such a question cannot be deferred."
@@ -109,6 +120,8 @@ class NeedInput(McpcliError):
             action = "sample"
         elif pending and all((wire.get("params") or {}).get("mode") == "url" for wire in pending.values()):
             action = "visit"
+        if confirm_from is not None:
+            action = "confirm"
         super().__init__(message, next_step=NextStep(action, session.id))
         self.session = session
         self.pending = pending
@@ -323,3 +336,22 @@ def failed_result(result: Any) -> bool:
     """Whether a flow leg's result is a failure: a tool result marked ``isError`` (a prompt or a resource fails
     only with a JSON-RPC error)."""
     return getattr(result, "is_error", None) is True
+
+
+def new_session(call: Call, **fields: Any) -> SessionRecord:
+    """A new session for ``call`` (not saved yet: it is written with its first round), ``running``."""
+    from datetime import UTC, datetime
+
+    from mcpcli.state.store import SessionRecord, new_session_id
+
+    now = datetime.now(UTC)
+    return SessionRecord(
+        id=new_session_id(),
+        method=call.method,
+        name=call.name,
+        arguments=call.arguments,
+        status="running",
+        created=now,
+        updated=now,
+        **fields,
+    )

@@ -36,6 +36,8 @@ def hint_for(step: NextStep) -> str:
             return f"Wait for it: {resume} --wait (or, if that process is gone: {resume} --steal)"
         case "look":
             return f"See where it stands: mcpcli sessions show {step.session_id}"
+        case "confirm":
+            return f"Confirm (or refuse) their answers at a terminal: {resume}"
 
 
 def worded(exc: E) -> E:
