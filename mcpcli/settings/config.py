@@ -429,7 +429,7 @@ class InboxConfig(BaseModel):
     """Groups by name, each a list of people: ``ops = ["alice", "bob@build-1"]``."""
     routes: list[InboxRoute] = Field(default_factory=list)
     """Whom flows ask, by server and tool; every route that matches a flow adds its people and rules."""
-    notify: list[Channel] = Field(default_factory=lambda: ["terminal"])
+    notify: list[Channel] = Field(default_factory=lambda: list[Channel](["terminal"]))
     """How a flow that parks, gets an answer, finishes or fails is announced: ``terminal`` (a bell, and an OSC 9 /
     OSC 777 notification where the terminal shows them), ``desktop`` (the freedesktop notification service, with
     the ``notify`` extra), ``webhook``, ``command``."""
