@@ -79,7 +79,10 @@ def _declared() -> set[str]:
 
     project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    wanted = [*project["dependencies"], *(dep for name in ("postgres", "keyring") for dep in extras.get(name, ()))]
+    wanted = [
+        *project["dependencies"],
+        *(dep for name in ("postgres", "keyring", "notify") for dep in extras.get(name, ())),
+    ]
     return {re.split(r"[\[<>=!~ ;]", dep, maxsplit=1)[0].lower().replace("_", "-") for dep in wanted}
 
 

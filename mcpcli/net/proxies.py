@@ -69,15 +69,21 @@ def check(settings: Mapping[str, str | None]) -> dict[str, httpx2.Proxy]:
     return found
 
 
+def for_url(url: str, environ: Mapping[str, str]) -> httpx2.Proxy | None:
+    """The proxy a request to ``url`` goes through, or ``None`` when it goes direct — for a client that makes no
+    transport to ``route`` (the announcements' webhook). A setting that cannot be used is a ``ConfigError``, a URL
+    that is none an ``httpx2.InvalidURL``."""
+    settings = from_environment(environ)
+    return _pick(check(settings), _bypass_list(settings.get("no_proxy")), httpx2.URL(url))
+
+
 def used_for(url: str, environ: Mapping[str, str]) -> str | None:
     """The proxy a request to ``url`` goes through (without its credentials, to be shown), or ``None``."""
-    settings = from_environment(environ)
     try:
-        target = httpx2.URL(url)
-        found = check(settings)
+        proxy = for_url(url, environ)
     except (ConfigError, httpx2.InvalidURL):
         return None
-    if (proxy := _pick(found, _bypass_list(settings.get("no_proxy")), target)) is None:
+    if proxy is None:
         return None
     port = f":{proxy.url.port}" if proxy.url.port else ""
     return f"{proxy.url.scheme}://{proxy.url.host}{port}"

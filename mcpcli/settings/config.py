@@ -434,13 +434,18 @@ class InboxConfig(BaseModel):
     OSC 777 notification where the terminal shows them), ``desktop`` (the freedesktop notification service, with
     the ``notify`` extra), ``webhook``, ``command``."""
     webhook: str | None = None
-    """An http(s) URL the announcements are POSTed to as JSON (ntfy and Slack incoming webhooks accept it)."""
+    """An http(s) URL the announcements are POSTed to as JSON: one body that ntfy and Slack incoming webhooks (and
+    Mattermost's) both read. An ntfy topic URL — one path segment, ``https://ntfy.sh/TOPIC`` — is published as
+    ntfy's JSON, to the server's root; end any other one-segment URL with ``/`` to have it POSTed to as it is.
+    Redirects are not followed."""
     webhook_timeout: float = Field(default=5.0, gt=0, le=60)
     """Seconds one POST may take."""
     webhook_retries: int = Field(default=2, ge=0, le=5)
     """How many times a failed POST is tried again (with a short backoff) before it is given up."""
     notify_command: str | None = None
-    """A command line run once per announcement, the event as one JSON line on its stdin."""
+    """A command line run once per announcement (split as your shell would, run without one), the event as one JSON
+    line on its stdin; stopped after 10 seconds. Where there is no ``desktop`` channel (macOS), e.g.
+    ``terminal-notifier -title mcpcli -message "a flow needs you"``."""
 
     @field_validator("groups")
     @classmethod
