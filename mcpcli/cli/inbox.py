@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from mcpcli.cli.app import app, global_values, local_command
+from mcpcli.cli.app import app, global_values, local_command, run_guarded
 from mcpcli.cli.flows import _flow_command
 from mcpcli.cli.options import ANSWERS, SESSION_OPTIONS, STORE, SessionId, shared
 from mcpcli.runtime import AnswerOptions, Globals, Runtime
@@ -35,7 +35,6 @@ def answer(ctx: typer.Context, session: SessionId, *, shared: dict[str, Any]) ->
     values = {**_FLOW_DEFAULTS, **shared}
     if values.get("tui"):
         from mcpcli.errors import UsageError
-        from mcpcli.runtime import run_guarded
 
         def refuse() -> int:
             raise UsageError(

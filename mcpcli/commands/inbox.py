@@ -141,14 +141,14 @@ def _open_round(rt: Runtime, record: SessionRecord) -> RoundRecord:
     """The round ``record`` waits on, or one clear line why there is none to answer."""
     from mcpcli.state.store.base import AlreadyAnswered
 
+    last = rt.store.last_round(record.id)
+    if last is not None and last.answered_by is not None:  # the loser of a race is told who won, even once sent
+        raise AlreadyAnswered(record.id, last.index, last.answered_by, last.answered_at)
     if record.status in ("done", "failed", "expired"):
         raise SessionError(
             f"Session {record.id} is {record.status}: there is nothing left to answer.",
             hint=f"See it: mcpcli sessions show {record.id}",
         )
-    last = rt.store.last_round(record.id)
-    if last is not None and last.answered_by is not None:
-        raise AlreadyAnswered(record.id, last.index, last.answered_by, last.answered_at)
     if record.status != "waiting" or last is None or last.complete:
         raise SessionError(
             f"Session {record.id} is being driven right now (round {record.round}): it waits for no answer.",

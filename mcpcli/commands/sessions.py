@@ -209,6 +209,8 @@ def session_document(
                 "attempt": r.attempt,
                 "received": r.received.isoformat(),
                 "answered": r.answered.isoformat() if r.answered else None,
+                "answered_by": r.answered_by,
+                "answered_at": r.answered_at.isoformat() if r.answered_at else None,
                 "requests": r.requests,
                 "answers": None if answers is None else shown_answers(r.requests, answers, reveal=reveal),
                 "state": state_digest(r.request_state),
@@ -275,6 +277,16 @@ def show_trace(rt: Runtime, id_or_prefix: str) -> int:
     return 0
 
 
+def _by(r: Mapping[str, Any]) -> Text:
+    """Who answered a round apart from driving it (``mcpcli answer``), and when; nothing for the owner's own run."""
+    from rich.text import Text
+
+    if not r.get("answered_by"):
+        return Text("")
+    at = f" at {_time(datetime.fromisoformat(r['answered_at']))}" if r.get("answered_at") else ""
+    return Text.assemble((" by ", "dim"), safe(r["answered_by"]), (at, "dim"))
+
+
 def _field_line(label: str, value: object) -> Text:
     from rich.text import Text
 
@@ -300,6 +312,13 @@ def _timeline(doc: Mapping[str, Any]) -> Iterable[Text]:
     yield _field_line("arguments", json.dumps(s["arguments"], ensure_ascii=False))
     yield _field_line("protocol", s["protocol_version"] or "-")
     yield _field_line("identity", s.get("identity") or "-")
+    if s.get("owner"):
+        yield _field_line("owner", s["owner"])
+    if asks := (s.get("routing") or {}).get("ask"):
+        rules = [
+            r for r, on in (("no self-answer", "no_self_answer"), ("owner confirms", "confirm")) if s["routing"].get(on)
+        ]
+        yield _field_line("asks", ", ".join(asks) + (f" ({', '.join(rules)})" if rules else ""))
     yield _field_line("created", _time(datetime.fromisoformat(s["created"])))
     yield _field_line("updated", _time(datetime.fromisoformat(s["updated"])))
     if lease := s.get("lease"):
@@ -326,12 +345,12 @@ def _timeline(doc: Mapping[str, Any]) -> Iterable[Text]:
                 yield Text("  not answered yet", style="yellow")
         elif r["answered"] is None:  # answered in part: kept while the round waits for the rest
             left = [key for key in r["requests"] if key not in r["answers"]]
-            yield Text.assemble(("  answered in part; still open: ", "yellow"), safe(", ".join(left)))
+            yield Text.assemble(("  answered in part; still open: ", "yellow"), safe(", ".join(left)), _by(r))
             for key, answer in r["answers"].items():
                 yield from _answer(key, answer, r["requests"].get(key))
         else:
             answered = _time(datetime.fromisoformat(r["answered"])) if r["answered"] else "-"
-            yield Text(f"  answered {answered}", style="dim")
+            yield Text.assemble((f"  answered {answered}", "dim"), _by(r))
             for key, answer in r["answers"].items():
                 yield from _answer(key, answer, r["requests"].get(key))
         if r["state"]:
