@@ -61,11 +61,11 @@ def batch(
     Example: mcpcli batch flows.jsonl -s http://127.0.0.1:8000/mcp --jobs 32 --answer region=eu-west-1
     """
     g: Globals = ctx.obj.merged(**global_values(shared))
-    opts = answer_options(shared, no_input=True, json=True)
 
     def body() -> int:
         from mcpcli.commands.batch import interrupted, read_input, run_batch
 
+        opts = answer_options(shared, no_input=True, json=True)
         lines = read_input(file, answers_file=opts.answers)  # all of it, checked, before anything is sent
         rt = Runtime(g, json_out=True)
         rt.json_lines = True

@@ -138,9 +138,10 @@ def _flow_command(
 ) -> None:
     """Run a flow command; with ``--tui`` (and a ``job`` describing the flow) in the full-screen app instead."""
     g: Globals = ctx.obj.merged(**global_values(values))
-    opts = answer_options(values, no_input=values["no_input"], json=values["json"] or g.json)
+    as_json = bool(values["json"] or g.json)
 
     def body() -> int:
+        opts = answer_options(values, no_input=values["no_input"], json=as_json)  # a bad value: one line, exit 2
         rt = Runtime(g, json_out=opts.json)
         flows: list[Flow] = []
 
@@ -187,7 +188,7 @@ def _flow_command(
 
         return until_stopped(rt, run, stopped)
 
-    run_guarded(body, g.debug, json=opts.json)
+    run_guarded(body, g.debug, json=as_json)
 
 
 def _run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJob | ResumeJob | None) -> int:

@@ -62,8 +62,8 @@ async def waiting_for_answers(
         if woke is None:
             return needs_input(rt, parked)
         if woke.answered_by is not None:
+            # Announced by the answer itself (``mcpcli answer``), once: here only said.
             rt.out.note(f"Session {record.id} was answered by {woke.answered_by}: continuing.")
-            announce(rt, "answered", woke)
         fresh = False
 
         async def again(session_id: str = record.id) -> int:
