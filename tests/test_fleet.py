@@ -288,9 +288,9 @@ def test_the_same_kill_loop_on_sqlite_takes_over_on_this_host_at_once(http_serve
     _bench_note(lines)
 
 
-def _bench_note(lines: list[str]) -> None:
+def _bench_note(lines: list[str], variable: str = "MCPCLI_FLEET_NOTE") -> None:
     """Where the measured times go when the fleet runs for the record (``MCPCLI_FLEET_NOTE=bench/FILE``)."""
-    note = os.environ.get("MCPCLI_FLEET_NOTE")
+    note = os.environ.get(variable)
     if note:
         with Path(note).open("a") as f:
             f.writelines(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}\n" for line in lines)
