@@ -360,3 +360,26 @@ def _rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def test_a_batch_waits_for_the_answers_of_its_lines(home: Path, http_server: Any, tmp_path: Path) -> None:
+    record = tmp_path / "legs.ndjson"
+    url = http_server("recorder", "--record", str(record)).url
+    lines = "".join(json.dumps({"tool": "two_rounds", "arguments": {"item": f"b{n}"}}) + "\n" for n in range(3))
+    flows = tmp_path / "flows.jsonl"
+    flows.write_text(lines)
+    batch = _spawn(home, "batch", str(flows), "-s", url, "--wait-for-answer=60", user="alice")
+
+    def waiting() -> list[str]:
+        docs = json.loads(_run(home, "inbox", "--all", "--json", user="x").stdout or "[]")
+        return [d["session_id"] for d in docs if d["status"] == "waiting"]
+
+    assert wait_until(lambda: len(waiting()) == 3, 60)
+    for sid in waiting():
+        assert _run(home, "answer", sid, "--answer", "sure=true", user="bob").returncode == 0
+    out, err = batch.communicate(timeout=60)
+    assert batch.returncode == 0, err
+    docs = [json.loads(line) for line in out.splitlines()]
+    assert sorted(d["status"] for d in docs) == ["done"] * 3, docs
+    answered = Counter(leg["item"] for leg in map(json.loads, record.read_text().splitlines()) if leg["state"])
+    assert answered == Counter({"b0": 1, "b1": 1, "b2": 1})  # each answered round sent once

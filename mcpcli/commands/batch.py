@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from mcpcli.engine.steps import Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.settings.targets import Target
+    from mcpcli.state.store import SessionRecord
 
 MAX_FLOWS = 10_000
 """Flows one batch may hold."""
@@ -237,6 +239,8 @@ class Batch:
     """The server's tools by name (their ``execution``); None when the listing could not be read (unchecked)."""
     client: Client | None = None
     """The shared connection (2026-07-28); None: each flow connects on its own."""
+    started: float = field(default_factory=time.monotonic)
+    """When the batch began: ``--wait-for-answer`` bounds its whole run from here."""
     roots_on_connect: bool = False
     """The server asked the listing's connection for its roots (the filesystem server does, on connecting): each
     flow's own connection waits for that question before its call, or the call finds no root yet."""
@@ -255,18 +259,13 @@ class Batch:
                 tasks.start_soon(worker)
 
     async def run_line(self, line: Line) -> None:
-        from mcpcli.commands.flows import CallsBack, Seat, build_flow
+        from mcpcli.commands.flows import CallsBack
 
         for _ in range(2):  # a second time only on its own connection, for a server that wants to call back
-            seat = Seat(reporter=_Reporter(self.rt, line.number), summaries=False)
-            presets = self.presets.merged(line.answers or {}, f"line {line.number}")
-            flow = build_flow(
-                self.rt, self.opts, seat, self.target.label, self.flows, connection=self._connection(), presets=presets
-            )
-            if self.client is not None:
-                flow.credentials = self.credentials  # the shared connection's sign-in (the session records who)
+            flow = self._flow(line)
             try:
                 doc = await self._drive(flow, line)
+                doc = await self._waiting(doc, line)
             except CallsBack:
                 self.flows.remove(flow)
                 if self.client is not None:
@@ -281,19 +280,61 @@ class Batch:
             self.rt.out.json_line(doc)
             return
 
+    def _flow(self, line: Line) -> Flow:
+        from mcpcli.commands.flows import Seat, build_flow
+
+        seat = Seat(reporter=_Reporter(self.rt, line.number), summaries=False)
+        presets = self.presets.merged(line.answers or {}, f"line {line.number}")
+        flow = build_flow(
+            self.rt, self.opts, seat, self.target.label, self.flows, connection=self._connection(), presets=presets
+        )
+        if self.client is not None:
+            flow.credentials = self.credentials  # the shared connection's sign-in (the session records who)
+        return flow
+
+    async def _waiting(self, doc: dict[str, Any], line: Line) -> dict[str, Any]:
+        """``--wait-for-answer``: a line's flow that waits for a person is announced, and resumed (by this batch,
+        on its connection) as soon as an answer lands in the store — until the time given runs out."""
+        from mcpcli.commands.inbox import announce
+        from mcpcli.commands.waiting import until_answered
+
+        if self.opts.wait_for_answer is None or doc["status"] != "input_required" or "error" in doc:
+            return doc
+        deadline, waited = self.started + self.opts.wait_for_answer, False
+        while doc["status"] == "input_required" and "error" not in doc:
+            record = self.rt.store.get(doc["session_id"])
+            if not waited or record.answered_by is None:
+                announce(self.rt, "waiting", record, doc["needs"]["pending"])
+            woke = await until_answered(self.rt.store, record, deadline, fresh=not waited)
+            if woke is None:
+                return doc
+            waited = True
+            flow = self._flow(line)
+            doc = await self._drive(flow, line, resume=woke)
+            self.flows.remove(flow)
+        announce(
+            self.rt,
+            "done" if doc["status"] in ("done", "tool_error") else "failed",
+            self.rt.store.get(doc["session_id"]),
+        )
+        return doc
+
     def _connection(self) -> dict[str, Any]:
         from mcpcli.settings.targets import connection_settings
 
         return connection_settings(self.target, self.protocol or self.target.protocol or "auto")
 
-    async def _drive(self, flow: Flow, line: Line) -> dict[str, Any]:
-        """Run one flow to its line: a result, what it needs, or why it failed."""
+    async def _drive(self, flow: Flow, line: Line, *, resume: SessionRecord | None = None) -> dict[str, Any]:
+        """Run one flow to its line: a result, what it needs, or why it failed. ``resume``: its stored session,
+        answered meanwhile (``--wait-for-answer``), continued instead of called anew."""
         from mcpcli.commands.flows import CallsBack, ending_of
         from mcpcli.engine.steps import NeedInput
         from mcpcli.terminal.hints import worded
 
         async with flow.keeper.running():
             try:
+                if resume is not None:
+                    await flow.adopt(resume)
                 if self.client is not None:
                     outcome = await self._on_shared(flow, line, self.client)
                 else:
@@ -318,6 +359,8 @@ class Batch:
         from mcpcli.engine.steps import Call
         from mcpcli.net.tasks import task_support
 
+        if flow.session is not None:  # adopted (--wait-for-answer): its stored session continues
+            return error_result(await flow.resume())
         if self.tools is not None:
             if line.tool not in self.tools:
                 raise no_such("tool", line.tool, sorted(self.tools))

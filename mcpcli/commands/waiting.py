@@ -58,7 +58,7 @@ async def waiting_for_answers(
             f"Session {record.id} waits for {who}: answer it from any shell or machine with: mcpcli answer {record.id}"
             f" (waiting up to {left:.0f} s; Ctrl-C stops, the session kept)."
         )
-        woke = await _until_answered(rt.store, record, deadline, fresh=fresh)
+        woke = await until_answered(rt.store, record, deadline, fresh=fresh)
         if woke is None:
             return needs_input(rt, parked)
         if woke.answered_by is not None:
@@ -87,7 +87,7 @@ def _finished(rt: Runtime, flows: list[Flow], code: int) -> None:
             return
 
 
-async def _until_answered(store: Store, parked: SessionRecord, deadline: float, *, fresh: bool) -> SessionRecord | None:
+async def until_answered(store: Store, parked: SessionRecord, deadline: float, *, fresh: bool) -> SessionRecord | None:
     """The session once it moved on from where it was parked — answered (``answered_by``), taken up or finished by
     someone else, a new round — or ``None`` at ``deadline``. A fresh park wakes also for an answer already there."""
     stop = threading.Event()
