@@ -138,9 +138,12 @@ def test_the_store_watch_sees_another_connection_answer(stores: Any) -> None:
 # --- who may answer ---------------------------------------------------------------------------------------------------
 
 
-def _run(home: Path, *args: str, user: str, env: dict[str, str] | None = None, timeout: float = 60) -> Any:
+def _run(
+    home: Path, *args: str, user: str, env: dict[str, str] | None = None, timeout: float = 60, stdin: str = ""
+) -> Any:
     return subprocess.run(
         [PY, "-m", "mcpcli", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -383,3 +386,25 @@ def test_a_batch_waits_for_the_answers_of_its_lines(home: Path, http_server: Any
     assert sorted(d["status"] for d in docs) == ["done"] * 3, docs
     answered = Counter(leg["item"] for leg in map(json.loads, record.read_text().splitlines()) if leg["state"])
     assert answered == Counter({"b0": 1, "b1": 1, "b2": 1})  # each answered round sent once
+
+
+def test_a_route_can_ask_the_owner_to_confirm_anothers_answers(home: Path) -> None:
+    _config(home, '[[inbox.routes]]\ntool = "provision"\nconfirm = true\n')
+
+    def parked_and_answered() -> str:
+        parked = _run(home, "call", "provision", "-a", "name=orders", "--no-input", "--json", user="alice")
+        sid = json.loads(parked.stdout)["session_id"]
+        assert _run(home, "answer", sid, "--answer", "region=eu-west-1", user="bob").returncode == 0
+        return sid
+
+    sid = parked_and_answered()
+    nobody = _run(home, "resume", sid, "--no-input", user="alice")
+    assert nobody.returncode == 3 and "asks you to confirm" in nobody.stderr, nobody.stderr
+    yes = _run(home, "resume", sid, user="alice", env={"MCPCLI_ASSUME_TTY": "1"}, stdin="y\n")
+    assert yes.returncode == 0 and "Provisioned 'orders' in eu-west-1." in yes.stdout, yes.stderr
+    assert "bob answered this round" in yes.stderr and "region = eu-west-1" in yes.stderr
+    sid = parked_and_answered()
+    no = _run(home, "resume", sid, user="alice", env={"MCPCLI_ASSUME_TTY": "1"}, stdin="n\n")
+    assert "answers were not sent" in no.stderr, no.stderr
+    assert no.returncode != 0  # then asked here, and nobody typed a region
+    assert json.loads(_run(home, "sessions", "list", "--json", user="x").stdout)[0]["answered_by"] is None

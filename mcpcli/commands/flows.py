@@ -318,7 +318,7 @@ async def _run_connected(rt: Runtime, opts: AnswerOptions, flow: Flow, target: A
         settled = await ending_of(flow, exc)
         if isinstance(settled, NeedInput):
             _say_unmatched(rt, flow)
-            if opts.wait_for_answer and settled.deferred:
+            if opts.wait_for_answer and settled.deferred and not settled.confirming:
                 raise settled from None  # parked: the waiting loop (commands.waiting) waits for an answer
             return needs_input(rt, settled)
         if isinstance(settled, McpcliError):
@@ -574,7 +574,7 @@ def needs_input(rt: Runtime, need: NeedInput) -> int:
         rt.out.json(pending_document(need.session.id, need.pending, answers_template(need.pending)))
     else:
         describe_pending(rt.out.err, need.session.id, need.pending)
-    if not need.deferred:  # a mid-call question: say why nobody could answer it, and how to
+    if not need.deferred or need.confirming:  # a mid-call question, an answer to confirm: say why, and how to
         from mcpcli.errors import print_error
         from mcpcli.terminal.hints import worded
 

@@ -127,6 +127,8 @@ class NeedInput(McpcliError):
         self.pending = pending
         self.deferred = deferred
         """Whether the question waits in the session (2026-07-28), or was asked mid-call and could not wait."""
+        self.confirming = confirm_from is not None
+        """Whether it waits for its owner to confirm another person's answers (not for an answer)."""
 
 
 class Declined(UserStopped):

@@ -40,6 +40,28 @@ class TerminalUser:
         with interruptible():  # from the header on: a Ctrl-C while it prints stops the run, not only one in a read
             return self._ask(question, request)
 
+    async def confirm_answers(self, by: str, requests: Mapping[str, Any], answers: Mapping[str, Any]) -> bool:
+        """A route asks the owner to confirm another person's answers (``[[inbox.routes]] confirm``): show them,
+        secrets masked, and send them only on ``y``."""
+        from mcpcli.state.vault import secret_fields
+
+        secret = secret_fields(requests)
+        console = self.term.console
+        with interruptible():
+            console.print(Text.assemble((sanitize(by), "bold"), " answered this round; your route asks you first:"))
+            for key, answer in answers.items():
+                action = answer.get("action") if isinstance(answer, Mapping) else None
+                content = answer.get("content") if isinstance(answer, Mapping) else None
+                console.print(Text(f"  {sanitize(str(key))}: {sanitize(str(action))}", style="dim"))
+                for name, value in (content or {}).items() if isinstance(content, Mapping) else ():
+                    shown_value = "[secret]" if name in secret.get(key, set()) else shown(value)
+                    console.print(Text(f"    {sanitize(str(name))} = {shown_value}"))
+            try:
+                reply = self.term.read_line("Send their answers? [y/N] ").strip().lower()
+            except EOFError:
+                return False
+        return reply in ("y", "yes")
+
     def _ask(self, question: Question, request: t.ElicitRequest) -> t.ElicitResult:
         if isinstance(request.params, t.ElicitRequestURLParams):
             return self._url_consent(question, request.params)
