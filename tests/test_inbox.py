@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 from conftest import PY, ROOT, wait_until
+from test_announce import Bus
+from test_announce import session_bus as session_bus  # the fixture: a D-Bus session bus with a listener
 
 from mcpcli.state.store import SqliteStore, open_store
 from mcpcli.state.store.base import AlreadyAnswered, NotWaiting, SessionRecord
@@ -285,7 +287,11 @@ class _Receiver(BaseHTTPRequestHandler):
         pass
 
 
-def test_each_channel_hears_park_answer_and_finish_exactly_once_and_no_secret(home: Path, tmp_path: Path) -> None:
+def test_each_channel_hears_park_answer_and_finish_exactly_once_and_no_secret(
+    home: Path,
+    tmp_path: Path,
+    session_bus: Bus,
+) -> None:
     got: list[dict[str, Any]] = []
     handler = type("Receiver", (_Receiver,), {"got": got})
     web = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -295,10 +301,14 @@ def test_each_channel_hears_park_answer_and_finish_exactly_once_and_no_secret(ho
     hook.write_text(f"import sys\nopen({str(hooked)!r}, 'a').write(sys.stdin.read())\n")
     _config(
         home,
-        f'[inbox]\nnotify = ["webhook", "command"]\nwebhook = "http://127.0.0.1:{web.server_port}/hook/"\n'
+        f'[inbox]\nnotify = ["webhook", "command", "desktop"]\nwebhook = "http://127.0.0.1:{web.server_port}/hook/"\n'
         f"notify_command = {json.dumps(f'{sys.executable} {hook}')}\n",
     )
-    secret_env = {"MCPCLI_STORE_KEY": "k" * 40, "API_TOKEN": "tok-SECRET-123"}
+    secret_env = {
+        "MCPCLI_STORE_KEY": "k" * 40,
+        "API_TOKEN": "tok-SECRET-123",
+        "DBUS_SESSION_BUS_ADDRESS": session_bus.address,
+    }
     driver = _spawn(home, "call", "unlock", "-a", "door=front", "-s", f"{PY} tests/servers.py vault",
                     "--wait-for-answer=60", user="alice", env=secret_env)  # fmt: skip
     try:
@@ -322,7 +332,10 @@ def test_each_channel_hears_park_answer_and_finish_exactly_once_and_no_secret(ho
     events = [g["body"]["mcpcli"]["event"] for g in got]
     hooked_events = [json.loads(line)["event"] for line in hooked.read_text().splitlines()]
     assert Counter(events) == Counter(hooked_events) == Counter({"waiting": 2, "answered": 2, "done": 1})
-    everything = json.dumps(got) + hooked.read_text()
+    assert wait_until(lambda: len(session_bus.notifications) >= 5, 10)
+    time.sleep(0.3)
+    assert len(session_bus.notifications) == 5  # each park, answer and finish once on the desktop too
+    everything = json.dumps(got) + hooked.read_text() + repr(session_bus.notifications)
     for secret in ("hunter2", "tok-SECRET-123", "k" * 40, "requestState", "request_state", "Authorization"):
         assert secret not in everything
     assert f"mcpcli answer {sid}" in everything
