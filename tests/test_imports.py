@@ -64,7 +64,10 @@ def _run_main(*argv: str) -> str:
     )
 
 
-@pytest.mark.parametrize("argv", [("--help",), ("--version",), ("sessions", "list"), ("sessions", "list", "--json")])
+@pytest.mark.parametrize(
+    "argv",
+    [("--help",), ("--version",), ("sessions", "list"), ("sessions", "list", "--json"), ("inbox",), ("skill",)],
+)
 def test_fast_commands_import_neither_the_sdk_nor_textual(argv: tuple[str, ...], home: Path) -> None:
     modules = _imported(_run_main(*argv), home)
     assert "mcpcli.cli" in modules  # the list is real: the command ran in that interpreter

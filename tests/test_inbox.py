@@ -421,3 +421,22 @@ def test_a_route_can_ask_the_owner_to_confirm_anothers_answers(home: Path) -> No
     assert "answers were not sent" in no.stderr, no.stderr
     assert no.returncode != 0  # then asked here, and nobody typed a region
     assert json.loads(_run(home, "sessions", "list", "--json", user="x").stdout)[0]["answered_by"] is None
+
+
+def test_the_skill_is_an_agent_skill_naming_only_real_commands(home: Path) -> None:
+    import re
+
+    shown = _run(home, "skill", user="x")
+    assert shown.returncode == 0
+    text = shown.stdout
+    assert text == (ROOT / "mcpcli" / "SKILL.md").read_text()
+    head = text.split("---")[1]
+    assert re.search(r"^name: mcpcli$", head, re.M) and re.search(r"^description: .{40,1024}$", head, re.M)
+    commands = set(re.findall(r"`mcpcli ([a-z]+)\b", text)) | set(re.findall(r"^mcpcli ([a-z]+)\b", text, re.M))
+    assert {"call", "answer", "resume", "inbox"} <= commands
+    for command in commands:
+        helped = _run(home, command, "--help", user="x")
+        assert helped.returncode == 0, (command, helped.stderr)
+    helps = _run(home, "call", "--help", user="x").stdout + _run(home, "resume", "--help", user="x").stdout
+    for option in set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", text)) - {"--help"}:
+        assert option in helps, option
