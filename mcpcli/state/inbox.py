@@ -58,8 +58,11 @@ def driver_gone(
 
 
 def shown_status(record: SessionRecord, gone: Collection[str] = ()) -> str:
-    """The status as listings show it: the stored one, or ``interrupted`` (see ``is_interrupted``)."""
-    return "interrupted" if is_interrupted(record, gone) else record.status
+    """The status as listings show it: the stored one, ``interrupted`` (see ``is_interrupted``), or ``answered`` (a
+    waiting round answered with ``mcpcli answer``, for its owner's run to send)."""
+    if is_interrupted(record, gone):
+        return "interrupted"
+    return "answered" if record.status == "waiting" and record.answered_by else record.status
 
 
 def inbox(store: Any, *, server: str | None = None, limit: int | None = None) -> list[SessionRecord]:

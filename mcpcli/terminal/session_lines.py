@@ -114,6 +114,8 @@ def _fit(widths: list[int], flexible: Sequence[int], least: Sequence[int], room:
 
 def _cells(doc: Mapping[str, Any], pending: Mapping[str, Mapping[str, Any]], now: datetime) -> list[str]:
     status = "interrupted" if doc.get("interrupted") else str(doc["status"])
+    if status == "waiting" and doc.get("answered_by"):  # answered with mcpcli answer: its owner's run sends it
+        status = "answered"
     method = str(doc["method"])
     updated = datetime.fromisoformat(str(doc["updated"]).replace("Z", "+00:00"))
     return [
@@ -138,6 +140,8 @@ def _waits(doc: Mapping[str, Any], status: str, pending: Mapping[str, Mapping[st
         said.append(pending_line(key, what) + more)
     elif status == "interrupted":
         said.append("(interrupted; resume sends its answered round again)")
+    elif status == "answered":
+        said.append(f"(answered by {doc.get('answered_by')}; its owner's resume sends it)")
     elif status == "waiting":
         said.append("(answered; resume sends it)")
     task = doc.get("task")
