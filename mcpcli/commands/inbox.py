@@ -224,6 +224,7 @@ def _row(doc: dict[str, Any]) -> list[str]:
         else (f"answered by {doc['answered_by']}" if doc["answered_by"] else "")
     )
     more = f" (+{len(asks) - 1})" if len(asks) > 1 else ""
+    first = first if len(first) <= _SHOWN else first[: _SHOWN - 1] + "…"  # a title of a megabyte: --json has it
     return [
         doc["session_id"],
         doc["status"],
@@ -243,6 +244,9 @@ def _waited(since: str | None) -> str:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
 
+
+_SHOWN = 200
+"""Characters of a question's title an inbox line shows (``--json`` shows it whole)."""
 
 WATCH_TICK = 1.0
 """Seconds a watch waits for a hint before it reads the store anyway (a hint lost is a second late, never missed)."""
@@ -328,7 +332,7 @@ def _emit(rt: Runtime, doc: dict[str, Any]) -> None:
         return
     stamp = datetime.now().strftime("%H:%M:%S")
     asks = doc["asks"]
-    what = f" asks: {asks[0]['title'] or asks[0]['key']}" if asks else ""
+    what = f" asks: {asks[0]['title'] or asks[0]['key']}"[:_SHOWN] if asks else ""
     by = f" by {doc['answered_by']}" if doc["answered_by"] and doc["status"] == "answered" else ""
     owner = f" ({doc['owner']})" if doc["owner"] else ""
     rt.out.line(f"{stamp} {doc['status']:<9} {doc['session_id']}  {doc['call']}{owner}{by}{what}")
