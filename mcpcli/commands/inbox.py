@@ -43,9 +43,11 @@ def announce(
     pending: Mapping[str, Any] | None = None,
     *,
     waiting_since: datetime | None = None,
+    ring: bool = True,
 ) -> None:
     """Announce ``event`` of ``record`` through the channels of ``[inbox] notify`` — never blocking the flow; the
-    deliveries still on their way when the command ends get a bounded moment (``Runtime.close``)."""
+    deliveries still on their way when the command ends get a bounded moment (``Runtime.close``). ``ring``: the
+    ``terminal`` channel too (the bell of a command that waits; not of one that exits 3 and says so itself)."""
     config = rt.settings.inbox
     if not config.notify:
         return
@@ -54,7 +56,7 @@ def announce(
 
         from mcpcli.net.announce import Announcer
 
-        terminal = sys.stderr if sys.stderr.isatty() else None
+        terminal = sys.stderr if ring and sys.stderr.isatty() else None
         rt.announcer = announcer = Announcer(config, terminal=terminal, warn=rt.out.warning)
         rt.closers.append(announcer.close)
     command = _ACTS.get(event, "mcpcli sessions show {id}").format(id=record.id)
@@ -73,7 +75,7 @@ def announce_parked(rt: Runtime, flows: list[Flow]) -> None:
         except SessionError:
             continue
         if record.status == "waiting" and last is not None:
-            announce(rt, "waiting", record, last.still_open(), waiting_since=last.received)
+            announce(rt, "waiting", record, last.still_open(), waiting_since=last.received, ring=False)
 
 
 # --- answer ----------------------------------------------------------------------------------------------------------
@@ -114,7 +116,7 @@ async def run_answer(rt: Runtime, opts: AnswerOptions, flows: list[Flow], sessio
     complete = set(open_now) <= set(answers)
     saved = await flow.keeper.answer_for(last, answers, by=me, complete=complete)
     now = store.get(record.id)
-    announce(rt, "answered", now, {k: last.requests[k] for k in answers})
+    announce(rt, "answered", now, {k: last.requests[k] for k in answers}, ring=False)
     left = [k for k in open_now if k not in answers]
     if rt.json:
         rt.out.json(
