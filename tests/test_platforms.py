@@ -131,3 +131,31 @@ def test_a_command_line_is_split_as_its_systems_shell_would() -> None:
         "server.js",
     ]
     assert split_command(r"python 'a b' c\ d", "linux") == ["python", "a b", "c d"]
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_the_team_inbox_answers_and_waits_in_process(system: str, home: Path) -> None:
+    import threading
+
+    parked: dict[str, subprocess.CompletedProcess[str]] = {}
+    waiting = threading.Thread(
+        target=lambda: parked.setdefault(
+            "done", on(system, "call", "provision", "-a", "name=w", "--wait-for-answer=40", "--ask", "bob")
+        )
+    )
+    waiting.start()
+    session = None
+    for _ in range(200):
+        docs = json.loads(on(system, "inbox", "--all", "--json").stdout or "[]")
+        if docs:
+            session = docs[0]["session_id"]
+            break
+        waiting.join(0.1)
+    assert session is not None
+    answered = subprocess.run(
+        [PY, str(SHIM), system, "answer", session, "--answer", "region=eu"],
+        capture_output=True, text=True, env={**os.environ, "MCPCLI_USER": "bob"}, timeout=60,
+    )  # fmt: skip
+    assert answered.returncode == 0, answered.stderr
+    waiting.join(60)
+    assert parked["done"].returncode == 0 and parked["done"].stdout == "Provisioned 'w' in eu.\n", parked["done"].stderr

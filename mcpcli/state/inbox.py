@@ -143,7 +143,7 @@ def whoami(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
 
     try:
         user = getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (a container's)
+    except (KeyError, OSError, AttributeError, ImportError):  # no name for this uid (a container's), no USERNAME
         user = f"uid{os.getuid()}" if hasattr(os, "getuid") else "user"
     return f"{user}@{socket.gethostname()}"
 
