@@ -480,9 +480,11 @@ CLI, and the worker is here already. (The demo is in: the default server runs in
 PRELOADED_LIBRARIES = (
     "anyio._backends._asyncio",
     "anyio.streams.stapled",
+    "getpass",  # who owns a flow (state.inbox.whoami), with pwd when no USER is set
     "httpcore2",  # httpx2's transport imports it when a command connects direct (~20 ms, with h11 and h2)
     "jsonschema",
     "mcp.client.auth",
+    "pwd",
     "rich._emoji_codes",
     "rich.live",
     "rich.logging",
