@@ -83,6 +83,13 @@ def announce_parked(rt: Runtime, flows: list[Flow]) -> None:
 
 
 @dataclass(frozen=True)
+class AnswerJob:
+    """A waiting flow to answer in the full-screen app (``mcpcli answer ID --tui``): its form, then the app ends."""
+
+    session_id: str
+
+
+@dataclass(frozen=True)
 class Answered:
     """A round answered apart from driving (``answer_open``): what the CLI prints and the app shows."""
 
