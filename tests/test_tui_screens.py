@@ -101,7 +101,7 @@ async def test_the_sessions_screen_resumes_a_waiting_flow_in_place(waiting: Any)
         screen = await screen_of(pilot, SessionsScreen)
         table = screen.query_one("#waiting", DataTable)
         assert table.row_count == 1
-        assert "region (region)" in str(table.get_row_at(0)[3])
+        assert "region (region)" in str(table.get_row_at(0)[5])  # waiting for
         await pilot.press("enter")
         form = await screen_of(pilot, RoundScreen)
         assert form.info.session_id == waiting.id and form.info.round == 1
@@ -135,7 +135,8 @@ async def test_an_interrupted_session_waits_on_the_sessions_screen_and_resumes_i
         screen = await screen_of(pilot, SessionsScreen)
         table = screen.query_one("#waiting", DataTable)
         assert table.row_count == 1
-        assert "interrupted" in str(table.get_row_at(0)[3])
+        status, waits_for = (str(table.get_row_at(0)[column]) for column in (1, 5))
+        assert status == "interrupted" and waits_for == "(interrupted: resume sends its answered round again)"
         await pilot.press("enter")
         run = await finished(pilot)
         assert "Provisioned 'cut' in x." in shown_text(run)

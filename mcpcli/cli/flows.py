@@ -31,6 +31,7 @@ from mcpcli.runtime import AnswerOptions, Globals, Runtime, StopSignals, run_asy
 from mcpcli.terminal.hints import stop_note
 
 if TYPE_CHECKING:
+    from mcpcli.commands.inbox import AnswerJob
     from mcpcli.commands.jobs import CallJob, ResumeJob
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import Method
@@ -191,7 +192,9 @@ def _flow_command(
     run_guarded(body, g.debug, json=as_json)
 
 
-def _run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJob | ResumeJob | None) -> int:
+def _run_tui(
+    rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJob | ResumeJob | AnswerJob | None
+) -> int:
     """Run the full-screen app; once the terminal is back, print the result (stdout) or the error, as the CLI would."""
     from mcpcli.commands.flows import needs_input, render
     from mcpcli.tui.app import build_app  # deferred: only --tui and `mcpcli tui` load Textual
@@ -206,6 +209,10 @@ def _run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJo
         raise ended.error
     if ended.need is not None:
         return needs_input(rt, ended.need)
+    if ended.answered is not None:
+        from mcpcli.commands.inbox import show_answered
+
+        show_answered(rt, ended.answered)
     if ended.outcome is not None and ended.method is not None:
         return render(rt, ended.method, ended.outcome)
     return ended.code

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from mcpcli.cli.app import app, global_values, local_command, run_guarded
+from mcpcli.cli.app import app, global_values, local_command
 from mcpcli.cli.flows import _flow_command
 from mcpcli.cli.options import ANSWERS, SESSION_OPTIONS, STORE, SessionId, shared
 from mcpcli.runtime import AnswerOptions, Globals, Runtime
@@ -30,26 +30,22 @@ def answer(ctx: typer.Context, session: SessionId, *, shared: dict[str, Any]) ->
 
     Its owner's run sends them: at once when it waits (--wait-for-answer), else with their next resume. One answer
     wins a round: a second person is told who answered first. Sampling and roots stay the owner's to answer.
-    Example: mcpcli answer 3f2a --answer confirm=true   ·   mcpcli inbox (what waits for you)
+    --tui answers on the round's form in the full-screen app (as "a" does in mcpcli tui's sessions).
+    Example: mcpcli answer 3f2a --answer confirm=true   ·   mcpcli answer 3f2a --tui   ·   mcpcli inbox
     """
     values = {**_FLOW_DEFAULTS, **shared}
-    if values.get("tui"):
-        from mcpcli.errors import UsageError
-
-        def refuse() -> int:
-            raise UsageError(
-                "mcpcli answer --tui: answer it in the app's inbox instead.",
-                hint=f"mcpcli tui, then pick session {session} in the sessions screen",
-            )
-
-        run_guarded(refuse, False, json=bool(values.get("json")))
 
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Any]) -> int:
         from mcpcli.commands.inbox import run_answer
 
         return await run_answer(rt, opts, flows, session)
 
-    _flow_command(ctx, values, start)
+    def job() -> Any:  # --tui: the round's form in the full-screen app, the same checks and the same write
+        from mcpcli.commands.inbox import AnswerJob
+
+        return AnswerJob(session)
+
+    _flow_command(ctx, values, start, job)
 
 
 @app.command()

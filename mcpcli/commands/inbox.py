@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from mcpcli.state.inbox import (
     announcement,
     asked,
     describe_request,
+    inbox_status,
     person_keys,
     refusal,
     waits_for,
@@ -25,6 +27,7 @@ from mcpcli.state.inbox import (
 )
 
 if TYPE_CHECKING:
+    from mcpcli.commands.flows import Seat
     from mcpcli.engine.flow import Flow
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.state.store import RoundRecord, SessionRecord
@@ -81,11 +84,76 @@ def announce_parked(rt: Runtime, flows: list[Flow]) -> None:
 # --- answer ----------------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class AnswerJob:
+    """A waiting flow to answer in the full-screen app (``mcpcli answer ID --tui``): its form, then the app ends."""
+
+    session_id: str
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A round answered apart from driving (``answer_open``): what the CLI prints and the app shows."""
+
+    session: SessionRecord
+    """The session as the store has it after the write (``answered_by`` set)."""
+    round: RoundRecord
+    """The round written: its ``answered_by`` and ``answered_at``."""
+    by: str
+    """Who answered (``inbox.whoami``)."""
+    answered: list[str]
+    """The request keys answered here."""
+    left: list[str]
+    """The round's other open requests (sampling, roots): its owner's run answers them."""
+
+    def note(self) -> str:
+        """The one line that says so (the CLI's note, the app's notification)."""
+        rest = f" ({', '.join(self.left)} is left to its owner's run)" if self.left else ""
+        sid = self.session.id
+        return (
+            f"Answered round {self.round.index} of session {sid} as {self.by}{rest}. Its owner's run sends the"
+            f" answers: at once if it waits for them, else with mcpcli resume {sid}."
+        )
+
+    def document(self) -> dict[str, Any]:
+        """``answer --json``."""
+        at = self.round.answered_at
+        return {
+            "status": "answered",
+            "session_id": self.session.id,
+            "round": self.round.index,
+            "answered_by": self.by,
+            "answered_at": None if at is None else at.isoformat(),
+            "answered": sorted(self.answered),
+            "left_to_owner": self.left,
+        }
+
+
 async def run_answer(rt: Runtime, opts: AnswerOptions, flows: list[Flow], session_id: str) -> int:
-    """``mcpcli answer ID``: answer the round a flow waits on, here, without connecting to its server; the answers
-    are checked against the round's schemas and written to the store with who gave them and when. The flow's owner
-    sends them: at once when a driver waits (``--wait-for-answer``), else with their next ``resume``."""
-    from mcpcli.commands.flows import build_flow, terminal_seat
+    """``mcpcli answer ID``: ``answer_open`` with the terminal's seat (presets, then the person at the terminal)."""
+    from mcpcli.commands.flows import terminal_seat
+
+    show_answered(rt, await answer_open(rt, opts, flows, session_id, terminal_seat(rt, opts)))
+    return 0
+
+
+def show_answered(rt: Runtime, answered: Answered) -> None:
+    """What ``answer`` prints once the answers are stored (``--json``: the document; else one note)."""
+    if rt.json:
+        rt.out.json(answered.document())
+    else:
+        rt.out.note(answered.note())
+
+
+async def answer_open(rt: Runtime, opts: AnswerOptions, flows: list[Flow], session_id: str, seat: Seat) -> Answered:
+    """Answer the round a flow waits on, here, without connecting to its server — for ``mcpcli answer`` (the
+    terminal's ``seat``) and the app's inbox (its form): the answers are collected from the seat's sources,
+    checked against the round's schemas and written to the store with who gave them and when. The flow's owner
+    sends them: at once when a driver waits (``--wait-for-answer``), else with their next ``resume``.
+
+    Raises one-line errors: ``UsageError`` (not mine to answer, nothing a person answers, nothing answered),
+    ``SessionError`` (finished, being driven), ``AlreadyAnswered`` (somebody was first)."""
+    from mcpcli.commands.flows import build_flow
     from mcpcli.engine.steps import NeedInput
 
     store = rt.store
@@ -103,7 +171,7 @@ async def run_answer(rt: Runtime, opts: AnswerOptions, flows: list[Flow], sessio
             hint=f"Its owner continues it: mcpcli resume {record.id}",
         )
     store.check_writable()
-    flow = build_flow(rt, opts, terminal_seat(rt, opts), record.server, flows)
+    flow = build_flow(rt, opts, seat, record.server, flows)
     flow.keeper.begin(record)  # read here, never written through the keeper: nothing is leased, nothing sent
     try:
         answers = await flow.answer_stored(last, only=keys)
@@ -118,25 +186,7 @@ async def run_answer(rt: Runtime, opts: AnswerOptions, flows: list[Flow], sessio
     now = store.get(record.id)
     announce(rt, "answered", now, {k: last.requests[k] for k in answers}, ring=False)
     left = [k for k in open_now if k not in answers]
-    if rt.json:
-        rt.out.json(
-            {
-                "status": "answered",
-                "session_id": record.id,
-                "round": last.index,
-                "answered_by": me,
-                "answered_at": None if saved.answered_at is None else saved.answered_at.isoformat(),
-                "answered": sorted(answers),
-                "left_to_owner": left,
-            }
-        )
-    else:
-        rest = f" ({', '.join(left)} is left to its owner's run)" if left else ""
-        rt.out.note(
-            f"Answered round {last.index} of session {record.id} as {me}{rest}. Its owner's run sends the answers:"
-            f" at once if it waits for them, else with mcpcli resume {record.id}."
-        )
-    return 0
+    return Answered(now, saved, me, list(answers), left)
 
 
 def _open_round(rt: Runtime, record: SessionRecord) -> RoundRecord:
@@ -167,7 +217,7 @@ def inbox_doc(record: SessionRecord, last: RoundRecord | None, status: str | Non
     from mcpcli.display import sanitize
 
     pending = {} if last is None else (last.still_open() if record.answered_by is None else {})
-    shown = status or ("answered" if record.status == "waiting" and record.answered_by else record.status)
+    shown = status or inbox_status(record)
     return {
         "session_id": record.id,
         "status": shown,

@@ -65,6 +65,14 @@ def shown_status(record: SessionRecord, gone: Collection[str] = ()) -> str:
     return "answered" if record.status == "waiting" and record.answered_by else record.status
 
 
+def inbox_status(record: SessionRecord, gone: Collection[str] = ()) -> str:
+    """The status the team inbox shows: ``answered`` while a waiting flow's round holds somebody's answers for its
+    owner's run to send (``answered_by``), else ``shown_status``."""
+    if record.status == "waiting" and record.answered_by:
+        return "answered"
+    return shown_status(record, gone)
+
+
 def inbox(store: Any, *, server: str | None = None, limit: int | None = None) -> list[SessionRecord]:
     """The sessions somebody should pick up, newest first: waiting ones and interrupted ones."""
     waiting = store.list(status="waiting", server=server, limit=limit)

@@ -8,7 +8,10 @@ awaiting screens (``source.TuiUser``). Modes:
   closing the app hands it back to the CLI, which prints it on stdout and exits with its code. A fatal
   error exits the app at once with the error, which the CLI prints with its exit code.
 - ``start`` (``mcpcli tui``): the server's tools, prompts and resources (``start.StartScreen``); ``s``
-  opens the sessions (``sessions.SessionsScreen``), where a waiting flow is resumed in place.
+  opens the sessions (``sessions.SessionsScreen``), where a waiting flow is resumed in place, or answered with
+  its form (``inbox``) for its owner's run to send.
+- ``answer`` (``mcpcli answer ID --tui``): that form alone; the app ends once the answers are stored, and the CLI
+  says so as ``mcpcli answer`` would.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from mcpcli.terminal.hints import worded
 from mcpcli.tui.host import Following
 
 if TYPE_CHECKING:
+    from mcpcli.commands.inbox import Answered, AnswerJob
     from mcpcli.commands.jobs import CallJob, ResumeJob
     from mcpcli.engine.answers import Presets
     from mcpcli.engine.flow import Flow
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
     from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.tui.run import RunScreen
 
-Mode = Literal["flow", "start", "sessions"]
+Mode = Literal["flow", "start", "sessions", "answer"]
 SHORT_ROWS = 24
 """From this height on, the full layout; below it, the compact one (a 80x24 terminal still gets the full one)."""
 
@@ -56,6 +60,8 @@ class TuiExit:
     """The flow waits for input nobody here can give (e.g. sampling without a provider): exit 3."""
     interrupted: bool = False
     """Ctrl-C: the CLI stops as it does on Ctrl-C without the app (the sessions kept, their line, exit 130)."""
+    answered: Answered | None = None
+    """``answer`` mode: the answers were stored; the CLI says so as ``mcpcli answer`` does."""
 
 
 class McpcliApp(App[TuiExit]):
@@ -79,7 +85,7 @@ class McpcliApp(App[TuiExit]):
         opts: AnswerOptions,
         *,
         mode: Mode,
-        job: CallJob | ResumeJob | None = None,
+        job: CallJob | ResumeJob | AnswerJob | None = None,
         flows: list[Flow] | None = None,
         open_url: Callable[[str], object] = webbrowser.open,
         blink: bool = True,
@@ -101,7 +107,11 @@ class McpcliApp(App[TuiExit]):
         """The workers that follow the server's changes (``commands.watch``): ended with the app."""
 
     def on_mount(self) -> None:
-        if self.mode == "flow":
+        from mcpcli.commands.inbox import AnswerJob
+
+        if isinstance(self.job, AnswerJob):
+            self.answer_session(self.job.session_id)
+        elif self.mode == "flow":
             assert self.job is not None
             self.start_job(self.job)
         elif self.mode == "sessions":
@@ -227,6 +237,35 @@ class McpcliApp(App[TuiExit]):
         self.outcome = (method, outcome)
         screen.show_result(method, outcome)
 
+    def answer_session(self, session_id: str) -> None:
+        """Answer the round ``session_id`` waits on with its form, as ``mcpcli answer`` would (``tui.inbox``)."""
+        self.run_worker(self._answer(session_id), name="answer", group="answer", exclusive=True, exit_on_error=False)
+
+    async def _answer(self, session_id: str) -> None:
+        from mcpcli.tui.inbox import answer_here
+        from mcpcli.tui.sessions import SessionsScreen
+
+        try:
+            answered = await answer_here(self, self.rt, self.opts, self.flows, session_id, self.browse)
+        except BaseException as exc:  # one line in a notification, or (answer mode) the CLI's error and code
+            single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            if isinstance(single, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
+                raise
+            if self.mode == "answer" or not isinstance(single, McpcliError):
+                self._fatal(single)
+            elif isinstance(single, UserStopped):  # escape on the form: nothing written, nothing wrong
+                self.notify(f"Nothing answered: session {session_id} still waits.", title="Not answered", markup=False)
+            else:
+                self.notify(sanitize(single.message), title=sanitize(single.title), severity="error", markup=False)
+            return
+        if self.mode == "answer":
+            self.exit(TuiExit(int(ExitCode.OK), answered=answered))
+            return
+        self.notify(sanitize(answered.note()), title="Answered", markup=False, timeout=8)
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionsScreen):
+                screen.action_reload()  # the store's watch would say so too, a moment later
+
     def _user(self, flow: Flow, presets: Presets) -> AnswerSource:
         from mcpcli.tui.source import TuiUser
 
@@ -262,6 +301,12 @@ class McpcliApp(App[TuiExit]):
 
     async def action_quit(self) -> None:
         """Ctrl-Q: the result when there is one; mid-flow, stop (exit 5) and say how to resume."""
+        from mcpcli.commands.inbox import AnswerJob
+
+        if isinstance(self.job, AnswerJob):
+            later = f"Answer it later: mcpcli answer {self.job.session_id}"
+            self.exit(TuiExit(int(ExitCode.STOPPED), error=UserStopped("You quit: nothing was answered.", hint=later)))
+            return
         running = any(w.group == "flow" and w.is_running for w in self.workers)
         if not running or self.mode != "flow":
             self._finish() if self.mode == "flow" else self.exit(TuiExit(int(ExitCode.OK)))
@@ -290,12 +335,15 @@ def build_app(
     rt: Runtime,
     opts: AnswerOptions,
     *,
-    job: CallJob | ResumeJob | None = None,
+    job: CallJob | ResumeJob | AnswerJob | None = None,
     mode: Mode | None = None,
     flows: list[Flow] | None = None,
     open_url: Callable[[str], object] = webbrowser.open,
     blink: bool = True,
 ) -> McpcliApp:
-    """The one app factory: ``flow`` mode when given a job, else the start screen (or ``mode``)."""
-    chosen: Mode = mode or ("flow" if job is not None else "start")
+    """The one app factory: ``flow`` mode when given a job (``answer`` for an ``AnswerJob``), else the start screen
+    (or ``mode``)."""
+    from mcpcli.commands.inbox import AnswerJob
+
+    chosen: Mode = mode or ("answer" if isinstance(job, AnswerJob) else "flow" if job is not None else "start")
     return McpcliApp(rt, opts, mode=chosen, job=job, flows=flows, open_url=open_url, blink=blink)

@@ -41,12 +41,16 @@ class Follower(Protocol):
 
 
 class AppHost(Protocol):
-    """The app's side of the screens: its runtime, a flow to start, a resource to follow, the way out."""
+    """The app's side of the screens: its runtime, a flow to start or answer, a resource to follow, the way out."""
 
     rt: Runtime
 
     def start_job(self, job: CallJob | ResumeJob) -> None:
         """Run the call or resume in a worker, on a run screen."""
+        ...
+
+    def answer_session(self, session_id: str) -> None:
+        """Answer the round the session waits on with its form, for its owner's run to send (``mcpcli answer``)."""
         ...
 
     def exit_ok(self) -> None:

@@ -46,6 +46,9 @@ class TuiUser:
     """The flow being answered: its call is shown in the round's header."""
     store: Store
     open_url: Callable[[str], object]
+    form: type[RoundScreen] = RoundScreen
+    """The round screen to show: a run's, or the inbox's (``tui.inbox.AnswerScreen``: a stored round, escape goes
+    back and writes nothing)."""
     interactive = True
 
     async def answer(self, question: Question) -> t.InputResponse | None:
@@ -67,7 +70,7 @@ class TuiUser:
             )
             return {}
         left = [(q.key, _left_note(q, self.flow)) for q in questions if q not in shown]  # e.g. sampling, no provider
-        screen = RoundScreen(self._info(shown[0]), shown, presets=self._preset, open_url=self.open_url, left=left)
+        screen = self.form(self._info(shown[0]), shown, presets=self._preset, open_url=self.open_url, left=left)
         answers = await self.app.push_screen_wait(screen)
         if answers is None:
             raise UserStopped("You left the form; the session is kept.")
@@ -80,13 +83,17 @@ class TuiUser:
             return {}  # e.g. a schema the presets cannot use; the screen shows what it can
 
     def _info(self, question: Question) -> RoundInfo:
-        call = self.flow.call
-        assert call is not None
         try:
-            number = self.store.get(question.session_id).round
+            record = self.store.get(question.session_id)
         except Exception:  # boundary: the header's round number is not worth failing a flow over
-            number = 0
-        return RoundInfo(question.server, call.method, call.name, call.arguments, number, question.session_id)
+            record = None
+        number = 0 if record is None else record.round
+        call = self.flow.call
+        if call is not None:
+            return RoundInfo(question.server, call.method, call.name, call.arguments, number, question.session_id)
+        # A stored round answered from the inbox: the flow is not driven here, its call is the session's.
+        method, name, arguments = ("", "", {}) if record is None else (record.method, record.name, record.arguments)
+        return RoundInfo(question.server, method, name, arguments, number, question.session_id)
 
 
 def _left_note(question: Question, flow: Flow) -> str:
