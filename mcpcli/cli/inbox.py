@@ -8,10 +8,10 @@ from typing import Annotated, Any
 
 import typer
 
-from mcpcli.cli.app import app, global_values, local_command
+from mcpcli.cli.app import app, local_command
 from mcpcli.cli.flows import _flow_command
 from mcpcli.cli.options import ANSWERS, SESSION_OPTIONS, STORE, SessionId, shared
-from mcpcli.runtime import AnswerOptions, Globals, Runtime
+from mcpcli.runtime import AnswerOptions, Runtime
 
 ANSWER_OPTIONS = {
     name: spec
@@ -87,7 +87,7 @@ def inbox(
 
 
 @app.command()
-def skill(ctx: typer.Context) -> None:
+def skill() -> None:
     """Print the agent skill (SKILL.md): how an agent drives mcpcli and hands a question to a person.
 
     Save it where your agent reads skills, e.g. mcpcli skill > ~/.claude/skills/mcpcli/SKILL.md
@@ -96,6 +96,4 @@ def skill(ctx: typer.Context) -> None:
     import sys
     from importlib.resources import files
 
-    g: Globals = ctx.obj.merged(**global_values({}))
-    del g
     sys.stdout.write(files("mcpcli").joinpath("SKILL.md").read_text(encoding="utf-8"))

@@ -9,7 +9,7 @@ announcement reaches people is ``net.announce``'s. Here they meet the runtime: o
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,7 @@ from mcpcli.errors import SessionError, UsageError
 from mcpcli.state.inbox import (
     announcement,
     asked,
-    describe_request,
+    asks_of,
     inbox_status,
     person_keys,
     refusal,
@@ -66,18 +66,23 @@ def announce(
     rt.announcer.announce(announcement(event, record, pending, waiting_since=waiting_since, command=command))
 
 
-def announce_parked(rt: Runtime, flows: list[Flow]) -> None:
-    """A flow command that ended waiting for a person (exit 3): announce the sessions it left waiting."""
+def saved_sessions(rt: Runtime, flows: list[Flow]) -> Iterator[SessionRecord]:
+    """The sessions a run's flows saved, as the store has them now (one deleted meanwhile is skipped)."""
     for flow in flows:
         session = flow.keeper.session
         if session is None or not flow.keeper.saved:
             continue
         try:
-            record = rt.store.get(session.id)
-            last = rt.store.last_round(session.id)
+            yield rt.store.get(session.id)
         except SessionError:
             continue
-        if record.status == "waiting" and last is not None:
+
+
+def announce_parked(rt: Runtime, flows: list[Flow]) -> None:
+    """A flow command that ended waiting for a person (exit 3): announce the sessions it left waiting."""
+    for record in saved_sessions(rt, flows):
+        last = rt.store.last_round(record.id) if record.status == "waiting" else None
+        if last is not None:
             announce(rt, "waiting", record, last.still_open(), waiting_since=last.received, ring=False)
 
 
@@ -214,7 +219,6 @@ def _open_round(rt: Runtime, record: SessionRecord) -> RoundRecord:
 
 def inbox_doc(record: SessionRecord, last: RoundRecord | None, status: str | None = None) -> dict[str, Any]:
     """One flow as ``inbox --json`` shows it (and ``--watch --json``, one per change): never an answer."""
-    from mcpcli.display import sanitize
 
     pending = {} if last is None else (last.still_open() if record.answered_by is None else {})
     shown = status or inbox_status(record)
@@ -225,26 +229,25 @@ def inbox_doc(record: SessionRecord, last: RoundRecord | None, status: str | Non
         "call": f"{record.method} {record.name}",
         "owner": record.owner,
         "ask": asked(record),
-        "asks": [
-            {"key": key, "kind": (info := describe_request(wire))["kind"], "title": sanitize(info["message"])}
-            for key, wire in pending.items()
-        ],
+        "asks": asks_of(pending),
         "answered_by": record.answered_by,
         "round": record.round,
         "waiting_since": None if last is None else last.received.isoformat(),
     }
 
 
-def _mine(rt: Runtime, record: SessionRecord, everyone: bool) -> bool:
-    me = whoami(rt.settings)
-    return everyone or waits_for(record, me, rt.settings.inbox.groups)
+def _for_me(rt: Runtime, everyone: bool) -> Callable[[SessionRecord], bool]:
+    """Whether a waiting flow is mine to answer (``everyone``: every one is), with who I am found once."""
+    me, groups = whoami(rt.settings), rt.settings.inbox.groups
+    return lambda record: everyone or waits_for(record, me, groups)
 
 
 def inbox_docs(rt: Runtime, *, everyone: bool) -> list[dict[str, Any]]:
     """The flows waiting for me or my groups (``everyone``: every waiting flow), longest waiting first."""
     docs = []
+    mine = _for_me(rt, everyone)
     for record in rt.store.list(status="waiting"):
-        if _mine(rt, record, everyone):
+        if mine(record):
             docs.append(inbox_doc(record, rt.store.last_round(record.id)))
     return sorted(docs, key=lambda d: (d["waiting_since"] or "", d["session_id"]))
 
@@ -288,13 +291,9 @@ def _row(doc: dict[str, Any]) -> list[str]:
 
 
 def _waited(since: str | None) -> str:
-    if since is None:
-        return ""
-    seconds = max(0, int((datetime.now(UTC) - datetime.fromisoformat(since)).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+    from mcpcli.terminal.session_lines import ago
+
+    return "" if since is None else ago(datetime.fromisoformat(since), datetime.now(UTC))
 
 
 _SHOWN = 200
@@ -347,6 +346,7 @@ def _changed(
         gone = [sid for sid in shown if sid not in now]
     else:
         now, gone = {}, []
+        mine = _for_me(rt, everyone)
         for sid in sorted(hint):
             try:
                 record = store.get(sid)
@@ -354,7 +354,7 @@ def _changed(
                 if sid in shown:
                     out.append({**shown.pop(sid), "status": "deleted"})
                 continue
-            if record.status == "waiting" and _mine(rt, record, everyone):
+            if record.status == "waiting" and mine(record):
                 now[sid] = inbox_doc(record, store.last_round(sid))
             elif sid in shown:
                 gone.append(sid)

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from mcpcli.commands.inbox import announce
+from mcpcli.commands.inbox import announce, saved_sessions
 from mcpcli.engine.steps import NeedInput
-from mcpcli.errors import McpcliError, SessionError
+from mcpcli.errors import SessionError
 from mcpcli.state.inbox import asked
 
 if TYPE_CHECKING:
@@ -74,14 +74,7 @@ async def waiting_for_answers(
 
 def _finished(rt: Runtime, flows: list[Flow], code: int) -> None:
     """Announce the end of a flow that waited for a person (a finish nobody waited for is no news)."""
-    for flow in flows:
-        session = flow.keeper.session
-        if session is None or not flow.keeper.saved:
-            continue
-        try:
-            record = rt.store.get(session.id)
-        except McpcliError:
-            continue
+    for record in saved_sessions(rt, flows):
         if record.status in ("done", "failed"):
             announce(rt, "done" if record.status == "done" and code in (0, 1) else "failed", record)
             return

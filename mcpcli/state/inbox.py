@@ -219,6 +219,21 @@ def person_keys(requests: Mapping[str, Any]) -> list[str]:
     return [key for key, wire in requests.items() if describe_request(wire)["kind"] in ("form", "url")]
 
 
+def asks_of(pending: Mapping[str, Any]) -> list[dict[str, str]]:
+    """What a flow asks, as the inbox and its announcements name it: each request's key, kind and title
+    (titles sanitized; never a value)."""
+    from mcpcli.display import sanitize
+
+    return [
+        {
+            "key": sanitize(str(key)),
+            "kind": (info := describe_request(wire))["kind"],
+            "title": sanitize(info["message"]),
+        }
+        for key, wire in pending.items()
+    ]
+
+
 def public_server(server: str) -> str:
     """A session's server as an announcement may name it: a URL without credentials, query or fragment; a command
     line by its first word. Nothing that grants access leaves the machine."""
@@ -250,10 +265,7 @@ def announcement(
         line = " ".join(sanitize(text).split())
         return line if len(line) <= limit else line[: limit - 1] + "…"
 
-    asks = [
-        {"key": short(str(key), 100), "kind": info["kind"], "title": short(info["message"])}
-        for key, info in ((k, describe_request(w)) for k, w in (pending or {}).items())
-    ]
+    asks = [{**ask, "key": short(ask["key"], 100), "title": short(ask["title"])} for ask in asks_of(pending or {})]
     names = asked(record)
     server = short(public_server(record.server), 100)
     call = f"{record.method} {short(record.name, 100)}"
