@@ -226,7 +226,7 @@ def asks_of(pending: Mapping[str, Any]) -> list[dict[str, str]]:
 
     return [
         {
-            "key": sanitize(str(key)),
+            "key": str(key),
             "kind": (info := describe_request(wire))["kind"],
             "title": sanitize(info["message"]),
         }
