@@ -37,6 +37,9 @@ Answers = dict[str, dict[str, Any]]
 Step = Callable[[Answers], "str | t.InputRequests"]
 """Given the answers so far: the final text, or the questions still open."""
 
+APP_URI = "ui://demo/provision"
+"""The provision tool's view (MCP Apps), shipped beside this module (``demo_app.html``)."""
+
 STATE_ONLY_POLLS = 3
 """How many times ``wait_for_build`` answers "not yet" before it finishes."""
 
@@ -282,10 +285,17 @@ def build_server(key: bytes | None = None, *, ttl: float = 600.0) -> MCPServer:
         request_state_security=security,
     )
 
-    @server.tool()
+    @server.tool(meta={"ui": {"resourceUri": APP_URI}})
     async def provision(name: str, ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
         """Provision a service; asks which region."""
         return _tool_result(await _drive(ctx, provision_step(name)))
+
+    @server.resource(APP_URI, name="provision-view", mime_type="text/html;profile=mcp-app")
+    def provision_view() -> str:
+        """The provision tool's interactive view (MCP Apps: mcpcli call provision --app)."""
+        from importlib.resources import files
+
+        return files("mcpcli").joinpath("demo_app.html").read_text(encoding="utf-8")
 
     @server.tool()
     async def onboard(team: str, ctx: Context) -> t.CallToolResult | t.InputRequiredResult:

@@ -135,15 +135,22 @@ def _wait_for_answer(seconds: float | None) -> float | None:
 
 
 def _flow_command(
-    ctx: typer.Context, values: dict[str, Any], start: Start, job: Callable[[], Any] | None = None
+    ctx: typer.Context,
+    values: dict[str, Any],
+    start: Start,
+    job: Callable[[], Any] | None = None,
+    *,
+    lines: bool = False,
 ) -> None:
-    """Run a flow command; with ``--tui`` (and a ``job`` describing the flow) in the full-screen app instead."""
+    """Run a flow command; with ``--tui`` (and a ``job`` describing the flow) in the full-screen app instead.
+    ``lines``: its stdout is JSON Lines with ``--json`` (``--app``'s events), its error document one line too."""
     g: Globals = ctx.obj.merged(**global_values(values))
     as_json = bool(values["json"] or g.json)
 
     def body() -> int:
         opts = answer_options(values, no_input=values["no_input"], json=as_json)  # a bad value: one line, exit 2
         rt = Runtime(g, json_out=opts.json)
+        rt.json_lines = lines and rt.json
         flows: list[Flow] = []
 
         def run() -> int:
@@ -184,12 +191,12 @@ def _flow_command(
                 saved = saved or next((f.keeper.adopting for f in flows if f.keeper.adopting), None)
                 stop.exit_code = stops.exit_code()  # type: ignore[assignment]
                 stop.session_id = saved
-                rt.out.json(error_document(stop))
+                (rt.out.json_line if rt.json_lines else rt.out.json)(error_document(stop))
             return stops.exit_code()
 
         return until_stopped(rt, run, stopped)
 
-    run_guarded(body, g.debug, json=as_json)
+    run_guarded(body, g.debug, json=as_json, lines=lines)
 
 
 def _run_tui(
@@ -274,6 +281,23 @@ ArgsJson = Annotated[
 ]
 
 
+AppFlag = Annotated[
+    bool,
+    typer.Option(
+        "--app",
+        help="Open the tool's interactive view (MCP Apps) in your browser, bridged through this connection; the"
+        " command lasts while the view is open (close it, Ctrl-C, or --for).",
+    ),
+]
+NoBrowser = Annotated[
+    bool, typer.Option("--no-browser", help="With --app: print the view's one-time URL instead of opening it.")
+]
+ForSeconds = Annotated[
+    float | None,
+    typer.Option("--for", metavar="SECONDS", help="With --app: close the view after SECONDS.", show_default=False),
+]
+
+
 @app.command()
 @shared(CONNECTION, STORE, ANSWERS)
 def call(
@@ -296,16 +320,57 @@ def call(
             help="On a 2025-11-25 server, call a tool whose task support is optional as a task (required: always).",
         ),
     ] = False,
+    app: AppFlag = False,
+    no_browser: NoBrowser = False,
+    for_seconds: ForSeconds = None,
     *,
     shared: dict[str, Any],
 ) -> None:
     """Call a tool; answer what the server asks, round after round, until the result.
 
     A tool the server runs as a task is polled (its status on stderr) until its result; Ctrl-C at a terminal
-    asks whether to detach or cancel it. Example: mcpcli call provision --arg name=orders --answer region=eu-west-1
+    asks whether to detach or cancel it. With --app, a tool that has an interactive view (mcpcli tools marks
+    them) opens it in your browser, sandboxed, for as long as it is open. Example: mcpcli call provision --arg
+    name=orders --answer region=eu-west-1   ·   mcpcli call dashboard --app --no-browser
     """
-
+    if app or no_browser or for_seconds is not None:
+        _app_command(ctx, shared, tool, arg or [], args, (app, no_browser, for_seconds))
+        return
     _call_command(ctx, shared, "tools/call", tool, arg or [], args, detach=detach, as_task=task)
+
+
+def _app_command(
+    ctx: typer.Context,
+    values: dict[str, Any],
+    tool: str,
+    pairs: list[str],
+    args: str | None,
+    given: tuple[bool, bool, float | None],
+) -> None:
+    """``call TOOL --app``: the body of ``commands.apps``; the full-screen app offers views itself."""
+
+    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
+        from mcpcli.commands.apps import check_app_options, run_app_call
+
+        apps = check_app_options(*given)
+        assert apps is not None  # check_app_options raised for --no-browser/--for without --app
+        return await run_app_call(rt, opts, flows, tool, pairs, args, apps)
+
+    if values.get("tui"):
+        values = {**values, "tui": False}
+
+        async def refuse(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
+            raise _usage("--app opens the view in a browser; in the full-screen app, press v on a tool instead.")
+
+        _flow_command(ctx, values, refuse, lines=True)
+        return
+    _flow_command(ctx, values, start, lines=True)
+
+
+def _usage(message: str) -> Exception:
+    from mcpcli.errors import UsageError
+
+    return UsageError(message, hint="Run it without --tui: mcpcli call TOOL --app")
 
 
 @app.command()
@@ -381,22 +446,37 @@ def resume(
             "--cancel-task", help="Cancel the session's task on the server (tasks/cancel) instead of continuing it."
         ),
     ] = False,
+    app: AppFlag = False,
+    no_browser: NoBrowser = False,
+    for_seconds: ForSeconds = None,
     *,
     shared: dict[str, Any],
 ) -> None:
     """Continue a saved flow: answer what is pending and retry with the stored state; a task is polled again.
 
     It reconnects the way the flow was connected (its server and protocol era) unless -s / --protocol say
-    otherwise. Another driver on it: exit 6 saying when it frees, or --wait for it.
-    Example: mcpcli resume 3f2a --answer region=eu-west-1   ·   mcpcli resume 3f2a --wait=120   ·   mcpcli resume
-    3f2a --cancel-task
+    otherwise. Another driver on it: exit 6 saying when it frees, or --wait for it. --app reopens the view of a
+    tool call that has one. Example: mcpcli resume 3f2a --answer region=eu-west-1   ·   mcpcli resume 3f2a
+    --wait=120   ·   mcpcli resume 3f2a --cancel-task   ·   mcpcli resume 3f2a --app
     """
 
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
+        from mcpcli.commands.apps import check_app_options
         from mcpcli.commands.resume import run_resume
 
+        apps = check_app_options(app, no_browser, for_seconds)
+        if apps is not None and cancel_task:
+            raise _usage("--app and --cancel-task do not go together: a cancelled task has no view to show.")
         return await run_resume(
-            rt, opts, flows, session, steal=steal, trust_server=trust_server, cancel=cancel_task, wait=wait or 0.0
+            rt,
+            opts,
+            flows,
+            session,
+            steal=steal,
+            trust_server=trust_server,
+            cancel=cancel_task,
+            wait=wait or 0.0,
+            app=apps,
         )
 
     def job() -> Any:
@@ -404,7 +484,7 @@ def resume(
 
         return ResumeJob(session, steal, trust_server, wait or 0.0)
 
-    _flow_command(ctx, shared, start, job)
+    _flow_command(ctx, shared, start, job, lines=app)
 
 
 TUI_ANSWERS = {name: spec for name, spec in ANSWERS.items() if name not in ("tui", "json")}

@@ -54,7 +54,7 @@ async def discover(rt: Runtime, what: str) -> int:
             if what == "tools":
                 keep = keep_listing(rt, target, client, "tools")
                 tools = await all_pages(client.list_tools, "tools", keep, offers.tools)
-                rows = [(x["name"], _args_summary(x.get("inputSchema")), x.get("description", "")) for x in tools]
+                rows = [(x["name"], _args_summary(x.get("inputSchema")), _described(x)) for x in tools]
                 return _emit(rt, {"tools": tools}, "Tools", ("name", "arguments", "description"), rows)
             if what == "prompts":
                 keep = keep_listing(rt, target, client, "prompts")
@@ -76,6 +76,14 @@ async def discover(rt: Runtime, what: str) -> int:
         except ValidationError as exc:
             hint = _older_protocol_hint(rt, target)
             raise ServerError(f"The server's {what} listing is malformed: {first_problem(exc)}.", hint=hint) from None
+
+
+def _described(tool: dict[str, Any]) -> str:
+    """A tool's description, marked ``[app]`` when it has an interactive view (``mcpcli call TOOL --app``)."""
+    from mcpcli.engine.apps import resource_uri_of
+
+    text = str(tool.get("description") or "")
+    return f"[app] {text}".rstrip() if resource_uri_of(tool) else text
 
 
 def _older_protocol_hint(rt: Runtime, target: Target) -> str | None:

@@ -217,9 +217,16 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, appr
 
 
 def connect_flow(
-    rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, protocol: Any
+    rt: Runtime,
+    opts: AnswerOptions,
+    flow: Flow,
+    target: Any,
+    protocol: Any,
+    *,
+    extensions: dict[str, dict[str, Any]] | None = None,
 ) -> AbstractAsyncContextManager[Client]:
-    """The connection a flow runs on; its back-channel callbacks serve pre-2026 servers with the same sources."""
+    """The connection a flow runs on; its back-channel callbacks serve pre-2026 servers with the same sources.
+    ``extensions``: declared besides tasks (``--app``: MCP Apps)."""
     return connect(
         target,
         rt.paths,
@@ -230,6 +237,7 @@ def connect_flow(
         credentials=flow.credentials,
         tracer=flow.tracer,
         **server_logs(rt, flow.reporter.note),
+        extensions=extensions,
     )
 
 

@@ -20,6 +20,7 @@ from mcpcli.settings.targets import connection_settings
 from mcpcli.state.keeper import Finished
 
 if TYPE_CHECKING:
+    from mcpcli.commands.apps import AppOptions
     from mcpcli.engine.flow import Flow
     from mcpcli.net.connection import Protocol
     from mcpcli.runtime import AnswerOptions, Runtime
@@ -38,6 +39,7 @@ async def run_resume(
     trust_server: bool = False,
     cancel: bool = False,
     wait: float = 0.0,
+    app: AppOptions | None = None,
 ) -> int:
     record = rt.store.get(session_id)
     if cancel:
@@ -66,6 +68,10 @@ async def run_resume(
             rt.out.note(f"Session {finished.id} was finished by another run meanwhile; here is its result.")
             outcome = Outcome(finished.result or {}, finished, ExitCode(finished.exit_code or 0))
             return render(rt, finished.method, outcome)
+        if app is not None:
+            from mcpcli.commands.apps import app_resume, connected_app
+
+            return await connected_app(rt, opts, flow, target, protocol, app_resume(rt, opts, flows, flow, app))
         return await connect_and_run(rt, opts, flow, target, run, protocol=protocol)
 
 

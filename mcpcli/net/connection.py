@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as t
 from mcp import Client
+from mcp.client.extension import advertise
 from mcp.client.session import ClientRequestContext, LoggingFnT, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
@@ -147,6 +148,7 @@ async def connect(
     handshake_offers: frozenset[str] | None = None,
     on_notification: MessageHandlerFnT | None = None,
     watcher: bool = False,
+    extensions: Mapping[str, dict[str, Any]] | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
 
@@ -166,7 +168,9 @@ async def connect(
     answer (None: all three); the 2026-07-28 era declares them all, a later ``resume`` may answer there.
     ``on_notification`` gets every notification the server sends (``watch``: its events); none: they are dropped,
     as the SDK drops them. ``watcher``: this connection is a watch's (a kept-alive server is shared with it, not
-    lent: ``worker.kept``).
+    lent: ``worker.kept``). ``extensions``: more extensions to declare, by identifier with their settings
+    (``call --app`` declares MCP Apps): on 2026-07-28 in every request's ``_meta``, on the handshake in its
+    capabilities.
     """
     given = protocol if protocol is not None else target.protocol or "auto"
     if given not in ("auto", "legacy", "2026-07-28"):
@@ -212,7 +216,7 @@ async def connect(
                 client_info=t.Implementation(name="mcpcli", version=__version__),
                 cache=None,
                 # Every request declares the tasks extension (2026-07-28 only): a tool call may become a task.
-                extensions=[TasksExtension()],
+                extensions=[TasksExtension(), *(advertise(k, v) for k, v in (extensions or {}).items())],
                 logging_callback=on_log,
                 message_handler=on_notification,
                 log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values

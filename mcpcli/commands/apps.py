@@ -1,0 +1,517 @@
+"""``call TOOL --app`` and ``resume ID --app``: the tool's view in the user's browser, bridged through this run's
+own connection, while the call runs and until the view is closed.
+
+The loopback host (``mcpcli.net.apphost``) shows the view; the bridge (``mcpcli.engine.apps``) answers it. This
+body joins them to a flow: the launching call runs as every call does (asked at the terminal, or answered by
+``--answer``; stored round by round), the view gets its input at once and its result when final; a ``tools/call``
+from the view is a flow of its own (its rounds asked and stored alike, the view sees only the final result). What
+the view says (``ui/message``, model context, logs, what was refused) goes to stderr, or with ``--json`` to stdout
+as JSON Lines events an agent can read. The run ends when the page is closed, at ``--for SECONDS``, or on Ctrl-C
+(``ui/resource-teardown`` first); its exit code is the launching call's (130 on Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp import Client
+
+from mcpcli import __version__
+from mcpcli.commands.discovery import all_pages, at_terminal
+from mcpcli.commands.flows import (
+    build_flow,
+    connect_flow,
+    ending_of,
+    presets_of,
+    terminal_seat,
+)
+from mcpcli.display import sanitize
+from mcpcli.engine.apps import UI_EXTENSION, UI_SETTINGS, AppRefused, AppResource, Bridge, app_tools, load_app
+from mcpcli.engine.apps import resource_uri_of as app_uri
+from mcpcli.engine.arguments import build_arguments, no_such, usable_schema
+from mcpcli.engine.steps import Call, NeedInput, Outcome, dump
+from mcpcli.errors import ExitCode, McpcliError, UsageError
+from mcpcli.settings import trust
+from mcpcli.settings.targets import connection_settings
+
+if TYPE_CHECKING:
+    from mcpcli.engine.flow import Flow
+    from mcpcli.net.apphost import AppHost, View
+    from mcpcli.runtime import AnswerOptions, Runtime
+
+log = logging.getLogger(__name__)
+
+APPS = {UI_EXTENSION: UI_SETTINGS}
+"""What a run that can show a view declares (and only such a run): the MCP Apps extension."""
+INIT_BOUND = 30.0
+"""Seconds a view has, once its page is attached, to send ``ui/initialize``; then one line says it never did
+(``MCPCLI_APP_INIT_SECONDS`` changes it)."""
+
+
+@dataclass
+class AppOptions:
+    """``--app``'s companions: ``--no-browser`` (print the URL instead) and ``--for SECONDS``."""
+
+    browser: bool = True
+    seconds: float | None = None
+
+
+def check_app_options(app: bool, no_browser: bool, seconds: float | None) -> AppOptions | None:
+    """The options as given: ``--no-browser``/``--for`` without ``--app`` are a usage error (exit 2)."""
+    if not app:
+        if no_browser or seconds is not None:
+            raise UsageError(
+                f"{'--no-browser' if no_browser else '--for'} goes with --app.",
+                hint="Add --app to open the tool's view: mcpcli call TOOL --app --no-browser",
+            )
+        return None
+    if seconds is not None and not seconds > 0:
+        raise UsageError(f"--for needs a positive number of seconds, not {seconds:g}.", hint="Give --for 60.")
+    return AppOptions(browser=not no_browser, seconds=seconds)
+
+
+async def run_app_call(
+    rt: Runtime,
+    opts: AnswerOptions,
+    flows: list[Flow],
+    name: str,
+    pairs: list[str],
+    args: str | None,
+    app: AppOptions,
+) -> int:
+    """``call TOOL --app``: the view opens on the tool's input; the call runs; the view gets its result."""
+    target = rt.target()
+    protocol = rt.protocol()
+    rt.store.check_writable()
+    trust.remember(rt.paths, target)
+    connection = connection_settings(target, protocol or target.protocol or "auto")
+    flow = build_flow(rt, opts, terminal_seat(rt, opts), target.label, flows, connection=connection)
+
+    async def body(client: Client) -> int:
+        tools = app_tools(await all_pages(client.list_tools, "tools"))
+        tool = tools.get(name)
+        if tool is None:
+            raise no_such("tool", name, list(tools))
+        arguments = build_arguments(usable_schema(tool.get("inputSchema")), pairs, args, warn=rt.out.warning)
+        launch = _launcher(flow, Call("tools/call", name, arguments))
+        return await _with_view(rt, opts, flows, flow, client, tool, tools, arguments, launch, app)
+
+    async with flow.keeper.running():
+        return await connected_app(rt, opts, flow, target, protocol, body)
+
+
+async def connected_app(
+    rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, protocol: Any, body: Callable[[Client], Awaitable[int]]
+) -> int:
+    """Connect declaring MCP Apps and run ``body``; however it ends, the flow's session is left resumable."""
+    try:
+        async with connect_flow(rt, opts, flow, target, protocol, extensions=APPS) as client:
+            flow.client = client
+            return await body(client)
+    except BaseException as exc:
+        settled = await ending_of(flow, exc)
+        if settled is exc:
+            raise
+        raise settled from None
+    finally:
+        await flow.keeper.close()
+
+
+def _launcher(flow: Flow, call: Call) -> Callable[[], Awaitable[Outcome]]:
+    async def launch() -> Outcome:
+        return await flow.start(call)
+
+    return launch
+
+
+def app_resume(
+    rt: Runtime, opts: AnswerOptions, flows: list[Flow], flow: Flow, app: AppOptions
+) -> Callable[[Client], Awaitable[int]]:
+    """``resume ID --app``: a waiting flow's view reopened on its stored input, the flow continued under it (the
+    flow already adopted: its lease held)."""
+
+    async def body(client: Client) -> int:
+        call = flow.call
+        if call is None or call.method != "tools/call":
+            raise UsageError("Only a tool call has a view to reopen.", hint="Resume it without --app.")
+        tools = app_tools(await all_pages(client.list_tools, "tools"))
+        tool = tools.get(call.name)
+        if tool is None:
+            raise no_such("tool", call.name, list(tools))
+        arguments = dict(call.arguments)
+        return await _with_view(rt, opts, flows, flow, client, tool, tools, arguments, flow.resume, app)
+
+    return body
+
+
+async def _with_view(
+    rt: Runtime,
+    opts: AnswerOptions,
+    flows: list[Flow],
+    flow: Flow,
+    client: Client,
+    tool: Mapping[str, Any],
+    tools: Mapping[str, Mapping[str, Any]],
+    arguments: dict[str, Any],
+    launch: Callable[[], Awaitable[Outcome]],
+    app: AppOptions,
+) -> int:
+    from mcpcli.net.apphost import AppHost, ViewSpec
+
+    uri = app_uri(tool)
+    if uri is None:
+        raise UsageError(
+            f"The tool {sanitize(str(tool.get('name')))} has no app (no _meta.ui.resourceUri).",
+            hint="Call it without --app; mcpcli tools marks the tools that have one.",
+        )
+
+    async def read(resource: str) -> dict[str, Any]:
+        return dump(await client.read_resource(resource))
+
+    resource = await load_app(read, uri)
+    events = Events(rt)
+    asking = anyio.Lock()  # one flow asks at a time: the launching call first, then the view's calls in turn
+    outcome: list[Outcome] = []
+    async with AppHost() as host:
+        view = await host.open_view(
+            ViewSpec(
+                html=resource.html,
+                csp=resource.csp,
+                permissions=resource.permissions,
+                prefers_border=resource.prefers_border,
+                title=f"{tool.get('name')} · {flow.server}",
+            )
+        )
+        _record_view(flow, resource, view)
+        url = host.page_url()
+        events.url(url, opened=app.browser)
+        if app.browser:
+            await anyio.to_thread.run_sync(_open_browser, url, abandon_on_cancel=True)
+        bridge = Bridge(
+            view=view,
+            tool=tool,
+            tools=tools,
+            call_tool=_view_calls(rt, opts, flows, flow, client, asking, events),
+            read_resource=read,
+            consent_link=_consent(rt, opts, asking, events),
+            on_event=events.said,
+            host_info={"name": "mcpcli", "version": __version__},
+            context=_host_context(),
+            sandbox={"csp": resource.csp, "permissions": resource.permissions},
+            record=lambda direction, message: _trace(flow, "app", direction=direction, message=message),
+        )
+        code = ExitCode.OK
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(bridge.run)
+                tg.start_soon(_watch_init, host, bridge, events)
+                await bridge.tool_input(arguments)
+                code = await _launch(rt, opts, flow, bridge, launch, asking, events, outcome)
+                if code == ExitCode.INPUT_REQUIRED:
+                    tg.cancel_scope.cancel()
+                else:
+                    await _until_done(host, bridge, app.seconds, events)
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                reason = "mcpcli stopped" if code is not ExitCode.INPUT_REQUIRED else "the call waits for input"
+                await bridge.teardown(reason)
+                await _keep_trace(flow)
+    return int(code)
+
+
+async def _launch(
+    rt: Runtime,
+    opts: AnswerOptions,
+    flow: Flow,
+    bridge: Bridge,
+    launch: Callable[[], Awaitable[Outcome]],
+    asking: anyio.Lock,
+    events: Events,
+    outcome: list[Outcome],
+) -> ExitCode:
+    """Run the launching call; print its result (or error) and hand it to the view; its exit code."""
+    from mcpcli.commands.flows import error_result, needs_input, render
+
+    async with asking:
+        try:
+            done = error_result(await launch())
+        except NeedInput as need:
+            await bridge.tool_cancelled(f"The call waits for input (session {need.session.id}).")
+            return ExitCode(needs_input(rt, need) if not rt.json else events.needs_input(need))
+        except McpcliError as exc:
+            await bridge.tool_cancelled(exc.message)
+            events.error(exc)
+            return ExitCode(int(exc.exit_code))
+    outcome.append(done)
+    if rt.json:
+        rt.out.json_line(done.result)
+        code = ExitCode(int(done.exit_code))
+    else:
+        code = ExitCode(render(rt, "tools/call", done))
+    await bridge.tool_result(done.result)
+    return code
+
+
+async def _until_done(host: AppHost, bridge: Bridge, seconds: float | None, events: Events) -> None:
+    """The page closed, the view gone, or ``--for`` elapsed (Ctrl-C cancels this from outside)."""
+    with anyio.move_on_after(seconds if seconds is not None else float("inf")):
+        async with anyio.create_task_group() as tg:
+
+            async def ended(event: anyio.Event, why: str) -> None:
+                await event.wait()
+                events.note(why)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(ended, host.closed, "The app's page was closed.")
+            tg.start_soon(ended, bridge.closed, "The app's view is gone.")
+    if seconds is not None and not host.closed.is_set() and not bridge.closed.is_set():
+        events.note(f"Closing the app after {seconds:g} s (--for).")
+
+
+async def _watch_init(host: AppHost, bridge: Bridge, events: Events) -> None:
+    """The view must say ``ui/initialize`` within ``INIT_BOUND`` of its page attaching: else say so, once."""
+    await host.attached.wait()
+    bound = _seconds("MCPCLI_APP_INIT_SECONDS", INIT_BOUND)
+    with anyio.move_on_after(bound):
+        await bridge.initialized.wait()
+        return
+    events.warning(
+        f"The app's view did not initialize within {bound:g} s of its page opening (no ui/initialize): "
+        "it is not an MCP App view, or it failed to start (see the browser's console)."
+    )
+
+
+def _seconds(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def _view_calls(
+    rt: Runtime,
+    opts: AnswerOptions,
+    flows: list[Flow],
+    launching: Flow,
+    client: Client,
+    asking: anyio.Lock,
+    events: Events,
+) -> Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """A view's ``tools/call``: a flow of its own on this connection (rounds asked, answered by ``--answer``,
+    stored and resumable); the view gets only the final result."""
+
+    async def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        async with asking:
+            flow = build_flow(
+                rt,
+                opts,
+                terminal_seat(rt, opts),
+                launching.server,
+                flows,
+                connection=launching.connection,
+                presets=presets_of(opts),
+            )
+            flow.client = client
+            async with flow.keeper.running():
+                try:
+                    outcome = await flow.start(Call("tools/call", name, arguments))
+                except NeedInput as need:
+                    events.parked(name, need)
+                    raise AppRefused(
+                        f"Input required: the call waits as session {need.session.id} (mcpcli resume "
+                        f"{need.session.id})."
+                    ) from None
+                except BaseException as exc:
+                    settled = await ending_of(flow, exc)
+                    if settled is exc:
+                        raise
+                    raise settled from None
+                finally:
+                    await flow.keeper.close()
+        events.view_call(name, outcome)
+        return outcome.result
+
+    return call_tool
+
+
+def _consent(rt: Runtime, opts: AnswerOptions, asking: anyio.Lock, events: Events) -> Callable[[str], Awaitable[bool]]:
+    """``ui/open-link``: asked at the terminal before anything is opened; with nobody to ask, refused."""
+
+    async def consent(url: str) -> bool:
+        if opts.no_input or not at_terminal():
+            events.link(url, opened=False, why="nobody at the terminal to ask")
+            return False
+        async with asking:
+            yes = await anyio.to_thread.run_sync(_ask_link, rt, url, abandon_on_cancel=True)
+        if yes:
+            await anyio.to_thread.run_sync(_open_browser, url, abandon_on_cancel=True)
+        events.link(url, opened=yes, why=None if yes else "declined")
+        return yes
+
+    return consent
+
+
+def _ask_link(rt: Runtime, url: str) -> bool:
+    from rich.prompt import Confirm
+    from rich.text import Text
+
+    from mcpcli.terminal.asking import url_text
+
+    console = rt.out.err
+    console.print(Text.assemble(("? ", "bold cyan"), "The app asks to open a link: ", url_text(url)))
+    return Confirm.ask("  Open it in your browser?", console=console, default=False)
+
+
+def _open_browser(url: str) -> None:
+    import webbrowser
+
+    try:
+        webbrowser.open(url)
+    except Exception:  # boundary: a broken browser setting is not the run's failure (the URL was printed)
+        log.debug("the browser could not be opened", exc_info=True)
+
+
+def _host_context() -> dict[str, Any]:
+    """What the view is told of its host at ``ui/initialize``: a web page on this machine, its locale and zone."""
+    lang = (os.environ.get("LC_ALL") or os.environ.get("LANG") or "en_US").split(".")[0]
+    locale = lang.replace("_", "-") if lang not in ("C", "POSIX", "") else "en-US"
+    zone = os.environ.get("TZ") or time.strftime("%Z")
+    return {
+        "theme": os.environ.get("MCPCLI_APP_THEME", "light")
+        if os.environ.get("MCPCLI_APP_THEME") in ("light", "dark")
+        else "light",
+        "locale": locale,
+        "timeZone": zone,
+        "platform": "web",
+        "userAgent": f"mcpcli/{__version__}",
+        "containerDimensions": {"maxWidth": 1200, "maxHeight": 4000},
+        "deviceCapabilities": {"hover": True, "touch": False},
+    }
+
+
+def _record_view(flow: Flow, resource: AppResource, view: View) -> None:
+    """The CSP in force, and what it was built from: in the trace, the recording and the session."""
+    _trace(
+        flow, "app-view", uri=resource.uri, csp=view.csp, allow=view.allow, declared=resource.csp, origin=view.origin
+    )
+
+
+def _trace(flow: Flow, kind: str, **fields: Any) -> None:
+    if flow.tracer is not None:
+        flow.tracer.event(kind, **fields)
+
+
+async def _keep_trace(flow: Flow) -> None:
+    """The view's messages after the call's last write: into its session too (when it has one)."""
+    if flow.session is None or not flow.keeper.saved:
+        return
+    try:
+        await flow.keeper.update(last=True)
+    except Exception:  # boundary: the result is out; a trace that cannot be kept is not the run's failure
+        log.debug("the app's trace could not be kept with the session", exc_info=True)
+
+
+class Events:
+    """What the app does, for the person (stderr) or, with ``--json``, for a reader (stdout, JSON Lines)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        if rt.json:
+            rt.json_lines = True
+
+    def _emit(self, event: str, **fields: Any) -> None:
+        self.rt.out.json_line({"event": event, **fields})
+
+    def url(self, url: str, *, opened: bool) -> None:
+        if self.rt.json:
+            self._emit("app-url", url=url)
+        elif opened:
+            self.rt.out.note(f"Opening the app in your browser (if it does not open, visit: {url})")
+        else:
+            self.rt.out.note(f"Open the app in a browser on this machine: {url}")
+
+    def note(self, text: str) -> None:
+        if self.rt.json:
+            self._emit("app-note", text=text)
+        else:
+            self.rt.out.note(text)
+
+    def warning(self, text: str) -> None:
+        if self.rt.json:
+            self._emit("app-warning", text=text)
+        else:
+            self.rt.out.warning(text)
+
+    def error(self, exc: McpcliError) -> None:
+        from mcpcli.errors import error_document, print_error
+
+        if self.rt.json:
+            self.rt.out.json_line(error_document(exc))
+        else:
+            print_error(exc)
+
+    def needs_input(self, need: NeedInput) -> int:
+        from mcpcli.engine.answers import answers_template
+        from mcpcli.terminal.output import pending_document
+
+        self.rt.out.json_line(pending_document(need.session.id, need.pending, answers_template(need.pending)))
+        return int(ExitCode.INPUT_REQUIRED)
+
+    def parked(self, tool: str, need: NeedInput) -> None:
+        text = f"The app's call to {sanitize(tool)} waits for input: mcpcli resume {need.session.id}"
+        if self.rt.json:
+            self._emit("app-call-waiting", tool=tool, session=need.session.id, pending=list(need.pending))
+        else:
+            self.rt.out.warning(text)
+
+    def view_call(self, tool: str, outcome: Outcome) -> None:
+        if self.rt.json:
+            self._emit("app-tool-call", tool=tool, result=outcome.result)
+        else:
+            self.rt.out.detail(f"The app called {sanitize(tool)}.")
+
+    def link(self, url: str, *, opened: bool, why: str | None) -> None:
+        if self.rt.json:
+            self._emit("app-open-link", url=url, opened=opened, **({"why": why} if why else {}))
+        elif not opened and why != "declined":
+            self.rt.out.warning(f"The app asked to open {sanitize(url)}; not opened ({why}).")
+
+    def said(self, kind: str, params: dict[str, Any]) -> None:
+        """The bridge's news: a message, a model-context update, a log line, a refusal, a CSP violation."""
+        if self.rt.json:
+            self._emit(f"app-{kind}", **params)
+            return
+        out = self.rt.out
+        if kind == "message":
+            out.note(f"The app says: {_text_of(params.get('content'))}")
+        elif kind == "model-context":
+            shown = _text_of(params.get("content")) or sanitize(str(params.get("structuredContent") or ""))[:300]
+            out.note(f"The app updated its model context: {shown}")
+        elif kind == "log":
+            level = sanitize(str(params.get("level") or "info"))
+            out.note(f"app log [{level}]: {sanitize(str(params.get('data')))[:1000]}")
+        elif kind == "refused":
+            out.warning(
+                f"Refused the app's {sanitize(str(params.get('method')))}: {sanitize(str(params.get('reason')))}."
+            )
+        elif kind == "csp-violation":
+            blocked = sanitize(str(params.get("blocked") or params.get("blockedURI") or "something"))
+            directive = sanitize(str(params.get("directive") or params.get("violatedDirective") or "its policy"))
+            out.warning(f"The app's view was blocked by its CSP: {blocked} ({directive}).")
+        elif kind == "initialized":
+            out.detail("The app's view is up.")
+
+
+def _text_of(content: Any) -> str:
+    """The text of a content block (or a list of them), sanitized and cut for one line."""
+    blocks = content if isinstance(content, list) else [content]
+    texts = [str(b.get("text")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"]
+    return sanitize(" ".join(texts))[:1000]

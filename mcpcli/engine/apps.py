@@ -1,0 +1,489 @@
+"""MCP Apps (SEP-1865, ``io.modelcontextprotocol/ui``): a tool's view, found, checked and bridged.
+
+A tool names its view in ``_meta.ui.resourceUri`` (a ``ui://`` resource of type ``text/html;profile=mcp-app``). This
+module reads and checks that resource (``load_app``: one clear line for each way it fails), and runs the bridge
+between the view — JSON-RPC over the loopback host's message path (``mcpcli.net.apphost``) — and the server
+connection: ``ui/initialize`` with the host context, the tool's input and result, ``tools/call`` (refused before any
+server traffic when the tool's visibility excludes the app; otherwise driven by mcpcli's own loop, multi-round
+and stored, through the command's ``call_tool``), ``resources/read``, ``ui/open-link`` (the user's consent first),
+``ui/message`` and model-context updates (told to the command, which shows them), display mode, logging, and
+``ui/resource-teardown``.
+
+The bridge words no command and never prompts: what a person must see or decide goes to the command's callbacks.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+
+from mcpcli.errors import McpcliError
+
+log = logging.getLogger(__name__)
+
+UI_EXTENSION = "io.modelcontextprotocol/ui"
+"""The extension's identifier, declared (with ``UI_SETTINGS``) only by a run that can show a view."""
+APP_MIME = "text/html;profile=mcp-app"
+UI_SETTINGS: dict[str, Any] = {"mimeTypes": [APP_MIME]}
+APPS_PROTOCOL = "2026-01-26"
+"""The MCP Apps protocol version the bridge speaks to a view (``ui/initialize``)."""
+
+HOST_MODES = ("inline", "fullscreen")
+"""The display modes the host page can show: in its flow, or filling the tab."""
+CSP_KEYS = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
+PERMISSIONS = ("camera", "microphone", "geolocation", "clipboardWrite")
+APP_HTML_MAX = 8 * 1024 * 1024
+"""The largest view document accepted (decoded): beyond it the app is refused, not shown."""
+TEARDOWN_WAIT = 2.0
+"""Seconds the view gets to answer ``ui/resource-teardown`` before it is closed anyway."""
+
+JsonRpc = dict[str, Any]
+
+
+class AppUnavailable(McpcliError):
+    """Why a tool's view cannot be shown: one line (exit 4: the server's app is not what the spec asks)."""
+
+    default_title = "App not shown"
+
+
+def resource_uri_of(tool: Mapping[str, Any]) -> str | None:
+    """The tool's view: ``_meta.ui.resourceUri`` (or the deprecated flat ``_meta["ui/resourceUri"]``)."""
+    meta = tool.get("_meta") or tool.get("meta") or {}
+    if not isinstance(meta, Mapping):
+        return None
+    ui = meta.get("ui")
+    uri = ui.get("resourceUri") if isinstance(ui, Mapping) else None
+    if uri is None:
+        uri = meta.get("ui/resourceUri")
+    return uri if isinstance(uri, str) and uri else None
+
+
+def visibility_of(tool: Mapping[str, Any]) -> tuple[str, ...]:
+    """Who may call the tool: ``_meta.ui.visibility``, ``("model", "app")`` when absent or malformed."""
+    meta = tool.get("_meta") or tool.get("meta") or {}
+    ui = meta.get("ui") if isinstance(meta, Mapping) else None
+    seen = ui.get("visibility") if isinstance(ui, Mapping) else None
+    if not isinstance(seen, list) or not all(isinstance(v, str) for v in seen):
+        return ("model", "app")
+    return tuple(seen)
+
+
+@dataclass(frozen=True)
+class AppResource:
+    """A view, read and checked: its document and what its ``_meta.ui`` declares."""
+
+    uri: str
+    html: str
+    csp: dict[str, list[str]] = field(default_factory=dict)
+    permissions: dict[str, Any] = field(default_factory=dict)
+    prefers_border: bool | None = None
+    domain: str | None = None
+
+
+async def load_app(read: Callable[[str], Awaitable[Mapping[str, Any]]], uri: str) -> AppResource:
+    """Read ``uri`` with ``read`` (``resources/read``, wire JSON) and check it is one MCP App view; else one line
+    saying why (``AppUnavailable``)."""
+    from mcpcli.display import sanitize
+
+    shown = sanitize(uri)[:200]
+    if not uri.startswith("ui://"):
+        raise AppUnavailable(f"The tool's view is {shown}, not a ui:// resource.", hint=_ASK_AUTHOR)
+    try:
+        result = await read(uri)
+    except McpcliError as exc:
+        raise AppUnavailable(f"The view {shown} could not be read: {exc.message}", hint=_UNKNOWN_HINT) from None
+    except Exception as exc:  # boundary: the SDK raises MCPError, a transport may raise its own
+        message = getattr(getattr(exc, "error", None), "message", None) or str(exc) or type(exc).__name__
+        raise AppUnavailable(
+            f"The view {shown} could not be read: {sanitize(str(message))}", hint=_UNKNOWN_HINT
+        ) from None
+    contents = result.get("contents")
+    if not isinstance(contents, list) or not contents:
+        raise AppUnavailable(f"The server returned no content for the view {shown}.", hint=_ASK_AUTHOR)
+    if len(contents) > 1:
+        raise AppUnavailable(
+            f"The server returned {len(contents)} contents for the view {shown}; a view is exactly one.",
+            hint=_ASK_AUTHOR,
+        )
+    content = contents[0] if isinstance(contents[0], Mapping) else {}
+    mime = content.get("mimeType")
+    if not isinstance(mime, str) or mime.replace(" ", "").lower() != APP_MIME:
+        said = sanitize(mime) if isinstance(mime, str) else "no MIME type"
+        raise AppUnavailable(f"The view {shown} is {said}, not {APP_MIME}: not an MCP App view.", hint=_ASK_AUTHOR)
+    html = _document(content, shown)
+    meta = content.get("_meta") or content.get("meta") or {}
+    ui = meta.get("ui") if isinstance(meta, Mapping) else None
+    ui = ui if isinstance(ui, Mapping) else {}
+    border = ui.get("prefersBorder")
+    domain = ui.get("domain")
+    return AppResource(
+        uri=uri,
+        html=html,
+        csp=_csp(ui.get("csp")),
+        permissions=_permissions(ui.get("permissions")),
+        prefers_border=border if isinstance(border, bool) else None,
+        domain=domain if isinstance(domain, str) else None,
+    )
+
+
+_ASK_AUTHOR = (
+    "The server's app does not follow the MCP Apps spec; tell its author (the tool's result is still printed)."
+)
+_UNKNOWN_HINT = "Check the tool's _meta.ui.resourceUri against the server's resources: mcpcli resources"
+
+
+def _document(content: Mapping[str, Any], shown: str) -> str:
+    text, blob = content.get("text"), content.get("blob")
+    if isinstance(text, str):
+        raw = text.encode("utf-8", "surrogatepass")
+    elif isinstance(blob, str):
+        try:
+            raw = base64.b64decode(blob, validate=True)
+        except (binascii.Error, ValueError):
+            raise AppUnavailable(f"The view {shown} is a blob that is not base64.", hint=_ASK_AUTHOR) from None
+    else:
+        raise AppUnavailable(f"The view {shown} has neither text nor blob.", hint=_ASK_AUTHOR)
+    if len(raw) > APP_HTML_MAX:
+        raise AppUnavailable(
+            f"The view {shown} is {len(raw) // 1024 // 1024} MiB; views up to {APP_HTML_MAX // 1024 // 1024} MiB "
+            "are shown.",
+            hint=_ASK_AUTHOR,
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise AppUnavailable(f"The view {shown} is not UTF-8 text.", hint=_ASK_AUTHOR) from None
+
+
+def _csp(declared: Any) -> dict[str, list[str]]:
+    """The CSP declarations as lists of strings (shape only: the host refuses what is not a plain origin)."""
+    if not isinstance(declared, Mapping):
+        return {}
+    kept: dict[str, list[str]] = {}
+    for key in CSP_KEYS:
+        values = declared.get(key)
+        if isinstance(values, list):
+            kept[key] = [v for v in values if isinstance(v, str)][:64]
+    return kept
+
+
+def _permissions(declared: Any) -> dict[str, Any]:
+    if not isinstance(declared, Mapping):
+        return {}
+    return {key: {} for key in PERMISSIONS if isinstance(declared.get(key), Mapping)}
+
+
+# --- the bridge ------------------------------------------------------------------------------------------------------
+
+
+class ViewChannel(Protocol):
+    """What the bridge needs of a shown view (``mcpcli.net.apphost.View``)."""
+
+    async def send(self, message: JsonRpc) -> None: ...
+
+    async def receive(self) -> JsonRpc: ...
+
+    async def set_display_mode(self, mode: str) -> None: ...
+
+
+class AppRefused(McpcliError):
+    """A view's request the host will not carry out: its JSON-RPC error (code -32000 unless said)."""
+
+    def __init__(self, message: str, *, code: int = -32000) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+Event = Callable[[str, dict[str, Any]], None]
+"""What the bridge tells the command: ``("message", params)``, ``("model-context", params)``, ``("log", params)``,
+``("refused", {"method", "reason"})``, ``("csp-violation", report)``, ``("initialized", {...})``."""
+
+
+@dataclass
+class Bridge:
+    """One view's bridge. ``tools``: the server's tools by name (for the visibility guard); ``call_tool`` and
+    ``read_resource`` carry a view's requests to the server (``call_tool`` drives the flow: rounds asked and
+    stored, the view gets only the final result); ``consent_link`` asks the user before a link is opened."""
+
+    view: ViewChannel
+    tool: Mapping[str, Any]
+    tools: Mapping[str, Mapping[str, Any]]
+    call_tool: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+    read_resource: Callable[[str], Awaitable[Mapping[str, Any]]]
+    consent_link: Callable[[str], Awaitable[bool]]
+    on_event: Event
+    host_info: dict[str, Any]
+    context: dict[str, Any] = field(default_factory=dict)
+    """The host context sent at ``ui/initialize`` (theme, locale, sizes…); ``toolInfo`` and modes are added."""
+    sandbox: dict[str, Any] = field(default_factory=dict)
+    """What the host granted: ``{"csp": {...domains}, "permissions": {...}}`` (``hostCapabilities.sandbox``)."""
+    request_id: Any = None
+    """The JSON-RPC id of the launching ``tools/call``, when known (``hostContext.toolInfo.id``)."""
+    record: Callable[[str, JsonRpc], None] | None = None
+    """Every message between view and host, ``("from-view"|"to-view", message)``: the trace and the session."""
+
+    initialized: anyio.Event = field(default_factory=anyio.Event)
+    closed: anyio.Event = field(default_factory=anyio.Event)
+    display_mode: str = "inline"
+    app_modes: tuple[str, ...] | None = None
+    model_context: dict[str, Any] | None = None
+    _input: dict[str, Any] | None = None
+    _ending: JsonRpc | None = None
+    _sent_input: bool = False
+    _sent_ending: bool = False
+    _next_id: int = 0
+    _waiting: dict[Any, Any] = field(default_factory=dict)
+    _lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+    # --- what the host tells the view ---
+
+    async def tool_input(self, arguments: dict[str, Any]) -> None:
+        """The launching call's complete arguments (sent once the view has initialized)."""
+        self._input = dict(arguments)
+        await self._deliver()
+
+    async def tool_result(self, result: Mapping[str, Any]) -> None:
+        self._ending = {"method": "ui/notifications/tool-result", "params": dict(result)}
+        await self._deliver()
+
+    async def tool_cancelled(self, reason: str) -> None:
+        self._ending = {"method": "ui/notifications/tool-cancelled", "params": {"reason": reason}}
+        await self._deliver()
+
+    async def _deliver(self) -> None:
+        """Nothing before the view's ``initialized``; then the input once, then the result or the cancellation."""
+        async with self._lock:
+            if not self.initialized.is_set() or self.closed.is_set():
+                return
+            if not self._sent_input and self._input is not None:
+                self._sent_input = True
+                await self._send(
+                    {"jsonrpc": "2.0", "method": "ui/notifications/tool-input", "params": {"arguments": self._input}}
+                )
+            if self._sent_input and not self._sent_ending and self._ending is not None:
+                self._sent_ending = True
+                await self._send({"jsonrpc": "2.0", **self._ending})
+
+    async def teardown(self, reason: str, wait: float = TEARDOWN_WAIT) -> bool:
+        """``ui/resource-teardown``, and up to ``wait`` seconds for its answer; whether the view answered. A view
+        that never initialized is not sent anything (the spec's rule: nothing before ``initialized``)."""
+        if not self.initialized.is_set() or self.closed.is_set():
+            return False
+        answered = anyio.Event()
+        self._next_id += 1
+        key = f"mcpcli-teardown-{self._next_id}"
+        self._waiting[key] = answered
+        with anyio.move_on_after(wait):
+            try:
+                await self._send(
+                    {"jsonrpc": "2.0", "id": key, "method": "ui/resource-teardown", "params": {"reason": reason}}
+                )
+            except Exception:  # boundary: the page is gone, nothing to wait for
+                log.debug("teardown could not be sent", exc_info=True)
+                return False
+            await answered.wait()
+        self._waiting.pop(key, None)
+        return answered.is_set()
+
+    async def _send(self, message: JsonRpc) -> None:
+        if self.record is not None:
+            self.record("to-view", message)
+        await self.view.send(message)
+
+    # --- what the view asks ---
+
+    async def run(self) -> None:
+        """Serve the view until it is gone: each request answered in its own task (a tool call that waits on a
+        person must not hold a ``ping``)."""
+        from mcpcli.net.apphost import ViewClosed
+
+        try:
+            async with anyio.create_task_group() as tg:
+                while True:
+                    try:
+                        message = await self.view.receive()
+                    except ViewClosed:
+                        tg.cancel_scope.cancel()
+                        return
+                    if self.record is not None:
+                        self.record("from-view", message)
+                    self._take(message, tg)
+        finally:
+            self.closed.set()
+
+    def _take(self, message: JsonRpc, tg: Any) -> None:
+        violation = message.get("mcpcli/csp-violation")
+        if isinstance(violation, Mapping):
+            self.on_event("csp-violation", dict(violation))
+            return
+        if message.get("jsonrpc") != "2.0":
+            log.debug("a view message that is not JSON-RPC 2.0 was dropped")
+            return
+        method = message.get("method")
+        msg_id = message.get("id")
+        if not isinstance(method, str):
+            if msg_id in self._waiting:  # an answer to the host's request (teardown)
+                self._waiting[msg_id].set()
+            return
+        params = message.get("params")
+        params = dict(params) if isinstance(params, Mapping) else {}
+        if msg_id is None:
+            tg.start_soon(self._notified, method, params)
+        elif isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool):
+            tg.start_soon(self._answer, msg_id, method, params)
+
+    async def _notified(self, method: str, params: dict[str, Any]) -> None:
+        if method == "ui/notifications/initialized":
+            self.initialized.set()
+            self.on_event("initialized", {})
+            await self._deliver()
+        elif method == "notifications/message":
+            self.on_event("log", params)
+        # size-changed: the page resized the frame itself; the rest is recorded, nothing to do
+
+    async def _answer(self, msg_id: str | int, method: str, params: dict[str, Any]) -> None:
+        try:
+            result = await self._handle(method, params)
+            reply: JsonRpc = {"jsonrpc": "2.0", "id": msg_id, "result": result}
+        except AppRefused as exc:
+            reply = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": exc.code, "message": exc.message}}
+        except McpcliError as exc:
+            reply = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32000, "message": exc.message}}
+        except Exception as exc:  # boundary: a server's JSON-RPC error (MCPError) goes back to the view as it was
+            error = getattr(exc, "error", None)
+            code = getattr(error, "code", None)
+            message = getattr(error, "message", None) or str(exc) or type(exc).__name__
+            reply = {
+                "jsonrpc": "2.0",
+                "id": msg_id,
+                "error": {"code": code if isinstance(code, int) else -32603, "message": str(message)},
+            }
+        if self.closed.is_set():
+            return
+        try:
+            await self._send(reply)
+        except Exception:  # boundary: the page went away while the request ran
+            log.debug("a reply to the view could not be sent", exc_info=True)
+
+    async def _handle(self, method: str, params: dict[str, Any]) -> Any:
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            raise AppRefused(f"Method not found: {method[:80]}", code=-32601)
+        return await handler(self, params)
+
+    async def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        caps = params.get("appCapabilities")
+        modes = caps.get("availableDisplayModes") if isinstance(caps, Mapping) else None
+        if isinstance(modes, list):
+            self.app_modes = tuple(m for m in modes if isinstance(m, str))
+        info = params.get("appInfo")
+        self.on_event("initialize", {"appInfo": dict(info) if isinstance(info, Mapping) else None})
+        tool_info: dict[str, Any] = {"tool": dict(self.tool)}
+        if self.request_id is not None:
+            tool_info["id"] = self.request_id
+        context = {
+            **self.context,
+            "toolInfo": tool_info,
+            "displayMode": self.display_mode,
+            "availableDisplayModes": list(HOST_MODES),
+        }
+        return {
+            "protocolVersion": APPS_PROTOCOL,
+            "hostInfo": self.host_info,
+            "hostCapabilities": {
+                "openLinks": {},
+                "serverTools": {},
+                "serverResources": {},
+                "logging": {},
+                "sandbox": self.sandbox,
+            },
+            "hostContext": context,
+        }
+
+    async def _call(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise AppRefused("tools/call needs a tool name.", code=-32602)
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise AppRefused("tools/call arguments must be an object.", code=-32602)
+        tool = self.tools.get(name)
+        if tool is None:
+            self._refused("tools/call", f"the view called {name!r}, a tool the server does not list")
+            raise AppRefused(f"Unknown tool: {name[:80]}", code=-32602)
+        if "app" not in visibility_of(tool):
+            self._refused("tools/call", f"the view called {name!r}, which the server keeps from apps (visibility)")
+            raise AppRefused(f"Tool {name[:80]} is not available to apps (its visibility excludes the app).")
+        return await self.call_tool(name, dict(arguments or {}))
+
+    async def _read(self, params: dict[str, Any]) -> Any:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise AppRefused("resources/read needs a uri.", code=-32602)
+        return await self.read_resource(uri)
+
+    async def _open_link(self, params: dict[str, Any]) -> dict[str, Any]:
+        url = params.get("url")
+        if not isinstance(url, str) or not url.lower().startswith(("https://", "http://")):
+            self._refused("ui/open-link", "the view asked to open a link that is not http(s)")
+            raise AppRefused("Invalid URL")
+        if not await self.consent_link(url):
+            raise AppRefused("Link opening denied by user")
+        return {}
+
+    async def _message(self, params: dict[str, Any]) -> dict[str, Any]:
+        content = params.get("content")
+        if params.get("role") != "user" or not isinstance(content, (Mapping, list)):
+            raise AppRefused("Invalid message format", code=-32602)
+        self.on_event("message", params)
+        return {}
+
+    async def _model_context(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.model_context = params
+        self.on_event("model-context", params)
+        return {}
+
+    async def _display_mode(self, params: dict[str, Any]) -> dict[str, Any]:
+        mode = params.get("mode")
+        allowed = mode in HOST_MODES and (self.app_modes is None or mode in self.app_modes)
+        if isinstance(mode, str) and allowed and mode != self.display_mode:
+            self.display_mode = mode
+            await self.view.set_display_mode(mode)
+            await self._send(
+                {"jsonrpc": "2.0", "method": "ui/notifications/host-context-changed", "params": {"displayMode": mode}}
+            )
+        return {"mode": self.display_mode}
+
+    async def _ping(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def _refused(self, method: str, reason: str) -> None:
+        self.on_event("refused", {"method": method, "reason": reason})
+
+
+_HANDLERS: dict[str, Callable[[Bridge, dict[str, Any]], Awaitable[Any]]] = {
+    "ui/initialize": Bridge._initialize,
+    "ping": Bridge._ping,
+    "tools/call": Bridge._call,
+    "resources/read": Bridge._read,
+    "ui/open-link": Bridge._open_link,
+    "ui/message": Bridge._message,
+    "ui/update-model-context": Bridge._model_context,
+    "ui/request-display-mode": Bridge._display_mode,
+}
+
+
+def app_tools(tools: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The server's tools by name (the first of a repeated name wins, as a listing is read)."""
+    named: dict[str, Mapping[str, Any]] = {}
+    for tool in tools:
+        name = tool.get("name")
+        if isinstance(name, str) and name not in named:
+            named[name] = tool
+    return named
