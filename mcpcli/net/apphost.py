@@ -198,18 +198,11 @@ class View:
     async def _serve(self) -> None:
         limiter = self._host._limiter
         with self._scope:
-            try:
-                async with anyio.create_task_group() as group:
-                    group.start_soon(
-                        apphttp.serve, self._proxy_listener, self._proxy_page, frozenset({self.proxy_origin}), limiter
-                    )
-                    group.start_soon(
-                        apphttp.serve, self._view_listener, self._view_page, frozenset({self.origin}), limiter
-                    )
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await self._proxy_listener.aclose()
-                    await self._view_listener.aclose()
+            async with anyio.create_task_group() as group:
+                group.start_soon(
+                    apphttp.serve, self._proxy_listener, self._proxy_page, frozenset({self.proxy_origin}), limiter
+                )
+                group.start_soon(apphttp.serve, self._view_listener, self._view_page, frozenset({self.origin}), limiter)
 
     def _once(self, request: Request, prefix: str, attribute: str) -> bool:
         """Whether ``request`` is a GET of ``prefix + key`` with this view's one-time ``key`` (spent if so)."""
@@ -305,7 +298,6 @@ class AppHost:
             await listener.aclose()
             await self._stack.aclose()
             raise
-        self._stack.push_async_callback(listener.aclose)
         return self
 
     async def __aexit__(

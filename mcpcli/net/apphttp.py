@@ -155,7 +155,8 @@ async def serve(
     origins: frozenset[str],
     limiter: anyio.CapacityLimiter,
 ) -> None:
-    """Serves ``listener`` until cancelled: each connection one request, read in bounds, then ``handler``'s answer."""
+    """Serves ``listener`` until cancelled (then closes it): each connection one request, read in bounds, then
+    ``handler``'s answer."""
     port = int(listener.extra(anyio.abc.SocketAttribute.local_address)[1])
 
     async def one(stream: Stream) -> None:
@@ -194,7 +195,13 @@ async def serve(
         if answer is not None:
             await _answer(stream, answer)
 
-    await listener.serve(one)
+    try:
+        await listener.serve(one)
+    except anyio.ClosedResourceError:
+        pass  # closed under it: the host is stopping
+    finally:
+        with anyio.CancelScope(shield=True):
+            await listener.aclose()
 
 
 def _first(request: Request) -> str:
