@@ -127,7 +127,12 @@ def test_a_view_renders_and_a_message_round_trips_view_to_python_to_view(hosted:
     page = attach(host, portal, browser_context)
     view = portal.call(host.open_view, ViewSpec(html=ECHO, title="Weather", server="weather-server"))
     initialize = receive(portal, view)
-    assert initialize == {"jsonrpc": "2.0", "id": 1, "method": "ui/initialize", "params": {"protocolVersion": "2026-01-26"}}
+    assert initialize == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "ui/initialize",
+        "params": {"protocolVersion": "2026-01-26"},
+    }
     answer = {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2026-01-26", "hostInfo": {"name": "mcpcli"}}}
     portal.call(view.send, answer)
     assert receive_method(portal, view, "test/echo")["params"]["got"] == answer
@@ -276,3 +281,199 @@ def test_a_title_from_the_server_cannot_inject_html_into_the_host_page(hosted: A
     assert page.locator(".boundary .title").inner_text() == title
     assert page.locator("#injected, #also, .boundary img").count() == 0
     assert page.title() == "mcpcli apps"
+
+
+# --- the view is kept apart: from the host page, from its proxy, from other views, from undeclared sites ---
+
+
+def test_the_view_cannot_read_the_host_page_nor_its_proxy_nor_fetch_the_host(hosted: Any, browser_context: Any) -> None:
+    host, portal = hosted
+    attach(host, portal, browser_context)
+    script = """
+      const tries = {};
+      for (const [name, reach] of [["parent", () => parent.document.body], ["top", () => top.document.body],
+                                   ["hostPage", () => parent.parent.document.title]]) {
+        try { reach(); tries[name] = "readable"; } catch (error) { tries[name] = "blocked"; }
+      }
+      try { await fetch(HOST + "/"); tries.fetch = "fetched"; } catch (error) { tries.fetch = "blocked"; }
+      return tries;
+    """.replace("HOST", json.dumps(host.origin))
+    view = portal.call(host.open_view, ViewSpec(html=probe(script)))
+    found = receive_method(portal, view, "test/probe")["params"]
+    assert found == {"parent": "blocked", "top": "blocked", "hostPage": "blocked", "fetch": "blocked"}
+    assert len({host.origin, view.proxy_origin, view.origin}) == 3
+
+
+def test_a_view_cannot_see_a_second_views_local_storage(hosted: Any, browser_context: Any) -> None:
+    host, portal = hosted
+    attach(host, portal, browser_context)
+    writer = portal.call(
+        host.open_view,
+        ViewSpec(
+            html=probe('localStorage.setItem("secret", "s3cret"); return {mine: localStorage.getItem("secret")};')
+        ),
+    )
+    assert receive(portal, writer)["params"] == {"mine": "s3cret"}
+    reader = portal.call(
+        host.open_view,
+        ViewSpec(html=probe('const seen = localStorage.getItem("secret"); return {seen, keys: localStorage.length};')),
+    )
+    assert receive(portal, reader)["params"] == {"seen": None, "keys": 0}
+    assert reader.origin != writer.origin
+
+
+class _Domain(http.server.BaseHTTPRequestHandler):
+    """ "The domain" a view may or may not reach: a JSON answer anyone may read, and a 1×1 GIF."""
+
+    hits: list[str] = []
+    GIF = bytes.fromhex("47494638396101000100800000000000ffffff21f90401000000002c00000000010001000002024401003b")
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        body, kind = (
+            (self.GIF, "image/gif") if self.path.startswith("/pixel") else (b'{"ok": true}', "application/json")
+        )
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def domain() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Domain)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Domain.hits = []
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+REACH = """
+  const found = {};
+  try { found.fetch = (await (await fetch(DOMAIN + "/data")).json()).ok ? "fetched" : "odd"; }
+  catch (error) { found.fetch = "blocked"; }
+  found.image = await new Promise((done) => {
+    const image = new Image();
+    image.onload = () => done("loaded");
+    image.onerror = () => done("blocked");
+    image.src = DOMAIN + "/pixel.gif";
+  });
+  return found;
+"""
+
+
+def test_an_undeclared_domain_is_blocked_and_reported_and_a_declared_one_is_allowed(
+    hosted: Any, browser_context: Any, domain: str
+) -> None:
+    host, portal = hosted
+    attach(host, portal, browser_context)
+    script = REACH.replace("DOMAIN", json.dumps(domain))
+    closed = portal.call(host.open_view, ViewSpec(html=probe(script)))
+    items = [receive(portal, closed)]
+    while items[-1].get("method") != "test/probe":
+        items.append(receive(portal, closed))
+    assert items[-1]["params"] == {"fetch": "blocked", "image": "blocked"}
+    assert _Domain.hits == []
+    reports = [item["mcpcli/csp-violation"] for item in items if "mcpcli/csp-violation" in item]
+    while len(reports) < 2:  # the browser may report after the probe's answer
+        reports.append(receive(portal, closed)["mcpcli/csp-violation"])
+    assert {(report["directive"], report["blocked"]) for report in reports} == {
+        ("connect-src", f"{domain}/data"),
+        ("img-src", f"{domain}/pixel.gif"),
+    }
+    declared = {"connectDomains": [domain], "resourceDomains": [domain]}
+    opened = portal.call(host.open_view, ViewSpec(html=probe(script), csp=declared))
+    assert f"connect-src {domain};" in opened.csp
+    assert receive_method(portal, opened, "test/probe")["params"] == {"fetch": "fetched", "image": "loaded"}
+    assert sorted(_Domain.hits) == ["/data", "/pixel.gif"]
+
+
+def test_the_view_is_served_with_exactly_the_spec_default_policy_when_nothing_is_declared(
+    hosted: Any, browser_context: Any
+) -> None:
+    host, portal = hosted
+    served: list[Any] = []
+    browser_context.on("response", lambda answer: "/view/" in answer.url and served.append(answer))
+    page = attach(host, portal, browser_context)
+    view = portal.call(host.open_view, ViewSpec(html=ECHO))
+    receive(portal, view)
+    page.frame_locator("section.view iframe").frame_locator("iframe").locator("#hello").wait_for()
+    assert view.csp == f"{DEFAULT}; {SANDBOX_RULES}; report-uri {view.origin}/csp/{view._report_key}"
+    assert [answer.all_headers()["content-security-policy"] for answer in served] == [view.csp]
+    assert content_security_policy({}) == f"{DEFAULT}; {SANDBOX_RULES}"
+
+
+def test_the_views_document_is_served_once(hosted: Any, browser_context: Any) -> None:
+    host, portal = hosted
+    attach(host, portal, browser_context)
+    view = portal.call(host.open_view, ViewSpec(html=ECHO))
+    receive(portal, view)
+    port = int(view.origin.rsplit(":", 1)[1])
+    assert request(port, "GET", f"/view/{view._view_key}")[0] == 404
+    assert view._view_key == "" and view._proxy_key == ""
+
+
+# --- the policy, from declarations (pure) ---
+
+
+def test_a_hostile_declaration_is_not_let_through() -> None:
+    hostile = {
+        "connectDomains": [
+            "'unsafe-eval'",
+            "https://a.com; script-src *",
+            "*",
+            "https://*",
+            "https://a.com,https://b.com",
+        ],
+        "resourceDomains": [
+            "https://ok.example",
+            "https://x.com/path",
+            "data:",
+            "https://user@x.com",
+            " https://*.com ",
+        ],
+        "frameDomains": "https://not-a-list.example",
+        "baseUriDomains": ["javascript:alert(1)", "https://base.example/"],
+    }
+    policy = content_security_policy(hostile)
+    directives = dict(part.split(" ", 1) for part in policy.split("; "))
+    assert directives["connect-src"] == "'none'"
+    assert directives["script-src"] == "'self' 'unsafe-inline' https://ok.example"
+    assert directives["frame-src"] == "'none'"
+    assert directives["base-uri"] == "https://base.example"
+    for bad in ("unsafe-eval", "*;", " * ", "a.com", "b.com", "x.com", "javascript", "not-a-list"):
+        assert bad not in policy
+    assert len(refused(hostile)) == 11
+
+
+def test_declared_origins_widen_only_their_directives() -> None:
+    policy = content_security_policy(
+        {
+            "connectDomains": ["https://api.example.com", "wss://live.example.com"],
+            "resourceDomains": ["https://*.cdn.example"],
+            "frameDomains": ["https://www.youtube.com"],
+        }
+    )
+    assert policy == (
+        "default-src 'none'; script-src 'self' 'unsafe-inline' https://*.cdn.example; "
+        "style-src 'self' 'unsafe-inline' https://*.cdn.example; img-src 'self' data: https://*.cdn.example; "
+        "font-src 'self' https://*.cdn.example; media-src 'self' data: https://*.cdn.example; "
+        "connect-src https://api.example.com wss://live.example.com; frame-src https://www.youtube.com; "
+        "base-uri 'self'; object-src 'none'; form-action 'self'"
+    )
+
+
+def test_permissions_become_the_allow_attribute_only_as_declared() -> None:
+    assert allow_attribute({}) == ""
+    assert allow_attribute({"camera": {}, "clipboardWrite": {}, "microphone": False, "usb": {}}) == (
+        "camera; clipboard-write"
+    )
