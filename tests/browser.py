@@ -1,13 +1,10 @@
 """A real browser for the MCP Apps tests: the system's Chromium, driven by Playwright (no browser download).
 
-Import the fixtures into a test module (``from browser import browser_context, chromium  # noqa: F401``).
+A test module takes the fixtures with ``pytest_plugins = ["browser"]``.
 ``chromium`` is one headless browser for the whole session; ``browser_context`` a fresh context (its own storage and
 cookies) for each test. The executable is ``$MCPCLI_TEST_CHROMIUM``, else the first of chromium, chromium-browser,
 google-chrome on the PATH; without one (or without Playwright) the tests are skipped — but fail under ``CI``, which
 must have it (``.ci/run`` installs Debian's chromium).
-
-``running(host)`` runs an async context manager (an ``AppHost``) on an asyncio loop in a thread, for the test's
-plain code and Playwright's sync API alike; ``portal.call`` then runs anything on that loop.
 """
 
 from __future__ import annotations
@@ -15,13 +12,9 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from anyio.from_thread import BlockingPortal, start_blocking_portal
-
-T = TypeVar("T")
 
 
 def _unavailable(why: str) -> None:
@@ -34,7 +27,9 @@ def chromium_path() -> str | None:
     """The browser to drive: ``$MCPCLI_TEST_CHROMIUM``, else the first Chromium-like browser on the PATH."""
     if given := os.environ.get("MCPCLI_TEST_CHROMIUM"):
         return given
-    return next((found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))), None)
+    return next(
+        (found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))), None
+    )
 
 
 @pytest.fixture(scope="session")
@@ -65,10 +60,3 @@ def browser_context(chromium: Any) -> Iterator[Any]:
         yield context
     finally:
         context.close()
-
-
-@contextmanager
-def running(manager: AbstractAsyncContextManager[T]) -> Iterator[tuple[T, BlockingPortal]]:
-    """Enters ``manager`` on an asyncio loop in a thread; yields what it gave and the portal to that loop."""
-    with start_blocking_portal(backend="asyncio") as portal, portal.wrap_async_context_manager(manager) as entered:
-        yield entered, portal

@@ -13,16 +13,18 @@ import http.server
 import json
 import threading
 from collections.abc import Iterator
-from typing import Any
+from contextlib import AbstractAsyncContextManager, contextmanager
+from typing import Any, ClassVar, TypeVar
 
 import anyio
 import pytest
-from browser import browser_context, chromium, running  # noqa: F401
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from mcpcli.net.appcsp import allow_attribute, content_security_policy, refused
 from mcpcli.net.apphost import AppHost, View, ViewClosed, ViewSpec
 
 pytestmark = pytest.mark.slow
+pytest_plugins = ["browser"]  # the chromium and browser_context fixtures
 
 DEFAULT = (
     "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -37,8 +39,20 @@ window.addEventListener("message", (event) => {
   if (event.source !== window.parent) return;
   window.parent.postMessage({jsonrpc: "2.0", method: "test/echo", params: {got: event.data}}, "*");
 });
-window.parent.postMessage({jsonrpc: "2.0", id: 1, method: "ui/initialize", params: {protocolVersion: "2026-01-26"}}, "*");
+const initialize = {jsonrpc: "2.0", id: 1, method: "ui/initialize", params: {protocolVersion: "2026-01-26"}};
+window.parent.postMessage(initialize, "*");
 </script></body></html>"""
+
+
+T = TypeVar("T")
+
+
+@contextmanager
+def running(manager: AbstractAsyncContextManager[T]) -> Iterator[tuple[T, BlockingPortal]]:
+    """Enters ``manager`` (an AppHost) on an asyncio loop in a thread, for plain code and Playwright's sync API alike;
+    yields what it gave and the portal that runs anything on that loop."""
+    with start_blocking_portal(backend="asyncio") as portal, portal.wrap_async_context_manager(manager) as entered:
+        yield entered, portal
 
 
 def probe(script: str) -> str:
@@ -251,7 +265,7 @@ def test_a_foreign_host_is_refused_by_the_host_page_and_by_a_views_servers(hoste
 
 
 def test_a_body_over_4_mib_is_refused_with_413_before_it_is_read(hosted: Any) -> None:
-    host, portal = hosted
+    host, _ = hosted
     status, _, _ = request(host.port, "POST", "/messages", {"Content-Length": str(4 * 1024 * 1024 + 1)}, b"")
     assert status == 413
     status, _, _ = request(host.port, "GET", "/", {"X-Padding": "x" * 17_000})
@@ -262,7 +276,7 @@ def test_every_answer_is_no_store_nosniff_no_referrer_and_never_cors(hosted: Any
     host, _ = hosted
     headers = {"Origin": host.origin}
     for method, path in (("GET", "/"), ("GET", "/static/host.js"), ("POST", "/attach"), ("GET", "/nothing")):
-        status, answer, _ = request(host.port, method, path, headers)
+        _, answer, _ = request(host.port, method, path, headers)
         assert answer["cache-control"] == "no-store"
         assert answer["x-content-type-options"] == "nosniff"
         assert answer["referrer-policy"] == "no-referrer"
@@ -325,7 +339,7 @@ def test_a_view_cannot_see_a_second_views_local_storage(hosted: Any, browser_con
 class _Domain(http.server.BaseHTTPRequestHandler):
     """ "The domain" a view may or may not reach: a JSON answer anyone may read, and a 1×1 GIF."""
 
-    hits: list[str] = []
+    hits: ClassVar[list[str]] = []
     GIF = bytes.fromhex("47494638396101000100800000000000ffffff21f90401000000002c00000000010001000002024401003b")
 
     def do_GET(self) -> None:
