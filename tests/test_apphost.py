@@ -185,6 +185,22 @@ def test_stopping_tells_the_page_and_closing_a_view_removes_it(browser_context: 
     assert page.locator("section.view").count() == 0
 
 
+def test_a_host_stopped_by_cancellation_still_tells_the_page(browser_context: Any) -> None:
+    """Ctrl-C cancels the command's task: the page still hears that mcpcli stopped."""
+
+    async def hold(*, task_status: Any) -> None:
+        async with AppHost() as host:
+            task_status.started(host)
+            await anyio.sleep_forever()
+
+    with start_blocking_portal(backend="asyncio") as portal:
+        future, host = portal.start_task(hold)
+        page = attach(host, portal, browser_context)
+        page.get_by_text("connected to mcpcli").wait_for()
+        future.cancel()
+        page.get_by_text("mcpcli stopped — you can close this tab").wait_for(timeout=3000)
+
+
 def test_closing_the_page_sets_closed_within_3_seconds(hosted: Any, browser_context: Any) -> None:
     host, portal = hosted
     page = attach(host, portal, browser_context)

@@ -176,7 +176,7 @@ class View:
         """Removes the view's iframe from the page and stops its servers (``receive`` then raises ViewClosed)."""
         if self._ended:
             return
-        with anyio.move_on_after(STOP_NOTICE):
+        with anyio.move_on_after(STOP_NOTICE, shield=True):
             await self._command({"type": "close"})
         self._end()
 
@@ -304,7 +304,7 @@ class AppHost:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> bool | None:
         if self._streaming and not self.closed.is_set():
-            with anyio.move_on_after(STOP_NOTICE):
+            with anyio.move_on_after(STOP_NOTICE, shield=True):  # said even when Ctrl-C cancelled the command
                 await self._events_in.send({"type": "stopped"})
                 await self._said_stopped.wait()
         for view in list(self._views.values()):
