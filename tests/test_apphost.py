@@ -210,6 +210,9 @@ def test_closing_the_page_sets_closed_within_3_seconds(hosted: Any, browser_cont
     assert portal.call(_wait, host.closed, 3.0)
     with pytest.raises(ViewClosed):
         receive(portal, view)
+    with pytest.raises(ViewClosed):
+        portal.call(view.send, {"jsonrpc": "2.0", "method": "ui/notifications/tool-cancelled", "params": {}})
+    portal.call(view.close)  # closing what is already gone is no error
 
 
 # --- only the page with the one-time link gets in ---

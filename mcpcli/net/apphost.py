@@ -176,7 +176,7 @@ class View:
         """Removes the view's iframe from the page and stops its servers (``receive`` then raises ViewClosed)."""
         if self._ended:
             return
-        with anyio.move_on_after(STOP_NOTICE, shield=True):
+        with anyio.move_on_after(STOP_NOTICE, shield=True), suppress(ViewClosed):  # a gone page has no iframe
             await self._command({"type": "close"})
         self._end()
 
