@@ -167,7 +167,8 @@ VIEW_SCRIPT = r"""
     } catch (e) { out.storage = blocked(e); }
     try { out.cookie = document.cookie; } catch (e) { out.cookie = blocked(e); }
     var fetched = toolInput.fetch_url
-      ? fetch(toolInput.fetch_url).then(function (r) { out.fetch = "ok " + r.status; }, function (e) { out.fetch = blocked(e); })
+      ? fetch(toolInput.fetch_url).then(
+          function (r) { out.fetch = "ok " + r.status; }, function (e) { out.fetch = blocked(e); })
       : Promise.resolve((out.fetch = "skipped"));
     var imaged = new Promise(function (resolve) {
       if (!toolInput.img_url) { out.img = "skipped"; resolve(); return; }
@@ -183,7 +184,11 @@ VIEW_SCRIPT = r"""
   }
 
   wire();
-  if (window.ResizeObserver) { new ResizeObserver(function () { if (el("status").textContent === "initialized") { sendSize(); } }).observe(document.body); }
+  if (window.ResizeObserver) {
+    new ResizeObserver(function () {
+      if (el("status").textContent === "initialized") { sendSize(); }
+    }).observe(document.body);
+  }
   put("status", "initializing");
   request("ui/initialize", {
     appCapabilities: { availableDisplayModes: ["inline", "fullscreen"] },
@@ -199,19 +204,23 @@ VIEW_SCRIPT = r"""
 })();
 """
 
-_ELEMENTS = (
-    "init init-result tool-input tool-input-partial tool-result tool-cancelled host-context teardown "
-    "provision-result provision-error model-only-result model-only-error read-result read-error open-link-result "
-    "message-result context-result mode mode-error log-msg-result ping-result probe-result"
-).split()
-_BUTTONS = "call-provision call-model-only read open-link message context fullscreen log-msg ping probe".split()
+ELEMENTS = (
+    *("init", "init-result", "tool-input", "tool-input-partial", "tool-result", "tool-cancelled", "host-context"),
+    *("teardown", "provision-result", "provision-error", "model-only-result", "model-only-error", "read-result"),
+    *("read-error", "open-link-result", "message-result", "context-result", "mode", "mode-error", "log-msg-result"),
+    *("ping-result", "probe-result"),
+)
+"""The ids of the elements the view writes into (besides ``#status``, ``#title``, ``#log`` and ``#sent``)."""
+BUTTONS = ("call-provision", "call-model-only", "read", "open-link", "message", "context", "fullscreen", "log-msg")
+BUTTONS += ("ping", "probe")
+"""The ids of the view's buttons."""
 
 
 def view_html(title: str = "mcpcli test view", *, initialize: bool = True) -> str:
     """The view's HTML document. ``initialize=False``: the same page without its script (it never sends
     ``ui/initialize``: the host must give up on it within its bound)."""
-    blocks = "\n".join(f'<pre id="{name}"></pre>' for name in _ELEMENTS)
-    buttons = "\n".join(f'<button id="{name}">{name}</button>' for name in _BUTTONS)
+    blocks = "\n".join(f'<pre id="{name}"></pre>' for name in ELEMENTS)
+    buttons = "\n".join(f'<button id="{name}">{name}</button>' for name in BUTTONS)
     script = f"<script>{VIEW_SCRIPT}</script>" if initialize else ""
     return f"""<!DOCTYPE html>
 <html lang="en">
