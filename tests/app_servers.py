@@ -12,6 +12,8 @@ Environment (read when the server is built):
   ``{"connectDomains": ["http://127.0.0.1:8123"], "resourceDomains": ["http://127.0.0.1:8123"]}``); none by default
   (the host must then apply the spec's restrictive default).
 - ``MCPCLI_TEST_APP_PERMISSIONS``: JSON put as ``_meta.ui.permissions`` (e.g. ``{"clipboardWrite": {}}``).
+- ``MCPCLI_TEST_APP_KEY``: a secret that seals ``requestState`` (the SDK seals it with AES-GCM; by default with a
+  key of this process only, so a flow resumed by another server process is refused): set it for ``resume --app``.
 - ``MCPCLI_TEST_APP_RECORD``: a file to which every ``tools/list``, ``tools/call``, ``resources/list`` and
   ``resources/read`` the server receives is appended as one JSON line: ``method``, ``name`` (tools/call) or ``uri``
   (resources/read), ``arguments``, ``protocol`` (the request's protocol version), ``ui`` (the
@@ -29,10 +31,12 @@ Tools (every result's text is plain; ``structuredContent`` is a JSON object):
   Multi-round: on 2026-07-28 the first leg returns an ``InputRequiredResult`` with ``input_requests`` {"setup": a
   form: ``region`` (enum eu-west/us-east/ap-south, required), ``confirm`` (boolean, required)} and
   ``request_state`` ``provision_state(name)`` (a JSON text with non-ASCII, quotes, a backslash and trailing
-  blanks); the retry with the answer gets the final result. Before 2026-07-28 it asks the same form over the
-  back-channel (``elicitation/create``). Final text: "provisioned NAME in REGION (confirm=true|false)"; structured
-  ``{"name", "region", "confirm", "requestState": what the retry echoed (null on 2025-11-25),
-  "echoedExactly": bool (null on 2025-11-25)}``. A declined/cancelled answer: an error result (isError)
+  blanks; the SDK seals it, so the wire value is an opaque token, and a retry whose state differs by one byte is
+  refused with a JSON-RPC error); the retry with the answer gets the final result. Before 2026-07-28 it asks the
+  same form over the back-channel (``elicitation/create``). Final text: "provisioned NAME in REGION
+  (confirm=true|false)"; structured ``{"name", "region", "confirm", "requestState", "echoedExactly"}`` —
+  ``requestState`` the state the retry brought, unsealed (null on 2025-11-25), ``echoedExactly`` whether it is
+  ``provision_state(name)`` (null on 2025-11-25). A declined/cancelled answer: an error result (isError)
   "provision_app: decline" (or cancel).
 - ``model_only()``: ``_meta.ui.visibility`` ["model"]: the view must never reach it. Returns "model_only call N".
 - ``calls()``: how often each tool was called in this process, as JSON text (``{"model_only": 0, …}``).
@@ -74,6 +78,7 @@ import mcp_types as t
 from app_view import view_html
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID, Apps
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
 DASHBOARD = "ui://apps/dashboard"
@@ -106,7 +111,7 @@ def provision_state(name: str) -> str:
 
 def _text(text: str, structured: dict[str, Any] | None = None, *, error: bool = False) -> t.CallToolResult:
     return t.CallToolResult(
-        content=[t.TextContent(type="text", text=text)], structured_content=structured, is_error=error or None
+        content=[t.TextContent(type="text", text=text)], structured_content=structured, is_error=error
     )
 
 
@@ -184,7 +189,10 @@ def _record(ctx: Any, method: str, params: Any) -> None:
 
 def build() -> MCPServer:
     """The ``apps`` server (see the module's docstring)."""
-    server = MCPServer("apps", version="1.0", extensions=[Apps()])  # Apps(): declares the extension, binds nothing
+    key = os.environ.get("MCPCLI_TEST_APP_KEY")
+    security = RequestStateSecurity(keys=[key]) if key else None
+    # Apps(): declares the extension (capabilities.extensions), binds nothing: the tools below stamp their own _meta.
+    server = MCPServer("apps", version="1.0", extensions=[Apps()], request_state_security=security)
     calls: Counter[str] = Counter()
     views = _views()
 
