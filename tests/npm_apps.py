@@ -35,24 +35,29 @@ The chosen ones (``APPS``: each works offline, its view reached ``ui/initialize`
 server                  tool (arguments)        the view after the result, and what else it does
 ======================  ======================  =============================================================
 basic-vanillajs         get-time ({})           ``#server-time`` shows the result's text (an ISO time; "Loading..."
-basic-react/-preact/                            before). The five framework twins show the same page: "Server
--solid/-svelte/-vue                             Time:" then the ISO time of the result. Buttons send ui/message,
-                                                notifications/message, ui/open-link, tools/call get-time.
+basic-react/-preact/                            before, in all six). The five framework twins show the same
+-solid/-svelte/-vue                             page: "Server Time:" then the ISO time of the result. Buttons
+                                                send ui/message, notifications/message, ui/open-link, and
+                                                tools/call get-time.
 budget-allocator        get-budget-data ({})    "Allocated: $100,000 / $100,000" (from the result's
-                                                structuredContent); Chart.js bundled.
+                                                structuredContent; "Allocated: $0 / $0" before); Chart.js bundled.
 cohort-heatmap          get-cohort-data ({})    "Cohort Retention Analysis", "M11"; the view itself calls
-                                                ``tools/call get-cohort-data`` (model+app tool) on load.
+                                                ``tools/call get-cohort-data`` (model+app tool) on load, and shows
+                                                the same without the tool-result notification.
 customer-segmentation   get-customer-data ({})  "Customer Segmentation", "Enterprise"; the view calls
-                                                ``get-customer-data`` itself.
-scenario-modeler        get-scenario-data ({})  "SaaS Scenario Modeler", "12-MONTH PROJECTION", "Break-even:".
+                                                ``get-customer-data`` itself (the same without the result).
+scenario-modeler        get-scenario-data ({})  "SaaS Scenario Modeler", "12-MONTH PROJECTION"; only after the
+                                                result: its templates ("🚀 VC Rocketship", …).
 system-monitor          get-system-info ({})    "System Monitor", "Hostname" and the hostname of the result's
-                                                structuredContent; the view POLLS the app-only tool
-                                                ``poll-system-stats`` (visibility ["app"]) every ~2 s until its
-                                                Stop button: the host must let app-only tools through.
-debug                   debug-tool ({})         "Event Log", "ontoolresult:" and the host's own ``hostInfo``
-                                                ("<name> v<version>") and hostContext (Theme, Locale, TimeZone,
-                                                Platform, Display Mode) under "Host Info": a check of what the host
-                                                sent. On each event the view calls the app-only tool ``debug-log``.
+                                                structuredContent, "Stop" ("Start", "Ready", "--" before); then
+                                                the view POLLS the app-only tool ``poll-system-stats``
+                                                (visibility ["app"]) every 2 s until its Stop button: the host
+                                                must let app-only tools through.
+debug                   debug-tool ({})         "Event Log", "ontoolresult:" (only after the result), the
+                                                host's ``hostInfo`` ("<name> v<version>") and hostContext (Theme,
+                                                Locale, TimeZone, Platform, Display Mode) under "Host Info": a
+                                                check of what the host sent. On each event the view calls the
+                                                app-only tool ``debug-log``.
 sheet-music             play-sheet-music        "Twinkle, Twinkle Little Star" (the title of the ABC it is given,
                         ({"abcNotation": …})    from the tool INPUT); audio soundfonts need
                                                 https://paulrosen.github.io (declared in connectDomains; not needed
@@ -103,6 +108,10 @@ class NpmApp:
     arguments: dict[str, Any]
     shows: tuple[str, ...]
     """Texts the rendered view contains once the result arrived (besides ``shows_result``)."""
+    after_result: tuple[str, ...] = ()
+    """Those of ``shows`` that appear ONLY once ``ui/notifications/tool-result`` arrived (rendered without it, the view
+    lacks them). Empty where the view shows the same without the result (it loads its data by its own
+    ``tools/call``, or draws from the tool input): there, check the result's delivery in the host's record."""
     shows_result: bool = False
     """The result's first text block (e.g. an ISO time) appears in the view as it is."""
     selector: str | None = None
@@ -123,7 +132,13 @@ APPS: tuple[NpmApp, ...] = (
     NpmApp("basic-solid", "get-time", {}, _BASIC, shows_result=True),
     NpmApp("basic-svelte", "get-time", {}, _BASIC, shows_result=True),
     NpmApp("basic-vue", "get-time", {}, _BASIC, shows_result=True),
-    NpmApp("budget-allocator", "get-budget-data", {}, ("Budget Allocator", "Allocated: $100,000 / $100,000")),
+    NpmApp(
+        "budget-allocator",
+        "get-budget-data",
+        {},
+        ("Budget Allocator", "Allocated: $100,000 / $100,000"),
+        after_result=("Allocated: $100,000 / $100,000",),  # "Allocated: $0 / $0" before
+    ),
     NpmApp(
         "cohort-heatmap", "get-cohort-data", {}, ("Cohort Retention Analysis", "M11"), app_calls=("get-cohort-data",)
     ),
