@@ -18,7 +18,8 @@ Environment (read when the server is built):
   ``resources/read`` the server receives is appended as one JSON line: ``method``, ``name`` (tools/call) or ``uri``
   (resources/read), ``arguments``, ``protocol`` (the request's protocol version), ``ui`` (the
   ``io.modelcontextprotocol/ui`` settings the client declared for this request — on 2026-07-28 in the request's
-  ``_meta``, before in the handshake — or null), ``requestState`` and ``inputResponses`` (the keys answered).
+  ``_meta``, before in the handshake — or null), ``requestState`` (as the tool sees it: unsealed by the SDK) and
+  ``inputResponses`` (the keys answered).
   It proves what the host sent: ``model_only`` never called, the extension declared on every request, a state
   echoed exactly.
 

@@ -5,7 +5,7 @@ it receives and renders it into elements with stable ids, for a browser test (Pl
 What it does by itself: sends ``ui/initialize`` (appCapabilities.availableDisplayModes ["inline", "fullscreen"],
 appInfo {name: "mcpcli-test-view", version: "1.0.0"}, protocolVersion "2026-01-26"); on the answer writes the
 ``hostContext`` JSON into ``#init`` (the whole result into ``#init-result``), sends ``ui/notifications/initialized``
-and then ``ui/notifications/size-changed`` {width, height} (again whenever its body changes size). It answers
+and then ``ui/notifications/size-changed`` {width, height} (again whenever its page's size changes). It answers
 ``ping`` with {}, ``ui/resource-teardown`` with {} (after writing its params into ``#teardown``), any other request
 with error -32601.
 
@@ -20,7 +20,9 @@ Where it writes (each element's text is JSON unless said otherwise; empty until 
 - ``#host-context``: the last ``ui/notifications/host-context-changed``'s params.
 - ``#teardown``: the params of ``ui/resource-teardown`` (the view has answered it with {}).
 - ``#log``: every message the view received, one JSON line each, in order (``#log`` counts lines: ``data-count``).
-- ``#sent``: every message the view sent, one JSON line each.
+- ``#sent``: every message the view sent, one JSON line each, but ``ui/notifications/size-changed``: the last size
+  sent is in ``#size`` ({width, height}; sent only when it changed). Both logs scroll inside boxes of a fixed
+  height, so their growth never resizes the page (no size-changed feedback loop with the host).
 
 Buttons (click by id) and where each writes:
 
@@ -65,7 +67,11 @@ VIEW_SCRIPT = r"""
     box.textContent += JSON.stringify(message) + "\n";
     box.setAttribute("data-count", String(Number(box.getAttribute("data-count") || "0") + 1));
   }
-  function post(message) { line("sent", message); window.parent.postMessage(message, "*"); }
+  function post(message) {
+    if (message.method === "ui/notifications/size-changed") { put("size", message.params); }
+    else { line("sent", message); }
+    window.parent.postMessage(message, "*");
+  }
   function request(method, params) {
     var id = nextId++;
     return new Promise(function (resolve, reject) {
@@ -105,9 +111,13 @@ VIEW_SCRIPT = r"""
     else if (m.method === "ui/notifications/host-context-changed") { put("host-context", params); }
   });
 
+  var lastSize = "";
   function sendSize() {
     var d = document.documentElement;
-    notify("ui/notifications/size-changed", { width: d.scrollWidth, height: d.scrollHeight });
+    var size = { width: d.scrollWidth, height: d.scrollHeight };
+    if (JSON.stringify(size) === lastSize) { return; }
+    lastSize = JSON.stringify(size);
+    notify("ui/notifications/size-changed", size);
   }
   function button(id, run) { el(id).addEventListener("click", run); }
   function outcome(id) {
@@ -225,18 +235,18 @@ def view_html(title: str = "mcpcli test view", *, initialize: bool = True) -> st
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head><meta charset="utf-8"><title>{title}</title>
-<style>body {{ font: 13px monospace; margin: 8px; }} pre {{ white-space: pre-wrap; margin: 2px 0; }}</style>
+<style>body {{ font: 13px monospace; margin: 8px; }} pre {{ white-space: pre-wrap; margin: 2px 0; }}
+.box {{ height: 240px; overflow: auto; border: 1px solid #ccc; }}</style>
 </head>
 <body>
 <h1 id="title">{title}</h1>
 <p id="status">loading</p>
+<p id="size"></p>
 {buttons}
 {blocks}
 <div id="probe-area"></div>
-<h2>received</h2>
-<pre id="log" data-count="0"></pre>
-<h2>sent</h2>
-<pre id="sent" data-count="0"></pre>
+<div class="box"><h2>received</h2><pre id="log" data-count="0"></pre></div>
+<div class="box"><h2>sent</h2><pre id="sent" data-count="0"></pre></div>
 {script}
 </body>
 </html>
