@@ -99,7 +99,17 @@ def test_the_ui_extension_is_declared_exactly_when_a_view_can_be_shown(
     assert without and all(r["ui"] is None for r in without)
     record.unlink()
     shown = cli(
-        "call", "dashboard", "-a", "name=app", "--app", "--no-browser", "--for", "0.3", "--protocol", protocol, "-s",
+        "call",
+        "dashboard",
+        "-a",
+        "name=app",
+        "--app",
+        "--no-browser",
+        "--for",
+        "0.3",
+        "--protocol",
+        protocol,
+        "-s",
         APPS,
     )
     assert shown.code == 0, shown.err

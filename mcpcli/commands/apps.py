@@ -137,14 +137,14 @@ def app_resume(
     flow already adopted: its lease held)."""
 
     async def body(client: Client) -> int:
-        call = flow.call
-        if call is None or call.method != "tools/call":
+        session = flow.session
+        if session is None or session.method != "tools/call":
             raise UsageError("Only a tool call has a view to reopen.", hint="Resume it without --app.")
         tools = app_tools(await all_pages(client.list_tools, "tools"))
-        tool = tools.get(call.name)
+        tool = tools.get(session.name)
         if tool is None:
-            raise no_such("tool", call.name, list(tools))
-        arguments = dict(call.arguments)
+            raise no_such("tool", session.name, list(tools))
+        arguments = dict(session.arguments)
         return await _with_view(rt, opts, flows, flow, client, tool, tools, arguments, flow.resume, app)
 
     return body
@@ -221,7 +221,8 @@ async def _with_view(
         finally:
             with anyio.CancelScope(shield=True):
                 reason = "mcpcli stopped" if code is not ExitCode.INPUT_REQUIRED else "the call waits for input"
-                await bridge.teardown(reason)
+                if bridge.initialized.is_set() and not bridge.closed.is_set():
+                    events.teardown(reason, answered=await bridge.teardown(reason))
                 await _keep_trace(flow)
     return int(code)
 
@@ -250,13 +251,32 @@ async def _launch(
             events.error(exc)
             return ExitCode(int(exc.exit_code))
     outcome.append(done)
+    refused = await _declined(flow)
+    if refused is not None:
+        # The user said no at the terminal: the view is told the call was cancelled; the server's answer is printed.
+        await bridge.tool_cancelled(f"The call's question was {refused} at the terminal.")
     if rt.json:
         rt.out.json_line(done.result)
         code = ExitCode(int(done.exit_code))
     else:
         code = ExitCode(render(rt, "tools/call", done))
-    await bridge.tool_result(done.result)
+    if refused is None:
+        await bridge.tool_result(done.result)
     return code
+
+
+async def _declined(flow: Flow) -> str | None:
+    """``"declined"``/``"cancelled"`` when the last round's answers said so (a person, or ``--decline``)."""
+    if flow.session is None:
+        return None
+    try:
+        last = await flow.keeper.last_round()
+    except Exception:  # boundary: the store is only read for wording; the result stands
+        log.debug("the last round could not be read", exc_info=True)
+        return None
+    answers = (last[0].answers or {}) if last is not None else {}
+    actions = {a.get("action") for a in answers.values() if isinstance(a, Mapping)}
+    return "declined" if "decline" in actions else "cancelled" if "cancel" in actions else None
 
 
 async def _until_done(host: AppHost, bridge: Bridge, seconds: float | None, events: Events) -> None:
@@ -437,6 +457,14 @@ class Events:
             self.rt.out.note(f"Opening the app in your browser (if it does not open, visit: {url})")
         else:
             self.rt.out.note(f"Open the app in a browser on this machine: {url}")
+
+    def teardown(self, reason: str, *, answered: bool) -> None:
+        if self.rt.json:
+            self._emit("app-teardown", reason=reason, answered=answered)
+        else:
+            self.rt.out.detail(
+                f"The app's view was told to close ({reason}){'' if answered else '; it did not answer'}."
+            )
 
     def note(self, text: str) -> None:
         if self.rt.json:

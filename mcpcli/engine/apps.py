@@ -238,6 +238,7 @@ class Bridge:
     _sent_input: bool = False
     _sent_ending: bool = False
     _next_id: int = 0
+    _serving: bool = False
     _waiting: dict[Any, Any] = field(default_factory=dict)
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
 
@@ -272,24 +273,37 @@ class Bridge:
 
     async def teardown(self, reason: str, wait: float = TEARDOWN_WAIT) -> bool:
         """``ui/resource-teardown``, and up to ``wait`` seconds for its answer; whether the view answered. A view
-        that never initialized is not sent anything (the spec's rule: nothing before ``initialized``)."""
+        that never initialized is not sent anything (the spec's rule: nothing before ``initialized``). Works while
+        ``run`` serves the view and after it was cancelled (Ctrl-C): then it reads the answer itself."""
         if not self.initialized.is_set() or self.closed.is_set():
             return False
         answered = anyio.Event()
         self._next_id += 1
         key = f"mcpcli-teardown-{self._next_id}"
         self._waiting[key] = answered
-        with anyio.move_on_after(wait):
-            try:
+        try:
+            with anyio.move_on_after(wait):
                 await self._send(
                     {"jsonrpc": "2.0", "id": key, "method": "ui/resource-teardown", "params": {"reason": reason}}
                 )
-            except Exception:  # boundary: the page is gone, nothing to wait for
-                log.debug("teardown could not be sent", exc_info=True)
-                return False
-            await answered.wait()
-        self._waiting.pop(key, None)
+                if self._serving:
+                    await answered.wait()
+                else:
+                    await self._read_until(answered)
+        except Exception:  # boundary: the page is gone, nothing to wait for
+            log.debug("teardown could not be completed", exc_info=True)
+        finally:
+            self._waiting.pop(key, None)
         return answered.is_set()
+
+    async def _read_until(self, answered: anyio.Event) -> None:
+        """Read the view's messages (recorded, answers matched; requests left unanswered: the view is going)."""
+        while not answered.is_set():
+            message = await self.view.receive()
+            if self.record is not None:
+                self.record("from-view", message)
+            if "method" not in message and message.get("id") in self._waiting:
+                self._waiting[message["id"]].set()
 
     async def _send(self, message: JsonRpc) -> None:
         if self.record is not None:
@@ -300,22 +314,24 @@ class Bridge:
 
     async def run(self) -> None:
         """Serve the view until it is gone: each request answered in its own task (a tool call that waits on a
-        person must not hold a ``ping``)."""
+        person must not hold a ``ping``). ``closed`` is set when the view or its page went away."""
         from mcpcli.net.apphost import ViewClosed
 
+        self._serving = True
         try:
             async with anyio.create_task_group() as tg:
                 while True:
                     try:
                         message = await self.view.receive()
                     except ViewClosed:
+                        self.closed.set()
                         tg.cancel_scope.cancel()
                         return
                     if self.record is not None:
                         self.record("from-view", message)
                     self._take(message, tg)
         finally:
-            self.closed.set()
+            self._serving = False
 
     def _take(self, message: JsonRpc, tg: Any) -> None:
         violation = message.get("mcpcli/csp-violation")
