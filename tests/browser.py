@@ -1,11 +1,11 @@
 """A real browser for the MCP Apps tests: the system's Chromium, driven by Playwright (no browser download).
 
-A test module takes the fixtures with ``pytest_plugins = ["browser"]``.
-``chromium`` is one headless browser per test module (Playwright's sync API runs an event loop in this thread
-while it is open: an in-process CLI test after it would find asyncio already running); ``browser_context`` a fresh
-context (its own storage and cookies) for each test. The executable is ``$MCPCLI_TEST_CHROMIUM``, else the first
-of chromium, chromium-browser, google-chrome on the PATH; without one (or without Playwright) the tests are skipped — but fail under ``CI``, which
-must have it (``.ci/run`` installs Debian's chromium).
+A test module takes the fixtures with ``pytest_plugins = ["browser"]``. ``chromium`` is one headless browser per
+test module (Playwright's sync API runs an event loop in this thread while it is open: an in-process CLI test after
+it would find asyncio already running); ``browser_context`` a fresh context (its own storage and cookies) for each
+test. The executable is ``$MCPCLI_TEST_CHROMIUM``, else the first of chromium, chromium-browser, google-chrome on
+the PATH; without one (or without Playwright) the tests are skipped — but fail under ``CI``, which must have it
+(``.ci/run`` installs Debian's chromium).
 """
 
 from __future__ import annotations
