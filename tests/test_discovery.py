@@ -29,7 +29,7 @@ def test_tools_as_a_table_and_as_json(cli: Any) -> None:
 def test_prompts_and_resources_with_templates(cli: Any) -> None:
     assert [p["name"] for p in cli("prompts", "--json").json()["prompts"]] == ["note"]
     resources = cli("resources", "--json").json()
-    assert [r["uri"] for r in resources["resources"]] == ["demo://readme"]
+    assert [r["uri"] for r in resources["resources"]] == ["ui://demo/provision", "demo://readme"]
     assert [r["uriTemplate"] for r in resources["resourceTemplates"]] == ["demo://report/{project}"]
     table = cli("resources")
     assert "demo://report/{project}" in table.out and "(template)" in table.out

@@ -217,16 +217,10 @@ def _sampler(rt: Runtime, opts: AnswerOptions, server: str, keeper: Keeper, appr
 
 
 def connect_flow(
-    rt: Runtime,
-    opts: AnswerOptions,
-    flow: Flow,
-    target: Any,
-    protocol: Any,
-    *,
-    extensions: dict[str, dict[str, Any]] | None = None,
+    rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, protocol: Any, *, extensions: Any = None
 ) -> AbstractAsyncContextManager[Client]:
     """The connection a flow runs on; its back-channel callbacks serve pre-2026 servers with the same sources.
-    ``extensions``: declared besides tasks (``--app``: MCP Apps)."""
+    ``extensions``: declared besides tasks, by identifier with their settings (``--app``: MCP Apps)."""
     return connect(
         target,
         rt.paths,
@@ -404,10 +398,7 @@ def _show_required_urls(rt: Runtime, pages: Sequence[Any]) -> None:
     for page in pages:
         check = check_url(page.url)
         console.print(Text.assemble(("? ", "bold cyan"), safe(page.message)))
-        if check.refused:
-            console.print(Text.assemble("  ", safe(page.url)))
-        else:
-            console.print(Text.assemble("  ", url_text(page.url)))
+        console.print(Text.assemble("  ", safe(page.url) if check.refused else url_text(page.url)))
         for warning in check.warnings:
             console.print(Text.assemble(("  ! ", "bold yellow"), warning))
 
