@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import PY, ROOT, wait_until
 
 pytest_plugins = ["browser"]
@@ -247,3 +248,110 @@ def test_resume_app_reopens_the_view_of_a_waiting_flow(browser_context: Any, tmp
     finally:
         if run.proc.poll() is None:
             run.proc.kill()
+
+
+def _trace(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_every_message_between_view_and_host_and_the_csp_in_force_are_in_the_trace_and_the_session(
+    browser_context: Any, tmp_path: Path
+) -> None:
+    trace = tmp_path / "trace.ndjson"
+    args = ("call", "needs_input_first", "-a", "name=t", "--answer", "color=red", "--trace", str(trace), "--for", "4")
+    with app_run(*args) as run:
+        page = browser_context.new_page()
+        page.goto(run.url())
+        view = _view(page)
+        _json_of(view, "#tool-result")
+        view.locator("#message").click()
+        _json_of(view, "#message-result")
+        assert run.wait(15) == 0, run.err  # --for: the view is told to close, and answers
+    lines = _trace(trace)
+    shown = next(line for line in lines if line.get("event") == "app-view")
+    assert shown["uri"] == "ui://apps/dashboard"
+    assert shown["csp"].startswith("default-src 'none'; script-src 'self' 'unsafe-inline';")
+    app = [line for line in lines if line.get("event") == "app"]
+    said = {(line["direction"], line["message"].get("method")) for line in app}
+    assert ("from-view", "ui/initialize") in said
+    assert ("from-view", "ui/message") in said
+    assert ("to-view", "ui/notifications/tool-result") in said
+    assert ("to-view", "ui/resource-teardown") in said
+    # the session keeps the same lines (its stored trace), the view's last messages included
+    session = next(line["session"] for line in lines if line.get("event") == "round")
+    stored = subprocess.run(
+        [PY, "-m", "mcpcli", "sessions", "show", session, "--trace", "--json"], capture_output=True, text=True
+    )
+    kept = json.loads(stored.stdout)
+    kept_lines = kept if isinstance(kept, list) else kept.get("trace", [])
+    kept_text = json.dumps(kept_lines)
+    assert "app-view" in kept_text and "ui/resource-teardown" in kept_text
+
+
+def test_a_recorded_app_run_is_served_again_by_mock(browser_context: Any, tmp_path: Path) -> None:
+    recording = tmp_path / "app.ndjson"
+    with app_run("call", "dashboard", "-a", "name=rec", "--record", str(recording)) as run:
+        page = browser_context.new_page()
+        page.goto(run.url())
+        _json_of(_view(page), "#tool-result")
+        page.close()
+        assert run.wait(15) == 0, run.err
+    mock = shlex.join([PY, "-m", "mcpcli", "mock", str(recording)])
+    again = AppRun(
+        ["call", "dashboard", "-a", "name=rec", "--no-input", "--app", "--no-browser", "--json", "-s", mock], {}
+    )
+    try:
+        page = browser_context.new_page()
+        page.goto(again.url())
+        result = _json_of(_view(page), "#tool-result")
+        assert result["structuredContent"]["greeting"] == "Hello, rec!"  # the view itself came from the recording
+        page.close()
+        assert again.wait(15) == 0, again.err
+    finally:
+        if again.proc.poll() is None:
+            again.proc.kill()
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[str]:
+    """Another origin on this machine: a plain HTTP server the view may or may not reach."""
+    import http.server
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def end_headers(self) -> None:
+            self.send_header("Access-Control-Allow-Origin", "*")  # the view's origin may read it: only CSP decides
+            super().end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_a_csp_violation_is_told_with_what_was_blocked_and_a_declared_domain_is_not(
+    browser_context: Any, elsewhere: str, declared: bool
+) -> None:
+    env = {"MCPCLI_TEST_APP_CSP": json.dumps({"connectDomains": [elsewhere]} if declared else {})}
+    with app_run("call", "dashboard", "-a", "name=c", "-a", f"fetch_url={elsewhere}/", env=env) as run:
+        page = browser_context.new_page()
+        page.goto(run.url())
+        view = _view(page)
+        _json_of(view, "#tool-result")
+        view.locator("#probe").click()
+        probe = _json_of(view, "#probe-result")
+        if declared:
+            assert probe["fetch"].startswith("ok"), probe
+            assert not [e for e in run.events("app-csp-violation") if "connect-src" in json.dumps(e)]
+        else:
+            assert probe["fetch"].startswith("blocked"), probe
+            assert wait_until(lambda: run.events("app-csp-violation"), 10)
+            violation = run.events("app-csp-violation")[0]
+            assert elsewhere in violation["blocked"] and "connect-src" in violation["directive"]
+        page.close()
+        run.wait(15)
