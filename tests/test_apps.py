@@ -35,6 +35,7 @@ def test_tools_marks_an_app_given_by_the_deprecated_flat_key_too(cli: Any) -> No
     assert "[app]" in rows["dashboard"]
     assert "[app]" in rows["flat_meta"]
     assert "[app]" not in rows["model_only"]
+    assert "[app only]" in rows["provision_app"]  # the server keeps it for views: not for an agent to call
 
 
 @pytest.mark.parametrize("option", [["--no-browser"], ["--for", "5"]])

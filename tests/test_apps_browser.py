@@ -106,6 +106,10 @@ def test_the_view_renders_on_the_tools_input_and_gets_its_result(browser_context
         assert _json_of(view, "#tool-input") == {"arguments": {"name": "Ada"}}
         result = _json_of(view, "#tool-result")
         assert result["structuredContent"]["greeting"] == "Hello, Ada!"
+        received = [json.loads(line) for line in view.locator("#log").inner_text().splitlines() if line.strip()]
+        assert "result" in received[0] and "hostContext" in received[0]["result"]  # nothing before its answer
+        methods = [m.get("method") for m in received]
+        assert methods.index("ui/notifications/tool-input") < methods.index("ui/notifications/tool-result")
         init = _json_of(view, "#init-result")
         assert init["protocolVersion"] == "2026-01-26"
         assert init["hostInfo"]["name"] == "mcpcli"
@@ -355,3 +359,12 @@ def test_a_csp_violation_is_told_with_what_was_blocked_and_a_declared_domain_is_
             assert elsewhere in violation["blocked"] and "connect-src" in violation["directive"]
         page.close()
         run.wait(15)
+
+
+def test_a_view_that_never_initializes_is_said_in_one_line(browser_context: Any) -> None:
+    with app_run("call", "silent_view", "--for", "6", env={"MCPCLI_APP_INIT_SECONDS": "1.5"}) as run:
+        page = browser_context.new_page()
+        page.goto(run.url())
+        assert wait_until(lambda: run.events("app-warning"), 10), run.err
+        assert "did not initialize within 1.5 s" in run.events("app-warning")[0]["text"]
+        assert run.wait(15) == 0, run.err  # the call's result stands: the view's failure is not the call's

@@ -79,11 +79,13 @@ async def discover(rt: Runtime, what: str) -> int:
 
 
 def _described(tool: dict[str, Any]) -> str:
-    """A tool's description, marked ``[app]`` when it has an interactive view (``mcpcli call TOOL --app``)."""
-    from mcpcli.engine.apps import resource_uri_of
+    """A tool's description, marked ``[app]`` when it has an interactive view (``mcpcli call TOOL --app``) and
+    ``[app only]`` when its server keeps it for views (MCP Apps visibility without ``model``)."""
+    from mcpcli.engine.apps import resource_uri_of, visibility_of
 
     text = str(tool.get("description") or "")
-    return f"[app] {text}".rstrip() if resource_uri_of(tool) else text
+    marks = ["[app]"] * bool(resource_uri_of(tool)) + ["[app only]"] * ("model" not in visibility_of(tool))
+    return " ".join([*marks, text]).strip()
 
 
 def _older_protocol_hint(rt: Runtime, target: Target) -> str | None:
