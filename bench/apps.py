@@ -142,7 +142,8 @@ def once(browser: Any, argv: list[str], env: dict[str, str]) -> tuple[float, flo
         context.close()  # the page's close ends mcpcli's run (exit 0); the floor has ended already
     code = run.end()
     if code != 0:
-        raise SystemExit(f"bench: {argv[:3]}… exited {code}")
+        err = run.proc.stderr.read() if run.proc.stderr else ""
+        raise SystemExit(f"bench: {' '.join(argv[:3])}… exited {code}: {err.strip()}")
     return url_at - run.started, init_at - run.started
 
 
