@@ -1,7 +1,8 @@
 """Third-party servers installed from their registries: the reference TypeScript servers (npm, run with the system
 node: "everything", filesystem, memory, sequential-thinking), the official Python reference servers (PyPI, each in its
-own venv: time, git) and a fastmcp 4.x server (the ``test`` extra). Each is installed once into a cache outside the
-work tree; skipped only where node/npm or the registry are missing (never in CI, which has both)."""
+own venv: time, git) and a fastmcp 4.x server (the ``test`` extra); the official MCP Apps examples (npm,
+``tests/npm_apps.py``), each view opened in a real browser (``tests/browser.py``). Each is installed once into a cache
+outside the work tree; skipped only where node/npm or the registry are missing (never in CI, which has both)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import npm_apps
 import pytest
-from conftest import PY, ROOT, Result, free_port, run_process
+from conftest import PY, ROOT, Result, free_port, run_process, wait_until
+from test_apps_browser import AppRun
+
+pytest_plugins = ["browser"]
 
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
 FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
@@ -800,3 +805,65 @@ def test_a_watch_of_the_everything_server_gets_the_updates_another_command_turne
             proc.wait()
     assert [u["uri"] for u in updates] == [uri, uri]
     assert "architecture" in updates[0]["result"]["contents"][0]["text"].lower()
+
+
+# --- the official MCP Apps examples (npm), each in a real browser -----------------------------------------------------
+
+
+def _view_text(page: Any) -> str:
+    """The rendered text of the view (inside the host page's sandbox proxy), or "" while it is not there yet."""
+    try:
+        return str(page.frame_locator("section.view iframe").frame_locator("iframe").locator("body").inner_text())
+    except Exception:  # boundary: the frames are still loading
+        return ""
+
+
+def _app_messages(trace: Path, direction: str) -> list[dict[str, Any]]:
+    """The view's messages one way (``to-view``/``from-view``) as mcpcli's ``--trace`` recorded them, in order."""
+    lines = [json.loads(line) for line in trace.read_text().splitlines() if line.strip()]
+    return [e["message"] for e in lines if e.get("event") == "app" and e.get("direction") == direction]
+
+
+@pytest.mark.parametrize("app", npm_apps.APPS, ids=[app.name for app in npm_apps.APPS])
+def test_each_official_example_apps_view_initializes_in_the_browser_and_gets_the_tool_result(
+    app: npm_apps.NpmApp, browser_context: Any, tmp_path: Path
+) -> None:
+    """``mcpcli call TOOL --app`` on the pinned ``@modelcontextprotocol/server-*`` examples (TypeScript SDK 2.0,
+    ext-apps ``App``; 2025-11-25): the view says ``ui/initialize`` to mcpcli, gets the tool's input and then its
+    result (after ``initialized``, as the spec orders), renders what only that result shows, and its own calls —
+    system-monitor's polling and debug's logging go to app-only tools — reach the server, none refused. Closing the
+    page ends the run with exit 0."""
+    trace = tmp_path / "trace.ndjson"
+    args = ["call", app.tool, "--args", json.dumps(app.arguments), "--trace", str(trace)]
+    run = AppRun([*args, "--no-input", "--app", "--no-browser", "--json", "-s", npm_apps.command(app)], {})
+    try:
+        page = browser_context.new_page()
+        page.goto(run.url())
+        assert wait_until(lambda: run.events("app-initialized"), 20), (run.lines, run.err)
+        assert run.events("app-initialize")
+        assert wait_until(lambda: all(s in _view_text(page) for s in app.shows), 15), _view_text(page)
+        result = next(line for line in run.lines if "event" not in line)  # the call's result, printed once
+        assert result.get("isError") is not True, result
+        if app.shows_result:
+            assert wait_until(lambda: result["content"][0]["text"] in _view_text(page), 10), _view_text(page)
+        asked = set(app.app_calls)  # system-monitor polls every 2 s: its first poll comes within one period
+        assert wait_until(lambda: asked <= {e["tool"] for e in run.events("app-tool-call")}, 10), run.lines
+        if app.name == "debug":  # it shows what the host said of itself at ui/initialize
+            assert "mcpcli v" in _view_text(page) and "Display Mode" in _view_text(page)
+        assert run.events("app-refused") == []
+        # Each view probes eval (zod's allowsEval) and is refused it by the spec's CSP; nothing else is blocked.
+        assert [e["blocked"] for e in run.events("app-csp-violation")] in ([], ["eval"])
+        page.close()
+        assert run.wait(15) == 0, run.err
+    finally:
+        if run.proc.poll() is None:
+            run.proc.kill()
+            run.proc.wait(10)
+    sent = _app_messages(trace, "to-view")
+    methods = [m.get("method") for m in sent if "method" in m]
+    assert methods[:2] == ["ui/notifications/tool-input", "ui/notifications/tool-result"], methods
+    delivered = next(m for m in sent if m.get("method") == "ui/notifications/tool-result")
+    assert delivered["params"]["content"] == result["content"]  # the result the view got is the one printed
+    assert sent[0].get("result", {}).get("protocolVersion") == "2026-01-26"  # the answer to ui/initialize came first
+    heard = [m.get("method") for m in _app_messages(trace, "from-view")]
+    assert heard.index("ui/notifications/initialized") > heard.index("ui/initialize")

@@ -258,18 +258,28 @@ class Bridge:
         await self._deliver()
 
     async def _deliver(self) -> None:
-        """Nothing before the view's ``initialized``; then the input once, then the result or the cancellation."""
+        """Nothing before the view's ``initialized``; then the input once, then the result or the cancellation. A
+        view whose page closed meanwhile (before ``run`` read that) is noted closed: nobody is left to tell."""
+        from mcpcli.net.apphost import ViewClosed
+
         async with self._lock:
             if not self.initialized.is_set() or self.closed.is_set():
                 return
-            if not self._sent_input and self._input is not None:
-                self._sent_input = True
-                await self._send(
-                    {"jsonrpc": "2.0", "method": "ui/notifications/tool-input", "params": {"arguments": self._input}}
-                )
-            if self._sent_input and not self._sent_ending and self._ending is not None:
-                self._sent_ending = True
-                await self._send({"jsonrpc": "2.0", **self._ending})
+            try:
+                if not self._sent_input and self._input is not None:
+                    self._sent_input = True
+                    await self._send(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "ui/notifications/tool-input",
+                            "params": {"arguments": self._input},
+                        }
+                    )
+                if self._sent_input and not self._sent_ending and self._ending is not None:
+                    self._sent_ending = True
+                    await self._send({"jsonrpc": "2.0", **self._ending})
+            except ViewClosed:
+                self.closed.set()
 
     async def teardown(self, reason: str, wait: float = TEARDOWN_WAIT) -> bool:
         """``ui/resource-teardown``, and up to ``wait`` seconds for its answer; whether the view answered. A view
