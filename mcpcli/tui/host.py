@@ -25,9 +25,16 @@ class Following:
 
         self.scope = anyio.CancelScope()
         self.ended = asyncio.Event()
+        self.task: asyncio.Future[None] | None = None
+        """A watch in a task of its own (``shielded``): stopped as Ctrl-C stops the CLI, by cancelling the task —
+        its task groups' other tasks (an app's web host) then keep running until its cleanup is done, where the
+        scope's cancellation would end them at once."""
 
     def stop(self) -> None:
-        self.scope.cancel()
+        if self.task is not None:
+            self.task.cancel()
+        else:
+            self.scope.cancel()
 
 
 class Follower(Protocol):
