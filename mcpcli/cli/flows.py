@@ -347,7 +347,7 @@ def _app_command(
     args: str | None,
     given: tuple[bool, bool, float | None],
 ) -> None:
-    """``call TOOL --app``: the body of ``commands.apps``; the full-screen app offers views itself."""
+    """``call TOOL --app``: the body of ``commands.apps``; with ``--tui``, the same in the full-screen app."""
 
     async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
         from mcpcli.commands.apps import check_app_options, run_app_call
@@ -356,15 +356,13 @@ def _app_command(
         assert apps is not None  # check_app_options raised for --no-browser/--for without --app
         return await run_app_call(rt, opts, flows, tool, pairs, args, apps)
 
-    if values.get("tui"):
-        values = {**values, "tui": False}
+    def job() -> Any:  # --tui: the app's run screen shows the link, the result and what the view says
+        from mcpcli.commands.apps import check_app_options
+        from mcpcli.commands.jobs import CallJob
 
-        async def refuse(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-            raise _usage("--app opens the view in a browser; in the full-screen app, press v on a tool instead.")
+        return CallJob("tools/call", tool, tuple(pairs), args, app=check_app_options(*given))
 
-        _flow_command(ctx, values, refuse, lines=True)
-        return
-    _flow_command(ctx, values, start, lines=True)
+    _flow_command(ctx, values, start, job, lines=True)
 
 
 def _usage(message: str) -> Exception:

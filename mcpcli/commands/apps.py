@@ -6,8 +6,10 @@ body joins them to a flow: the launching call runs as every call does (asked at 
 ``--answer``; stored round by round), the view gets its input at once and its result when final; a ``tools/call``
 from the view is a flow of its own (its rounds asked and stored alike, the view sees only the final result). What
 the view says (``ui/message``, model context, logs, what was refused) goes to stderr, or with ``--json`` to stdout
-as JSON Lines events an agent can read. The run ends when the page is closed, at ``--for SECONDS``, or on Ctrl-C
-(``ui/resource-teardown`` first); its exit code is the launching call's (130 on Ctrl-C).
+as JSON Lines events an agent can read (``app_events.CliEvents``). The front end is a parameter (``AppSeat``): the
+full-screen app runs the same body with its forms, its run screen's log and a consent dialog. The run ends when
+the page is closed, at ``--for SECONDS``, or on Ctrl-C (``ui/resource-teardown`` first); its exit code is the
+launching call's (130 on Ctrl-C).
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import anyio
 from mcp import Client
 
 from mcpcli import __version__
+from mcpcli.commands.app_events import AppEvents, CliEvents
 from mcpcli.commands.discovery import all_pages, at_terminal
 from mcpcli.commands.flows import (
+    Seat,
     build_flow,
     connect_flow,
     ending_of,
@@ -76,6 +80,24 @@ def check_app_options(app: bool, no_browser: bool, seconds: float | None) -> App
     return AppOptions(browser=not no_browser, seconds=seconds)
 
 
+@dataclass
+class AppSeat:
+    """The front end's part of an app run: who answers the rounds of the launching call and of a view's calls
+    (``seat``), where what happens is said (``events``), who is asked before a view's link is opened (``ask_link``;
+    None: nobody, refused) and how a page is opened (``open_url``, in a worker thread)."""
+
+    seat: Seat
+    events: AppEvents
+    ask_link: Callable[[str], Awaitable[bool]] | None
+    open_url: Callable[[str], object]
+
+
+def terminal_app_seat(rt: Runtime, opts: AnswerOptions) -> AppSeat:
+    """The CLI's: prompts at the terminal (when a person is there), events on stderr or as JSON Lines."""
+    ask = None if opts.no_input or not at_terminal() else _terminal_link(rt)
+    return AppSeat(terminal_seat(rt, opts), CliEvents(rt), ask, _open_browser)
+
+
 async def run_app_call(
     rt: Runtime,
     opts: AnswerOptions,
@@ -84,23 +106,34 @@ async def run_app_call(
     pairs: list[str],
     args: str | None,
     app: AppOptions,
+    *,
+    where: AppSeat | None = None,
+    target: Any = None,
+    given: dict[str, Any] | None = None,
 ) -> int:
-    """``call TOOL --app``: the view opens on the tool's input; the call runs; the view gets its result."""
-    target = rt.target()
+    """``call TOOL --app``: the view opens on the tool's input; the call runs; the view gets its result.
+
+    ``where``: the front end (the terminal's by default); ``target``: the server (``rt.target()`` by default);
+    ``given``: the arguments already typed (the full-screen app's form), else built from ``pairs``/``args``."""
+    where = where or terminal_app_seat(rt, opts)
+    target = target or rt.target()
     protocol = rt.protocol()
     rt.store.check_writable()
     trust.remember(rt.paths, target)
     connection = connection_settings(target, protocol or target.protocol or "auto")
-    flow = build_flow(rt, opts, terminal_seat(rt, opts), target.label, flows, connection=connection)
+    flow = build_flow(rt, opts, where.seat, target.label, flows, connection=connection)
 
     async def body(client: Client) -> int:
         tools = app_tools(await all_pages(client.list_tools, "tools"))
         tool = tools.get(name)
         if tool is None:
             raise no_such("tool", name, list(tools))
-        arguments = build_arguments(usable_schema(tool.get("inputSchema")), pairs, args, warn=rt.out.warning)
+        if given is not None:
+            arguments = dict(given)
+        else:
+            arguments = build_arguments(usable_schema(tool.get("inputSchema")), pairs, args, warn=rt.out.warning)
         launch = _launcher(flow, Call("tools/call", name, arguments))
-        return await _with_view(rt, opts, flows, flow, client, tool, tools, arguments, launch, app)
+        return await _with_view(rt, opts, flows, flow, client, tool, tools, arguments, launch, app, where)
 
     async with flow.keeper.running():
         return await connected_app(rt, opts, flow, target, protocol, body)
@@ -145,7 +178,8 @@ def app_resume(
         if tool is None:
             raise no_such("tool", session.name, list(tools))
         arguments = dict(session.arguments)
-        return await _with_view(rt, opts, flows, flow, client, tool, tools, arguments, flow.resume, app)
+        where = terminal_app_seat(rt, opts)
+        return await _with_view(rt, opts, flows, flow, client, tool, tools, arguments, flow.resume, app, where)
 
     return body
 
@@ -161,6 +195,7 @@ async def _with_view(
     arguments: dict[str, Any],
     launch: Callable[[], Awaitable[Outcome]],
     app: AppOptions,
+    where: AppSeat,
 ) -> int:
     from mcpcli.net.apphost import AppHost, ViewSpec
 
@@ -175,7 +210,7 @@ async def _with_view(
         return dump(await client.read_resource(resource))
 
     resource = await load_app(read, uri)
-    events = Events(rt)
+    events = where.events
     asking = anyio.Lock()  # one flow asks at a time: the launching call first, then the view's calls in turn
     outcome: list[Outcome] = []
     async with AppHost() as host:
@@ -190,16 +225,16 @@ async def _with_view(
         )
         _record_view(flow, resource, view)
         url = host.page_url()
-        events.url(url, opened=app.browser)
+        events.url(url, opened=app.browser, renew=host.page_url)
         if app.browser:
-            await anyio.to_thread.run_sync(_open_browser, url, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(_opener(where), url, abandon_on_cancel=True)
         bridge = Bridge(
             view=view,
             tool=tool,
             tools=tools,
-            call_tool=_view_calls(rt, opts, flows, flow, client, asking, events),
+            call_tool=_view_calls(rt, opts, flows, flow, client, asking, where),
             read_resource=read,
-            consent_link=_consent(rt, opts, asking, events),
+            consent_link=_consent(asking, where),
             on_event=events.said,
             host_info={"name": "mcpcli", "version": __version__},
             context=_host_context(),
@@ -212,7 +247,7 @@ async def _with_view(
                 tg.start_soon(bridge.run)
                 tg.start_soon(_watch_init, host, bridge, events)
                 await bridge.tool_input(arguments)
-                code = await _launch(rt, opts, flow, bridge, launch, asking, events, outcome)
+                code = await _launch(flow, bridge, launch, asking, events, outcome)
                 if code == ExitCode.INPUT_REQUIRED:
                     tg.cancel_scope.cancel()
                 else:
@@ -228,24 +263,22 @@ async def _with_view(
 
 
 async def _launch(
-    rt: Runtime,
-    opts: AnswerOptions,
     flow: Flow,
     bridge: Bridge,
     launch: Callable[[], Awaitable[Outcome]],
     asking: anyio.Lock,
-    events: Events,
+    events: AppEvents,
     outcome: list[Outcome],
 ) -> ExitCode:
-    """Run the launching call; print its result (or error) and hand it to the view; its exit code."""
-    from mcpcli.commands.flows import error_result, needs_input, render
+    """Run the launching call; show its result (or error) and hand it to the view; its exit code."""
+    from mcpcli.commands.flows import error_result
 
     async with asking:
         try:
             done = error_result(await launch())
         except NeedInput as need:
             await bridge.tool_cancelled(f"The call waits for input (session {need.session.id}).")
-            return ExitCode(needs_input(rt, need) if not rt.json else events.needs_input(need))
+            return ExitCode(events.waiting(need))
         except McpcliError as exc:
             await bridge.tool_cancelled(exc.message)
             events.error(exc)
@@ -253,13 +286,9 @@ async def _launch(
     outcome.append(done)
     refused = await _declined(flow)
     if refused is not None:
-        # The user said no at the terminal: the view is told the call was cancelled; the server's answer is printed.
-        await bridge.tool_cancelled(f"The call's question was {refused} at the terminal.")
-    if rt.json:
-        rt.out.json_line(done.result)
-        code = ExitCode(int(done.exit_code))
-    else:
-        code = ExitCode(render(rt, "tools/call", done))
+        # The user said no: the view is told the call was cancelled; the server's answer is shown.
+        await bridge.tool_cancelled(f"The call's question was {refused}.")
+    code = events.result(done)
     if refused is None:
         await bridge.tool_result(done.result)
     return code
@@ -279,7 +308,7 @@ async def _declined(flow: Flow) -> str | None:
     return "declined" if "decline" in actions else "cancelled" if "cancel" in actions else None
 
 
-async def _until_done(host: AppHost, bridge: Bridge, seconds: float | None, events: Events) -> None:
+async def _until_done(host: AppHost, bridge: Bridge, seconds: float | None, events: AppEvents) -> None:
     """The page closed, the view gone, or ``--for`` elapsed (Ctrl-C cancels this from outside)."""
     with anyio.move_on_after(seconds if seconds is not None else float("inf")):
         async with anyio.create_task_group() as tg:
@@ -295,7 +324,7 @@ async def _until_done(host: AppHost, bridge: Bridge, seconds: float | None, even
         events.note(f"Closing the app after {seconds:g} s (--for).")
 
 
-async def _watch_init(host: AppHost, bridge: Bridge, events: Events) -> None:
+async def _watch_init(host: AppHost, bridge: Bridge, events: AppEvents) -> None:
     """The view must say ``ui/initialize`` within ``INIT_BOUND`` of its page attaching: else say so, once."""
     await host.attached.wait()
     bound = _seconds("MCPCLI_APP_INIT_SECONDS", INIT_BOUND)
@@ -323,7 +352,7 @@ def _view_calls(
     launching: Flow,
     client: Client,
     asking: anyio.Lock,
-    events: Events,
+    where: AppSeat,
 ) -> Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]:
     """A view's ``tools/call``: a flow of its own on this connection (rounds asked, answered by ``--answer``,
     stored and resumable); the view gets only the final result."""
@@ -333,7 +362,7 @@ def _view_calls(
             flow = build_flow(
                 rt,
                 opts,
-                terminal_seat(rt, opts),
+                where.seat,
                 launching.server,
                 flows,
                 connection=launching.connection,
@@ -344,7 +373,7 @@ def _view_calls(
                 try:
                     outcome = await flow.start(Call("tools/call", name, arguments))
                 except NeedInput as need:
-                    events.parked(name, need)
+                    where.events.parked(name, need)
                     raise AppRefused(
                         f"Input required: the call waits as session {need.session.id} (mcpcli resume "
                         f"{need.session.id})."
@@ -356,27 +385,46 @@ def _view_calls(
                     raise settled from None
                 finally:
                     await flow.keeper.close()
-        events.view_call(name, outcome)
+        where.events.view_call(name, outcome)
         return outcome.result
 
     return call_tool
 
 
-def _consent(rt: Runtime, opts: AnswerOptions, asking: anyio.Lock, events: Events) -> Callable[[str], Awaitable[bool]]:
-    """``ui/open-link``: asked at the terminal before anything is opened; with nobody to ask, refused."""
+def _consent(asking: anyio.Lock, where: AppSeat) -> Callable[[str], Awaitable[bool]]:
+    """``ui/open-link``: asked (at the terminal, in the full-screen app) before anything is opened; with nobody to
+    ask, refused."""
+    events = where.events
 
     async def consent(url: str) -> bool:
-        if opts.no_input or not at_terminal():
+        if where.ask_link is None:
             events.link(url, opened=False, why="nobody at the terminal to ask")
             return False
         async with asking:
-            yes = await anyio.to_thread.run_sync(_ask_link, rt, url, abandon_on_cancel=True)
+            yes = await where.ask_link(url)
         if yes:
-            await anyio.to_thread.run_sync(_open_browser, url, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(_opener(where), url, abandon_on_cancel=True)
         events.link(url, opened=yes, why=None if yes else "declined")
         return yes
 
     return consent
+
+
+def _terminal_link(rt: Runtime) -> Callable[[str], Awaitable[bool]]:
+    async def ask(url: str) -> bool:
+        return await anyio.to_thread.run_sync(_ask_link, rt, url, abandon_on_cancel=True)
+
+    return ask
+
+
+def _opener(where: AppSeat) -> Callable[[str], None]:
+    def open_url(url: str) -> None:
+        try:
+            where.open_url(url)
+        except Exception:  # boundary: a broken browser setting is not the run's failure (the URL was shown)
+            log.debug("the browser could not be opened", exc_info=True)
+
+    return open_url
 
 
 def _ask_link(rt: Runtime, url: str) -> bool:
@@ -437,109 +485,3 @@ async def _keep_trace(flow: Flow) -> None:
         await flow.keeper.update(last=True)
     except Exception:  # boundary: the result is out; a trace that cannot be kept is not the run's failure
         log.debug("the app's trace could not be kept with the session", exc_info=True)
-
-
-class Events:
-    """What the app does, for the person (stderr) or, with ``--json``, for a reader (stdout, JSON Lines)."""
-
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
-        if rt.json:
-            rt.json_lines = True
-
-    def _emit(self, event: str, **fields: Any) -> None:
-        self.rt.out.json_line({"event": event, **fields})
-
-    def url(self, url: str, *, opened: bool) -> None:
-        if self.rt.json:
-            self._emit("app-url", url=url)
-        elif opened:
-            self.rt.out.note(f"Opening the app in your browser (if it does not open, visit: {url})")
-        else:
-            self.rt.out.note(f"Open the app in a browser on this machine: {url}")
-
-    def teardown(self, reason: str, *, answered: bool) -> None:
-        if self.rt.json:
-            self._emit("app-teardown", reason=reason, answered=answered)
-        else:
-            self.rt.out.detail(
-                f"The app's view was told to close ({reason}){'' if answered else '; it did not answer'}."
-            )
-
-    def note(self, text: str) -> None:
-        if self.rt.json:
-            self._emit("app-note", text=text)
-        else:
-            self.rt.out.note(text)
-
-    def warning(self, text: str) -> None:
-        if self.rt.json:
-            self._emit("app-warning", text=text)
-        else:
-            self.rt.out.warning(text)
-
-    def error(self, exc: McpcliError) -> None:
-        from mcpcli.errors import error_document, print_error
-
-        if self.rt.json:
-            self.rt.out.json_line(error_document(exc))
-        else:
-            print_error(exc)
-
-    def needs_input(self, need: NeedInput) -> int:
-        from mcpcli.engine.answers import answers_template
-        from mcpcli.terminal.output import pending_document
-
-        self.rt.out.json_line(pending_document(need.session.id, need.pending, answers_template(need.pending)))
-        return int(ExitCode.INPUT_REQUIRED)
-
-    def parked(self, tool: str, need: NeedInput) -> None:
-        text = f"The app's call to {sanitize(tool)} waits for input: mcpcli resume {need.session.id}"
-        if self.rt.json:
-            self._emit("app-call-waiting", tool=tool, session=need.session.id, pending=list(need.pending))
-        else:
-            self.rt.out.warning(text)
-
-    def view_call(self, tool: str, outcome: Outcome) -> None:
-        if self.rt.json:
-            self._emit("app-tool-call", tool=tool, result=outcome.result)
-        else:
-            self.rt.out.detail(f"The app called {sanitize(tool)}.")
-
-    def link(self, url: str, *, opened: bool, why: str | None) -> None:
-        if self.rt.json:
-            self._emit("app-open-link", url=url, opened=opened, **({"why": why} if why else {}))
-        elif not opened and why != "declined":
-            self.rt.out.warning(f"The app asked to open {sanitize(url)}; not opened ({why}).")
-
-    def said(self, kind: str, params: dict[str, Any]) -> None:
-        """The bridge's news: a message, a model-context update, a log line, a refusal, a CSP violation."""
-        if self.rt.json:
-            self._emit(f"app-{kind}", **params)
-            return
-        out = self.rt.out
-        if kind == "message":
-            out.note(f"The app says: {_text_of(params.get('content'))}")
-        elif kind == "model-context":
-            shown = _text_of(params.get("content")) or sanitize(str(params.get("structuredContent") or ""))[:300]
-            out.note(f"The app updated its model context: {shown}")
-        elif kind == "log":
-            level = sanitize(str(params.get("level") or "info"))
-            out.note(f"app log [{level}]: {sanitize(str(params.get('data')))[:1000]}")
-        elif kind == "refused":
-            out.warning(
-                f"Refused the app's {sanitize(str(params.get('method')))}: {sanitize(str(params.get('reason')))}."
-            )
-        elif kind == "csp-violation":
-            blocked = sanitize(str(params.get("blocked") or params.get("blockedURI") or "something"))
-            directive = sanitize(str(params.get("directive") or params.get("violatedDirective") or "its policy"))
-            out.warning(f"The app's view was blocked by its CSP: {blocked} ({directive}).")
-        elif kind == "initialized":
-            out.detail("The app's view is up.")
-
-
-def _text_of(content: Any) -> str:
-    """The text of a content block (or a list of them), sanitized and cut for one line."""
-    blocks = content if isinstance(content, list) else [content]
-    texts = [str(b.get("text")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"]
-    return sanitize(" ".join(texts))[:1000]

@@ -29,6 +29,7 @@ from mcpcli.settings.targets import connection_settings
 from mcpcli.state.keeper import Finished
 
 if TYPE_CHECKING:
+    from mcpcli.commands.apps import AppOptions, AppSeat
     from mcpcli.runtime import AnswerOptions, Runtime
 
 
@@ -44,6 +45,8 @@ class CallJob:
     """``--args JSON|@FILE|-``."""
     arguments: dict[str, Any] | None = None
     """Already typed (the start screen's form): sent as they are."""
+    app: AppOptions | None = None
+    """A tool call with its view (``call TOOL --app``, the start screen's key): ``drive_app`` runs it."""
 
 
 @dataclass(frozen=True)
@@ -114,3 +117,18 @@ async def drive(
             except Finished as done:
                 return Outcome(done.session.result or {}, done.session, ExitCode(done.session.exit_code or 0))
         return await drive_connected(rt, opts, flow, target, protocol, body)
+
+
+async def drive_app(rt: Runtime, opts: AnswerOptions, flows: list[Flow], job: CallJob, where: AppSeat) -> int:
+    """A tool call with its view, in the app: ``call TOOL --app``'s body with the app's seat, events and consent
+    (``where``); it lasts while the view is open. Its exit code; errors propagate as ``drive``'s do."""
+    from mcpcli.commands.apps import AppOptions, run_app_call
+
+    target, note = tui_target(rt)
+    if note:
+        where.seat.reporter.note(note)
+    app = job.app or AppOptions()
+    pairs = list(job.pairs)
+    return await run_app_call(
+        rt, opts, flows, job.name, pairs, job.args, app, where=where, target=target, given=job.arguments
+    )

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import AnswerSource, NeedInput, Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
+    from mcpcli.tui.apprun import AppRunScreen
     from mcpcli.tui.run import RunScreen
 
 Mode = Literal["flow", "start", "sessions", "answer"]
@@ -103,6 +104,8 @@ class McpcliApp(App[TuiExit]):
         """Whether text cursors blink; off for tests and snapshots, which need a steady screen."""
         self.outcome: tuple[str, Outcome] | None = None
         """The standalone flow's result, once it arrived."""
+        self.failure: McpcliError | None = None
+        """The standalone app run's launching call failed: the CLI prints it and exits with its code."""
         self._watches: list[Following] = []
         """The workers that follow the server's changes (``commands.watch``): ended with the app."""
 
@@ -174,10 +177,12 @@ class McpcliApp(App[TuiExit]):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*(watch.ended.wait() for watch in self._watches)), 5)
 
-    def _watched(self, work: Coroutine[Any, Any, None], name: str, group: str) -> Following:
+    def _watched(self, work: Coroutine[Any, Any, None], name: str, group: str, *, shielded: bool = False) -> Following:
         """Run a watch in a worker that is stopped by ``Following.stop`` — an anyio cancellation, which lets the
         connection close its stdio server under its shield (a Textual ``Worker.cancel`` is a raw task
-        cancellation, which would cut that short)."""
+        cancellation, which would cut that short). ``shielded``: the work runs in a task of its own that the
+        worker's cancellation does not reach (the app cancels its workers as it closes, before ``on_unmount``
+        stops the watches and waits for them): an app run's view is told to close and its server is ended."""
         watch = Following()
 
         async def run() -> None:
@@ -187,7 +192,11 @@ class McpcliApp(App[TuiExit]):
             finally:
                 watch.ended.set()
 
-        self.run_worker(run(), name=name, group=group, exit_on_error=False)
+        async def shield() -> None:
+            watch.task = asyncio.ensure_future(run())
+            await asyncio.shield(watch.task)
+
+        self.run_worker(shield() if shielded else run(), name=name, group=group, exit_on_error=False)
         self._watches.append(watch)
         return watch
 
@@ -199,6 +208,9 @@ class McpcliApp(App[TuiExit]):
         from mcpcli.tui.run import RunScreen
 
         standalone = self.mode == "flow"
+        if getattr(job, "app", None) is not None:
+            self._start_app(job, standalone=standalone)
+            return
         screen = RunScreen(_title(job), standalone=standalone)
         if _method(job) == "resources/read":
             screen.follow_uri = getattr(job, "name", None)
@@ -208,7 +220,6 @@ class McpcliApp(App[TuiExit]):
     async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen) -> None:
         from mcpcli.commands.flows import Seat
         from mcpcli.commands.jobs import drive
-        from mcpcli.engine.steps import NeedInput
         from mcpcli.tui.sampling import TuiApprover
         from mcpcli.tui.source import TuiReporter
 
@@ -218,24 +229,77 @@ class McpcliApp(App[TuiExit]):
         try:
             outcome = await drive(self.rt, self.opts, self.flows, job, seat=seat)
         except BaseException as exc:  # shown, or the app exits with the CLI's code
-            single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
-            if isinstance(single, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
-                raise  # the app is closing: let the worker end
-            if isinstance(single, McpcliError):
-                worded(single)  # the core says what to do next as data; the app shows it as the CLI would
-            if isinstance(single, NeedInput) and screen.standalone:
-                self.exit(TuiExit(int(ExitCode.INPUT_REQUIRED), need=single))
-            elif isinstance(single, NeedInput):
-                screen.show_waiting(single)
-            elif screen.standalone or not isinstance(single, McpcliError):
-                self._fatal(single)
-            else:
-                screen.show_error(single)
-                self.notify(sanitize(single.message), title=sanitize(single.title), severity="error", markup=False)
+            self._failed(exc, screen)
             return
         method = self.flows[-1].call.method if self.flows and self.flows[-1].call else _method(job)
         self.outcome = (method, outcome)
         screen.show_result(method, outcome)
+
+    def _failed(self, exc: BaseException, screen: RunScreen) -> None:
+        """A flow's error: shown on its screen, or (standalone, or not an ``McpcliError``) the app exits with it."""
+        from mcpcli.engine.steps import NeedInput
+
+        single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(single, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
+            raise exc  # the app is closing: let the worker end
+        if isinstance(single, McpcliError):
+            worded(single)  # the core says what to do next as data; the app shows it as the CLI would
+        if isinstance(single, NeedInput) and screen.standalone:
+            self.exit(TuiExit(int(ExitCode.INPUT_REQUIRED), need=single))
+        elif isinstance(single, NeedInput):
+            screen.show_waiting(single)
+        elif screen.standalone or not isinstance(single, McpcliError):
+            self._fatal(single)
+        else:
+            screen.show_error(single)
+            self.notify(sanitize(single.message), title=sanitize(single.title), severity="error", markup=False)
+
+    def _start_app(self, job: CallJob | ResumeJob, *, standalone: bool) -> None:
+        """A tool with its view (``commands.apps``), on an app run screen; leaving the screen ends the run (the
+        view told to close first), and so does leaving the app (``on_unmount`` waits for it, as for a watch)."""
+        from mcpcli.tui.apprun import AppRunScreen
+
+        screen = AppRunScreen(_title(job), standalone=standalone)
+        self.push_screen(screen, self._run_closed)
+        screen.running = self._watched(self._drive_app(job, screen), "app", "app", shielded=True)
+
+    async def _drive_app(self, job: CallJob | ResumeJob, screen: AppRunScreen) -> None:
+        from mcpcli.commands.apps import AppSeat
+        from mcpcli.commands.flows import Seat
+        from mcpcli.commands.jobs import CallJob, drive_app
+        from mcpcli.tui.apprun import TuiAppEvents
+        from mcpcli.tui.sampling import TuiApprover
+        from mcpcli.tui.source import TuiReporter
+
+        assert isinstance(job, CallJob)
+        reporter = TuiReporter(self, screen, verbose=self.rt.g.verbose)
+        seat = Seat(reporter=reporter, app_user=self._user, approver=TuiApprover(self), summaries=False)
+
+        def got(done: Outcome) -> None:
+            self.outcome = ("tools/call", done)
+
+        def failed(exc: McpcliError) -> None:
+            self.failure = exc
+
+        events = TuiAppEvents(screen, got, failed)
+        where = AppSeat(seat, events, self._ask_link, self.browse)
+        try:
+            code = await drive_app(self.rt, self.opts, self.flows, job, where)
+        except BaseException as exc:
+            self._failed(exc, screen)  # a cancellation (the screen left, the app closing) goes on up from here
+            screen.run_ended("The app could not be shown.")
+            return
+        if code == ExitCode.INPUT_REQUIRED and events.need is not None and screen.standalone:
+            self.exit(TuiExit(int(ExitCode.INPUT_REQUIRED), need=events.need))
+            return
+        screen.run_ended("The app's run is over.")
+
+    async def _ask_link(self, url: str) -> bool:
+        """A view's ``ui/open-link``: yes or no in a dialog (no by default) before anything is opened."""
+        from mcpcli.tui.apprun import LinkConsent
+
+        yes: bool = await self.push_screen_wait(LinkConsent(url))
+        return yes
 
     def answer_session(self, session_id: str) -> None:
         """Answer the round ``session_id`` waits on with its form, as ``mcpcli answer`` would (``tui.inbox``)."""
@@ -292,6 +356,8 @@ class McpcliApp(App[TuiExit]):
         if self.outcome is not None:
             method, outcome = self.outcome
             self.exit(TuiExit(int(outcome.exit_code), outcome=outcome, method=method))
+        elif self.failure is not None:
+            self.exit(TuiExit(int(self.failure.exit_code), error=self.failure))
         else:
             self.exit(TuiExit(int(ExitCode.OK)))
 
@@ -307,7 +373,11 @@ class McpcliApp(App[TuiExit]):
             later = f"Answer it later: mcpcli answer {self.job.session_id}"
             self.exit(TuiExit(int(ExitCode.STOPPED), error=UserStopped("You quit: nothing was answered.", hint=later)))
             return
-        running = any(w.group == "flow" and w.is_running for w in self.workers)
+        running = any(w.group == "flow" and w.is_running for w in self.workers) or (
+            self.outcome is None
+            and self.failure is None
+            and any(w.group == "app" and w.is_running for w in self.workers)
+        )
         if not running or self.mode != "flow":
             self._finish() if self.mode == "flow" else self.exit(TuiExit(int(ExitCode.OK)))
             return
@@ -328,7 +398,8 @@ def _title(job: CallJob | ResumeJob) -> str:
     if isinstance(job, ResumeJob):
         return f"resume session {job.session_id}"
     given = compact_json(job.arguments) if job.arguments is not None else " ".join([*job.pairs, job.args or ""])
-    return f"{job.method} {job.name} {given}".rstrip()
+    shown = f"{job.method} {job.name} {given}".rstrip()
+    return f"{shown} · with its view" if job.app is not None else shown
 
 
 def build_app(

@@ -25,9 +25,21 @@ class Following:
 
         self.scope = anyio.CancelScope()
         self.ended = asyncio.Event()
+        self.stopping = False
+        self.task: asyncio.Future[None] | None = None
+        """A watch in a task of its own (``shielded``): stopped as Ctrl-C stops the CLI, by cancelling the task —
+        its task groups' other tasks (an app's web host) then keep running until its cleanup is done, where the
+        scope's cancellation would end them at once."""
 
     def stop(self) -> None:
-        self.scope.cancel()
+        """Once: a second cancellation of the task would cut its cleanup short (the screen and the app both stop
+        it as they close)."""
+        if self.task is not None:
+            if not self.stopping:
+                self.task.cancel()
+        else:
+            self.scope.cancel()
+        self.stopping = True
 
 
 class Follower(Protocol):

@@ -100,9 +100,23 @@ class RunScreen(Screen[None]):
         with Vertical(id="run-header"):
             yield Static(plain(self.title_text, "bold"), id="run-title")
             yield Static("Connecting…", id="run-status", classes="muted")
+            yield from self.compose_header()
         yield ProgressBar(id="run-progress", show_eta=False)
         yield VerticalScroll(id="run-result")
+        yield from self.compose_below()
         yield Footer()
+
+    def compose_header(self) -> ComposeResult:
+        """More lines in the header (an app run's link)."""
+        yield from ()
+
+    def compose_below(self) -> ComposeResult:
+        """More below the result (an app run's events)."""
+        yield from ()
+
+    def closing_hint(self) -> str:
+        """What the status says once the flow has ended."""
+        return "enter or q: close" if self.standalone else "escape: back"
 
     def on_mount(self) -> None:
         self.query_one(ProgressBar).display = False
@@ -134,8 +148,7 @@ class RunScreen(Screen[None]):
         panel = Vertical(*widgets, classes=f"result {classes}")
         panel.border_title = plain(title)
         box.mount(panel)
-        hint = "enter or q: close" if self.standalone else "escape: back"
-        self.set_status(hint)
+        self.set_status(self.closing_hint())
         self.refresh_bindings()
 
     def show_result(self, method: str, outcome: Outcome) -> None:

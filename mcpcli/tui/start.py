@@ -23,6 +23,7 @@ from textual.widgets import Button, Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from mcpcli import forms
+from mcpcli.engine.apps import resource_uri_of
 from mcpcli.engine.arguments import usable_schema
 from mcpcli.tui.fields import NOT_GIVEN, FieldWidget, field_widget
 from mcpcli.tui.host import host
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from mcpcli.engine.steps import Method
 
 _VARIABLE = re.compile(r"\{([^{}]+)\}")
+APP_MARK = " [app]"
+"""After the name of a tool that has a view (as ``mcpcli tools`` marks it)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class Entry:
     description: str
     schema: dict[str, Any]
     template: bool = False
+    app: bool = False
+    """A tool with a view (MCP Apps: ``_meta.ui.resourceUri``): marked, and ctrl+b runs it with its view."""
 
 
 def entries(found: Mapping[str, list[dict[str, Any]]]) -> list[Entry]:
@@ -52,7 +57,9 @@ def entries(found: Mapping[str, list[dict[str, Any]]]) -> list[Entry]:
     listed: list[Entry] = []
     for tool in found.get("tools", []):
         schema = usable_schema(tool.get("inputSchema"))
-        listed.append(Entry("tools/call", tool["name"], tool["name"], tool.get("description") or "", schema))
+        has_view = resource_uri_of(tool) is not None
+        entry = Entry("tools/call", tool["name"], tool["name"], tool.get("description") or "", schema, app=has_view)
+        listed.append(entry)
     for prompt in found.get("prompts", []):
         args = prompt.get("arguments") or []
         properties = {a["name"]: {"type": "string", "description": a.get("description") or ""} for a in args}
@@ -113,6 +120,7 @@ class StartScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run", "Run"),
+        Binding("ctrl+b", "run_app", "Run with its view"),
         Binding("ctrl+o", "sessions", "Sessions"),
     ]
 
@@ -174,7 +182,7 @@ class StartScreen(Screen[None]):
             if entry.method != last:
                 options.append(Option(plain(headings[entry.method], "bold"), disabled=True))
                 last = entry.method
-            options.append(Option(plain(f"  {entry.title}"), id=f"e{index}"))
+            options.append(Option(plain(f"  {entry.title}{APP_MARK if entry.app else ''}"), id=f"e{index}"))
         return options
 
     @on(OptionList.OptionHighlighted, "#catalog")
@@ -193,11 +201,16 @@ class StartScreen(Screen[None]):
         self.current = entry
         kind = {"tools/call": "tool", "prompts/get": "prompt", "resources/read": "resource"}[entry.method]
         self.query_one("#detail-title", Static).update(plain(f"{kind} {entry.name}", "bold"))
-        self.query_one("#detail-description", Static).update(plain(entry.description))
+        described = entry.description
+        if entry.app:
+            view = "It has a view (MCP Apps): ctrl+b runs it with the view in your browser."
+            described = f"{described}\n\n{view}" if described else view
+        self.query_one("#detail-description", Static).update(plain(described))
         holder = self.query_one("#detail-form", Vertical)
         await holder.remove_children()
         await holder.mount(ArgumentForm(entry))
         self._refresh_run()
+        self.refresh_bindings()
 
     def _form(self) -> ArgumentForm | None:
         found = self.query(ArgumentForm)
@@ -218,7 +231,17 @@ class StartScreen(Screen[None]):
     def on_input_submitted(self) -> None:
         self.action_run()
 
-    def action_run(self) -> None:
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The view's key only on a tool that has one (hidden otherwise)."""
+        if action == "run_app":
+            return self.current is not None and self.current.app
+        return True
+
+    def action_run_app(self) -> None:
+        self.action_run(app=True)
+
+    def action_run(self, app: bool = False) -> None:
+        from mcpcli.commands.apps import AppOptions
         from mcpcli.commands.jobs import CallJob
 
         form = self._form()
@@ -233,6 +256,8 @@ class StartScreen(Screen[None]):
         if entry.method == "resources/read":
             uri = _VARIABLE.sub(lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), entry.name)
             job = CallJob("resources/read", uri, arguments={})
+        elif app and entry.app:
+            job = CallJob(entry.method, entry.name, arguments=arguments, app=AppOptions())
         else:
             job = CallJob(entry.method, entry.name, arguments=arguments)
         host(self.app).start_job(job)
