@@ -77,6 +77,7 @@ async def test_ctrl_b_on_a_marked_tool_runs_it_with_its_view_and_escape_ends_the
         await until(pilot, lambda: bool(start.entries), "the catalog")
         shown = [str(option.prompt).strip() for option in start.query_one("#catalog", OptionList).options]
         assert "dashboard [app]" in shown and "model_only" in shown
+        assert "gated_view [app]" in shown  # the app declares MCP Apps: a server lists it its app-only offers
         await pick(pilot, start, "dashboard")
         assert start.check_action("run_app", ()) is True
         assert "ctrl+b runs it with the view" in shown_text(start)
@@ -222,15 +223,15 @@ async def _text(view: Any, selector: str, limit: float = 20.0) -> str:
 
 @pytest.mark.anyio
 async def test_a_views_multi_round_call_is_answered_with_the_apps_form_in_a_real_browser() -> None:
-    from browser import chromium_path
+    from browser import _unavailable, chromium_path
 
     path = chromium_path()
     if path is None:
-        pytest.skip("needs chromium (or $MCPCLI_TEST_CHROMIUM)")
+        _unavailable("needs chromium (or $MCPCLI_TEST_CHROMIUM)")  # a skip here, a failure in CI
     try:
         from playwright.async_api import async_playwright
     except ImportError:
-        pytest.skip("needs playwright (the test extra)")
+        _unavailable("needs playwright (the test extra)")
     app = make_app(dashboard("Cy", browser=False), server=apps_server())
     async with async_playwright() as playwright:
         args = ["--no-sandbox"] if os.geteuid() == 0 else []

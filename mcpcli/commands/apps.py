@@ -36,7 +36,7 @@ from mcpcli.commands.flows import (
     terminal_seat,
 )
 from mcpcli.display import sanitize
-from mcpcli.engine.apps import UI_EXTENSION, UI_SETTINGS, AppRefused, AppResource, Bridge, app_tools, load_app
+from mcpcli.engine.apps import SHOWS_VIEWS, AppRefused, AppResource, Bridge, app_tools, load_app
 from mcpcli.engine.apps import resource_uri_of as app_uri
 from mcpcli.engine.arguments import build_arguments, no_such, usable_schema
 from mcpcli.engine.steps import Call, NeedInput, Outcome, dump
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-APPS = {UI_EXTENSION: UI_SETTINGS}
+APPS = SHOWS_VIEWS
 """What a run that can show a view declares (and only such a run): the MCP Apps extension."""
 INIT_BOUND = 30.0
 """Seconds a view has, once its page is attached, to send ``ui/initialize``; then one line says it never did

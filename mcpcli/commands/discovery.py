@@ -255,8 +255,15 @@ async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
     """What the start screen lists: every tool, prompt, resource and resource template (a kind refused: none)."""
     creds = credentials(rt, interactive=False)  # the app owns the terminal: sign in with `mcpcli auth login`
     tracer = rt.tracer(summaries=False)
+    from mcpcli.engine.apps import SHOWS_VIEWS  # the app shows views: it lists what a server offers such a client
+
     async with connect(
-        tui_target(rt)[0], rt.paths, credentials=creds, tracer=tracer, **declared(rt, later=True)
+        tui_target(rt)[0],
+        rt.paths,
+        credentials=creds,
+        tracer=tracer,
+        extensions=SHOWS_VIEWS,
+        **declared(rt, later=True),
     ) as client:
         return await catalog_of(client)
 

@@ -30,6 +30,7 @@ from mcpcli.commands.discovery import (
     server_logs,
 )
 from mcpcli.engine.answers import Presets, Roots, answers_template
+from mcpcli.engine.apps import SHOWS_VIEWS
 from mcpcli.engine.arguments import build_arguments, no_such, usable_schema
 from mcpcli.engine.flow import Flow
 from mcpcli.engine.steps import AnswerSource, Call, Limits, Method, NeedInput, Outcome
@@ -360,7 +361,8 @@ async def drive_connected(
 ) -> Outcome:
     """The app's variant: connect, run ``body`` and return its outcome (the app shows it); the same settling."""
     try:
-        async with connect_flow(rt, opts, flow, target, protocol) as client:
+        # The app can show a tool's view: it says so to every server (MCP Apps).
+        async with connect_flow(rt, opts, flow, target, protocol, extensions=SHOWS_VIEWS) as client:
             flow.client = client
             return await body(client)
     except BaseException as exc:
@@ -456,7 +458,7 @@ async def run_call(
 ) -> int:
     target = rt.target()
     protocol = rt.protocol()
-    _check_store(rt)
+    rt.store.check_writable()  # before the first request: not after the server acted on round 1
     trust.remember(rt.paths, target)  # the user typed this command line: a later resume may run it unasked
     connection = connection_settings(target, protocol or target.protocol or "auto")
     flow = build_flow(rt, opts, terminal_seat(rt, opts), target.label, flows, connection=connection)
@@ -478,11 +480,6 @@ async def run_call(
 
     async with flow.keeper.running():
         return await connect_and_run(rt, opts, flow, target, run, protocol=protocol)
-
-
-def _check_store(rt: Runtime) -> None:
-    """Before the first request: a store that cannot be written fails now, not after the server acted on round 1."""
-    rt.store.check_writable()
 
 
 async def _tool_arguments(

@@ -31,6 +31,8 @@ UI_EXTENSION = "io.modelcontextprotocol/ui"
 """The extension's identifier, declared (with ``UI_SETTINGS``) only by a run that can show a view."""
 APP_MIME = "text/html;profile=mcp-app"
 UI_SETTINGS: dict[str, Any] = {"mimeTypes": [APP_MIME]}
+SHOWS_VIEWS: dict[str, dict[str, Any]] = {UI_EXTENSION: UI_SETTINGS}
+"""``connect(extensions=…)`` of a run that can show a view: ``call --app``, ``resume --app`` and the whole TUI."""
 APPS_PROTOCOL = "2026-01-26"
 """The MCP Apps protocol version the bridge speaks to a view (``ui/initialize``)."""
 
