@@ -30,13 +30,13 @@ from mcpcli.commands.discovery import all_pages, at_terminal
 from mcpcli.commands.flows import (
     Seat,
     build_flow,
-    connect_flow,
+    drive_connected,
     ending_of,
     presets_of,
     terminal_seat,
 )
 from mcpcli.display import sanitize
-from mcpcli.engine.apps import SHOWS_VIEWS, AppRefused, AppResource, Bridge, app_tools, load_app
+from mcpcli.engine.apps import AppRefused, AppResource, Bridge, app_tools, load_app
 from mcpcli.engine.apps import resource_uri_of as app_uri
 from mcpcli.engine.arguments import build_arguments, no_such, usable_schema
 from mcpcli.engine.steps import Call, NeedInput, Outcome, dump
@@ -51,8 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-APPS = SHOWS_VIEWS
-"""What a run that can show a view declares (and only such a run): the MCP Apps extension."""
 INIT_BOUND = 30.0
 """Seconds a view has, once its page is attached, to send ``ui/initialize``; then one line says it never did
 (``MCPCLI_APP_INIT_SECONDS`` changes it)."""
@@ -136,24 +134,7 @@ async def run_app_call(
         return await _with_view(rt, opts, flows, flow, client, tool, tools, arguments, launch, app, where)
 
     async with flow.keeper.running():
-        return await connected_app(rt, opts, flow, target, protocol, body)
-
-
-async def connected_app(
-    rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, protocol: Any, body: Callable[[Client], Awaitable[int]]
-) -> int:
-    """Connect declaring MCP Apps and run ``body``; however it ends, the flow's session is left resumable."""
-    try:
-        async with connect_flow(rt, opts, flow, target, protocol, extensions=APPS) as client:
-            flow.client = client
-            return await body(client)
-    except BaseException as exc:
-        settled = await ending_of(flow, exc)
-        if settled is exc:
-            raise
-        raise settled from None
-    finally:
-        await flow.keeper.close()
+        return await drive_connected(rt, opts, flow, target, protocol, body)
 
 
 def _launcher(flow: Flow, call: Call) -> Callable[[], Awaitable[Outcome]]:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from mcp import Client
 from pydantic import ValidationError
@@ -249,6 +249,7 @@ def _answerers(opts: AnswerOptions, flow: Flow) -> dict[str, Any]:
 
 
 Body = Callable[[Client], Awaitable[Outcome]]
+T = TypeVar("T")
 
 
 async def connect_and_run(
@@ -357,11 +358,11 @@ def _refused_hint(flow: Flow, rpc_code: int | None) -> str | None:
 
 
 async def drive_connected(
-    rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, protocol: Any, body: Body
-) -> Outcome:
-    """The app's variant: connect, run ``body`` and return its outcome (the app shows it); the same settling."""
+    rt: Runtime, opts: AnswerOptions, flow: Flow, target: Any, protocol: Any, body: Callable[[Client], Awaitable[T]]
+) -> T:
+    """A run that can show a tool's view (the app, ``--app``): connect declaring MCP Apps, run ``body`` and return
+    what it returns; however it ends, the flow's session is left resumable, as ``call``'s."""
     try:
-        # The app can show a tool's view: it says so to every server (MCP Apps).
         async with connect_flow(rt, opts, flow, target, protocol, extensions=SHOWS_VIEWS) as client:
             flow.client = client
             return await body(client)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, cast
 
 from mcp import Client
 
-from mcpcli.commands.flows import build_flow, connect_and_run, render, terminal_seat
+from mcpcli.commands.flows import build_flow, connect_and_run, drive_connected, render, terminal_seat
 from mcpcli.commands.tasks import check_cancellable, task_left_running
 from mcpcli.display import sanitize
 from mcpcli.engine import taskflow
@@ -69,9 +69,9 @@ async def run_resume(
             outcome = Outcome(finished.result or {}, finished, ExitCode(finished.exit_code or 0))
             return render(rt, finished.method, outcome)
         if app is not None:
-            from mcpcli.commands.apps import app_resume, connected_app
+            from mcpcli.commands.apps import app_resume
 
-            return await connected_app(rt, opts, flow, target, protocol, app_resume(rt, opts, flows, flow, app))
+            return await drive_connected(rt, opts, flow, target, protocol, app_resume(rt, opts, flows, flow, app))
         return await connect_and_run(rt, opts, flow, target, run, protocol=protocol)
 
 
