@@ -215,6 +215,21 @@ class Runtime:
             return None
         return Tracer(sinks, record=record, summaries=summaries)
 
+    def traces(self) -> None:
+        """Turn OpenTelemetry tracing on for this command when ``[telemetry]`` or the ``OTEL_*`` environment asks for
+        it (``mcpcli.telemetry``), once; the spans are sent as the command closes. Off, it imports nothing of
+        OpenTelemetry's SDK."""
+        from mcpcli import telemetry, traceexport
+
+        config = self.settings.telemetry
+        if telemetry.ON or not traceexport.wanted(os.environ, config.enabled):
+            return
+        why_not = traceexport.start(os.environ, endpoint=config.endpoint, service_name=config.service_name)
+        if why_not is not None:
+            self.out.warning(why_not)
+            return
+        self.closers.append(traceexport.stop)
+
     def log_level(self) -> str | None:
         """``--log-level`` checked (exit 2 with the levels when it is none of them)."""
         from mcpcli.terminal.server_logs import check_log_level

@@ -81,12 +81,12 @@ def _declared() -> set[str]:
     extras = project["optional-dependencies"]
     wanted = [
         *project["dependencies"],
-        *(dep for name in ("postgres", "keyring", "notify") for dep in extras.get(name, ())),
+        *(dep for name in ("postgres", "keyring", "notify", "otel") for dep in extras.get(name, ())),
     ]
     return {re.split(r"[\[<>=!~ ;]", dep, maxsplit=1)[0].lower().replace("_", "-") for dep in wanted}
 
 
-IMPORT_NAMES = {"mcp_types": "mcp-types"}
+IMPORT_NAMES = {"mcp_types": "mcp-types", "opentelemetry": "opentelemetry-api"}
 """Import names whose distribution is named otherwise (everything else imports as it is named)."""
 
 

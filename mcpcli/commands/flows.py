@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from mcp import Client
 from pydantic import ValidationError
 
+from mcpcli import telemetry
 from mcpcli.commands.discovery import (
     Keep,
     all_pages,
@@ -43,6 +44,7 @@ from mcpcli.errors import (
     ServerError,
     UsageError,
     UserStopped,
+    print_error,
 )
 from mcpcli.net.connection import connect, transport_failure
 from mcpcli.net.tasks import task_support
@@ -50,7 +52,7 @@ from mcpcli.runtime import lone
 from mcpcli.settings import trust
 from mcpcli.settings.targets import connection_settings
 from mcpcli.state.keeper import Keeper
-from mcpcli.terminal.hints import stop_note
+from mcpcli.terminal.hints import stop_note, worded
 from mcpcli.terminal.output import describe_pending, pending_document
 
 log = logging.getLogger(__name__)
@@ -140,6 +142,7 @@ def build_flow(
     from mcpcli.state.store import SqliteStore
     from mcpcli.state.vault import load_store_key
 
+    rt.traces()  # OpenTelemetry, when asked for
     # Every flow records its trace in its session (bounded); --trace and -v read the same tap.
     tracer = rt.tracer(record=True, summaries=seat.summaries)
     keeper = Keeper(
@@ -222,17 +225,20 @@ def connect_flow(
 ) -> AbstractAsyncContextManager[Client]:
     """The connection a flow runs on; its back-channel callbacks serve pre-2026 servers with the same sources.
     ``extensions``: declared besides tasks, by identifier with their settings (``--app``: MCP Apps)."""
-    return connect(
-        target,
-        rt.paths,
-        elicitation=flow.back_channel("elicitation"),
-        roots=flow.back_channel("roots"),
-        sampling=flow.back_channel("sampling"),
-        **(declared(rt, opts.llm, **_answerers(opts, flow)) | ({} if protocol is None else {"protocol": protocol})),
-        credentials=flow.credentials,
-        tracer=flow.tracer,
-        **server_logs(rt, flow.reporter.note),
-        extensions=extensions,
+    return telemetry.connecting(
+        flow.keeper.session,
+        connect(
+            target,
+            rt.paths,
+            elicitation=flow.back_channel("elicitation"),
+            roots=flow.back_channel("roots"),
+            sampling=flow.back_channel("sampling"),
+            **(declared(rt, opts.llm, **_answerers(opts, flow)) | ({} if protocol is None else {"protocol": protocol})),
+            credentials=flow.credentials,
+            tracer=flow.tracer,
+            **server_logs(rt, flow.reporter.note),
+            extensions=extensions,
+        ),
     )
 
 
@@ -572,9 +578,6 @@ def needs_input(rt: Runtime, need: NeedInput) -> int:
     else:
         describe_pending(rt.out.err, need.session.id, need.pending)
     if not need.deferred or need.confirming:  # a mid-call question, an answer to confirm: say why, and how to
-        from mcpcli.errors import print_error
-        from mcpcli.terminal.hints import worded
-
         print_error(worded(need))
     return int(ExitCode.INPUT_REQUIRED)
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from mcpcli import telemetry
 from mcpcli.display import reveal_invisible, safe, sanitize
 from mcpcli.errors import SessionError, UsageError
 from mcpcli.forms import SECRET_MASK, FieldSpec, SchemaError, is_secret_name, parse_schema
@@ -195,6 +196,7 @@ def session_document(
     session: dict[str, Any] = record.model_dump(mode="json", exclude=set(LEASE_FIELDS))
     session["lease"] = lease_holder(record)
     session["interrupted"] = is_interrupted(record, gone)
+    session["trace_id"] = telemetry.trace_id(record.trace_context)  # to find the flow in a tracing UI
     if session["lease"] is not None and record.id in gone:  # its lock went with its connection: nobody holds it
         session["lease"]["active"] = False
     key = functools.cache(store_key)
@@ -312,6 +314,8 @@ def _timeline(doc: Mapping[str, Any]) -> Iterable[Text]:
     yield _field_line("arguments", json.dumps(s["arguments"], ensure_ascii=False))
     yield _field_line("protocol", s["protocol_version"] or "-")
     yield _field_line("identity", s.get("identity") or "-")
+    if s.get("trace_id"):
+        yield _field_line("trace", s["trace_id"])
     if s.get("owner"):
         yield _field_line("owner", s["owner"])
     if asks := (s.get("routing") or {}).get("ask"):

@@ -128,6 +128,13 @@ class Presets:
             else:
                 self._add_field(name, value, f"{where}: {name}")
 
+    def answered_as(self, key: str) -> str:
+        """How a round's span says ``key`` was answered (``mcpcli.telemetry``): ``flag`` when a command-line option
+        gave any of it, else ``file`` (``--answers``)."""
+        origins = [self.origins.get(key, "")]
+        origins += [origin for (k, _f), (_v, origin) in self.fields.items() if k in (key, None)]
+        return "flag" if any(origin.startswith("--") for origin in origins) else "file"
+
     # -- answering --
 
     async def answer(self, question: Question) -> t.InputResponse | None:

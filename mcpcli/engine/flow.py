@@ -25,8 +25,9 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from mcpcli.display import some_of
+from mcpcli import telemetry
 from mcpcli.engine import taskflow
+from mcpcli.engine.midcall import MidCall
 from mcpcli.engine.partial import (
     answer_each,
     check_identity,
@@ -38,10 +39,8 @@ from mcpcli.engine.partial import (
 )
 from mcpcli.engine.roots import EarlyRoots
 from mcpcli.engine.steps import (
-    REJECTED,
     AnswerSource,
     Call,
-    Declined,
     LimitReached,
     Limits,
     NeedInput,
@@ -59,7 +58,7 @@ from mcpcli.engine.steps import (
     result_exit_code,
     typed_responses,
 )
-from mcpcli.errors import Action, McpcliError, NextStep, ServerError, UsageError, invalid_shape, rpc_error
+from mcpcli.errors import Action, McpcliError, NextStep, ServerError, invalid_shape, rpc_error
 from mcpcli.net.tasks import CreateTaskResult, TaskControl
 from mcpcli.state.keeper import Keeper
 
@@ -113,15 +112,8 @@ class Flow:
     _t0: float = 0.0
     deadline: float = math.inf
     _attempt: int = 1
-    _back_channel_count: dict[str, int] = field(default_factory=dict)
-    _refused: list[str] = field(default_factory=list)
-    """Back-channel questions of legs that completed anyway, described for ``Outcome.refused``."""
-    _refused_key: str | None = None
-    """The request key of the question ``_back_channel_refused`` answered."""
-    back_channel_failed: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _back_channel_refused: McpcliError | None = None
-    """Why mcpcli refused a back-channel question (an invalid --answer, asked as ``_refused_key``): the leg's error,
-    when the server then failed it; named beside its result when it finished anyway (``_settle_back_channel``)."""
+    mid_call: MidCall = field(default_factory=MidCall)
+    """The questions a pre-2026 server asks mid-call, over the back-channel (``engine.midcall``)."""
     _in_flight: bool = False
     _early: EarlyRoots = field(default_factory=EarlyRoots)
     """The ``roots/list`` a server asks before the call (``engine.roots``)."""
@@ -152,7 +144,8 @@ class Flow:
         self.call = call
         self._arm_deadline()
         self.event("start", method=call.method, name=call.name)
-        return await self._loop()
+        with telemetry.flow_run(call.method, call.name):
+            return await self._loop()
 
     async def adopt(self, session: SessionRecord, *, steal: bool = False, wait: float = 0.0) -> SessionRecord:
         """Claim a stored session before anything is sent (before connecting, even), inside the keeper's
@@ -172,6 +165,12 @@ class Flow:
             await self.keeper.update(connection=self.connection)  # resumed another way (-s, --protocol): keep how
         self.call = Call(session.method, session.name, session.arguments)
         self._arm_deadline()
+        with telemetry.flow_run(session.method, session.name, session):
+            if telemetry.ON:  # the run that parks it next, if it does
+                await self.keeper.update(trace_context=telemetry.stored_context())
+            return await self._resumed(session)
+
+    async def _resumed(self, session: SessionRecord) -> Outcome:
         if session.task is not None:
             return await taskflow.resume(self)
         found = await self.keeper.last_round()
@@ -303,10 +302,10 @@ class Flow:
             # An isError result after a refusal is the call failing for want of its answer, however the server
             # words it (fastmcp: "Error calling tool …", the TypeScript SDK: "MCP error -32600: …"): the flow waits,
             # as for a JSON-RPC error, and resume calls again with the answer. Only a result that is no error stands.
-            finished = not (self.back_channel_failed or self._back_channel_refused) or not failed_result(result)
+            finished = not (self.mid_call.failed or self.mid_call.refusal) or not failed_result(result)
             return result
         finally:
-            await self._settle_back_channel(finished=finished)
+            await self.mid_call.settle(finished=finished, wait=self._waiting)
 
     async def _leg(self, call: Call, responses: dict[str, Any] | None, state: str | None) -> Any:
         typed = typed_responses(for_server(responses)) if responses is not None else None
@@ -348,33 +347,9 @@ class Flow:
         except Exception as exc:  # boundary: transports fail in many shapes (httpx2 errors, closed streams, groups)
             raise await self.fail(f"The connection to the server failed: {innermost(exc)}") from exc
 
-    async def _settle_back_channel(self, *, finished: bool) -> None:
-        """After a leg, what became of the questions a pre-2026 server asked during it that got no answer.
-
-        The leg failed: the flow waits (such a question cannot be deferred; exit 3, or the refusal's own error).
-        The leg brought a complete result anyway: that result is the flow's — printed, the session done, so that
-        no ``resume`` repeats a call that completed — and what was refused is named once (``Outcome.refused``).
-        """
-        pending = dict(self.back_channel_failed)
-        self.back_channel_failed.clear()
-        refused = self.take_refusal()
-        if finished:
-            if pending:
-                self._refused.append(f"{some_of(list(pending), 10)} (nobody could answer)")
-            if refused is not None:
-                self._refused.append(f"{self._refused_key or 'a question'} ({refused.message.rstrip('.')})")
-            return
-        if pending:
-            await self._keep("waiting")
-            assert self.session is not None
-            raise NeedInput(self.session, pending, deferred=False)
-        if refused is not None:
-            raise refused
-
     def take_refusal(self) -> McpcliError | None:
-        """The error a back-channel answer failed with during the last leg, once (see ``_back_channel_refused``)."""
-        refused, self._back_channel_refused = self._back_channel_refused, None
-        return refused
+        """The error a back-channel answer failed with during the last leg, once."""
+        return self.mid_call.take_refusal()
 
     async def _on_progress(self, progress: float, total: float | None, message: str | None) -> None:
         self.reporter.progress(progress, total, message)
@@ -396,18 +371,19 @@ class Flow:
         session_id, index = self.session_record().id, self.keeper.last_index + 1
         self.event("round", session=session_id, round=index, attempt=self._attempt, requests=list(requests))
         answers: dict[str, Any] = {}
-        try:
-            await self._answer_silently(questions, answers)
-        except BaseException as exc:
+        with telemetry.round_span(index, requests):
+            try:
+                await self._answer_silently(questions, answers)
+            except BaseException as exc:
+                record = await self._record(requests, state)
+                if isinstance(exc, McpcliError):
+                    await keep_part(self.keeper, record, answers, exc, back_channel=questions[0].back_channel)
+                raise
+            if len(answers) == len(questions):
+                await self._record(requests, state, answers)
+                return answers
             record = await self._record(requests, state)
-            if isinstance(exc, McpcliError):
-                await keep_part(self.keeper, record, answers, exc, back_channel=questions[0].back_channel)
-            raise
-        if len(answers) == len(questions):
-            await self._record(requests, state, answers)
-            return answers
-        record = await self._record(requests, state)
-        return await self._answer_rest(record, questions, answers)
+            return await self._answer_rest(record, questions, answers)
 
     async def answer_stored(
         self, pending: RoundRecord, lost: Collection[str] = (), *, only: Collection[str] | None = None
@@ -418,17 +394,18 @@ class Flow:
         questions = self._questions({k: w for k, w in pending.requests.items() if only is None or k in only})
         self._kept = {key: answer for key, answer in pending.partial.items() if key not in lost}
         answers: dict[str, Any] = {}
-        try:
-            await self._answer_silently(questions, answers)
-        except McpcliError as exc:
-            if only is None:
-                await keep_part(self.keeper, pending, {**self._kept, **answers}, exc)
-            raise
-        finally:
-            self._kept = {}
-        if only is not None:
-            return await self._ask_people(questions, answers)
-        return await self._answer_rest(pending, questions, answers)
+        with telemetry.round_span(pending.index, pending.requests):
+            try:
+                await self._answer_silently(questions, answers)
+            except McpcliError as exc:
+                if only is None:
+                    await keep_part(self.keeper, pending, {**self._kept, **answers}, exc)
+                raise
+            finally:
+                self._kept = {}
+            if only is not None:
+                return await self._ask_people(questions, answers)
+            return await self._answer_rest(pending, questions, answers)
 
     async def _answer_rest(
         self, record: RoundRecord, questions: Sequence[Question], answers: dict[str, Any]
@@ -465,8 +442,8 @@ class Flow:
         if together is not None and unanswered:
             given = await together.answer_round(unanswered)
             answers.update({key: dump(answer) for key, answer in given.items()})
-            for key in given:
-                self._answered(key, "prompt")
+            for key, answer in given.items():
+                self._answered(key, "prompt", answer, together)
         for question in unanswered:
             if question.key in answers:
                 continue
@@ -488,51 +465,37 @@ class Flow:
             explicit = [s for s in candidates if getattr(s, "explicit", False)]
             for source in explicit:
                 if (answer := await source.answer(question)) is not None:
-                    self._answered(question.key, "preset")
+                    self._answered(question.key, "preset", answer, source)
                     return answer
             attempt = self._attempt if self._saved else 1
             if (replayed := await earlier_answer(self.keeper, attempt, self._kept, question)) is not None:
-                self._answered(question.key, "replay")
+                self._answered(question.key, "replay", replayed)
                 return replayed
             candidates = [s for s in candidates if s not in explicit]
         for source in candidates:
             if (answer := await source.answer(question)) is not None:
-                self._answered(question.key, getattr(source, "origin", "prompt" if interactive else "preset"))
+                label = getattr(source, "origin", "prompt" if interactive else "preset")
+                self._answered(question.key, label, answer, source)
                 return answer
         return None
 
-    def _answered(self, key: str, source: str) -> None:
-        """Where an answer came from, for a recording (``--record``): preset, replay, prompt, roots, llm."""
+    def _answered(self, key: str, label: str, answer: Any, source: Any = None) -> None:
+        """Where an answer came from: for a recording (``--record``: preset, replay, prompt, roots, llm), and for the
+        round's span (``telemetry.answered``: flag or file, tui, declined …)."""
         if self.tracer is not None:
-            self.tracer.fact("answer", key=key, source=source)
+            self.tracer.fact("answer", key=key, source=label)
+        telemetry.answered(key, telemetry.answered_as(source, key, label), answer)
 
     def back_channel(self, kind: str) -> Callable[[t.InputRequest], Awaitable[t.InputResponse | t.ErrorData]]:
         """An SDK callback body for pre-2026 servers: the same sources, asked mid-call, recorded as a round."""
 
-        async def handle(request: t.InputRequest) -> t.InputResponse | t.ErrorData:
-            if self.call is None:
-                return await self._early.answer(
-                    Question(f"{kind}-0", request, dump(request), "", self.server, back_channel=True), self.sources
-                )
-            self._back_channel_count[kind] = n = self._back_channel_count.get(kind, 0) + 1
-            key = f"{kind}-{n}"
-            requests = {key: dump(request)}
-            try:
-                answers = await self.take_round(requests, None)
-            except NeedInput:
-                self.back_channel_failed[key] = requests[key]
-                return t.ErrorData(code=t.INVALID_REQUEST, message="The user is not available to answer.")
-            except Declined:  # the user's answer: the spec's error for a refused request (the server decides)
-                what = "sampling" if kind == "sampling" else "roots"
-                return t.ErrorData(code=REJECTED, message=f"User rejected {what} request")
-            except UsageError as exc:  # a bad answer, kept waiting by take_round; the server hears a refusal
-                if self._back_channel_refused is None:
-                    self._back_channel_refused, self._refused_key = exc, key
-                raise
-            typed: t.InputResponse = typed_responses(for_server(answers))[key]
-            return typed
+        async def before_call(request: t.InputRequest) -> t.InputResponse | t.ErrorData | None:
+            if self.call is not None:
+                return None
+            question = Question(f"{kind}-0", request, dump(request), "", self.server, back_channel=True)
+            return await self._early.answer(question, self.sources)
 
-        return handle
+        return self.mid_call.handler(kind, self.take_round, before_call)
 
     # --- sessions ----------------------------------------------------------------------------------------------------
 
@@ -540,17 +503,18 @@ class Flow:
         """The flow's session, built (not yet saved) at the first input request."""
         if self.keeper.session is None:  # deferred: a call with no questions needs no store
             assert self.call is not None
-            self.keeper.begin(
-                new_session(
-                    self.call,
-                    server=self.server,
-                    protocol_version=self.client.protocol_version if self.client else None,
-                    identity=self.credentials.identity() if self.credentials else None,
-                    connection=self.connection,
-                    owner=self.owner,
-                    routing=None if self.route is None else self.route(self.call.name),
-                )
+            session = new_session(
+                self.call,
+                server=self.server,
+                protocol_version=self.client.protocol_version if self.client else None,
+                identity=self.credentials.identity() if self.credentials else None,
+                connection=self.connection,
+                owner=self.owner,
+                routing=None if self.route is None else self.route(self.call.name),
+                trace_context=telemetry.stored_context(),
             )
+            self.keeper.begin(session)
+            telemetry.note_session(session.id)
         assert self.keeper.session is not None
         return self.keeper.session
 
@@ -563,15 +527,21 @@ class Flow:
     async def _keep(self, status: Literal["waiting", "failed", "expired"], error: str | None = None) -> None:
         await self.keeper.update(status=status, error=error)
 
+    async def _waiting(self) -> SessionRecord:
+        await self._keep("waiting")
+        assert self.session is not None
+        return self.session
+
     async def finish(self, result: dict[str, Any], **changes: Any) -> Outcome:
         assert self.call is not None
         code = result_exit_code(self.call.method, result)
         self.event("result", session=self.session.id if self.session and self._saved else None, exit_code=int(code))
         await self.keeper.update(status="done", result=result, exit_code=int(code), last=True, **changes)
         session = self.session if self._saved else None
-        return Outcome(result=result, session=session, exit_code=code, refused=tuple(self._refused))
+        return Outcome(result=result, session=session, exit_code=code, refused=tuple(self.mid_call.notes))
 
     def event(self, kind: str, /, **fields: Any) -> None:
+        telemetry.flow_event(kind, fields)
         if self.tracer is not None:
             self.tracer.event(kind, **fields, elapsed_ms=round((time.monotonic() - self._t0) * 1000, 3))
 

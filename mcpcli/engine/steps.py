@@ -278,6 +278,13 @@ def typed_responses(responses: Mapping[str, Any]) -> t.InputResponses:
     return typed
 
 
+class Unanswered(Protocol):
+    """What a task flow reads of a flow's back-channel questions (``engine.midcall.MidCall``)."""
+
+    failed: dict[str, dict[str, Any]]
+    """Questions asked mid-call that nobody could answer, by request key."""
+
+
 class FlowSteps(Protocol):
     """What a task flow (``taskflow``) uses of the ``Flow`` that drives it: its parts and the steps of a round."""
 
@@ -289,8 +296,11 @@ class FlowSteps(Protocol):
     task_control: TaskControl
     deadline: float
     """When the run's ``--timeout`` runs out, on the monotonic clock (``math.inf``: never)."""
-    back_channel_failed: dict[str, dict[str, Any]]
-    """Questions asked mid-call that nobody could answer, by request key."""
+
+    @property
+    def mid_call(self) -> Unanswered:
+        """The questions a pre-2026 server asked mid-call (``engine.midcall.MidCall``)."""
+        ...
 
     @property
     def session(self) -> SessionRecord | None: ...

@@ -316,9 +316,9 @@ async def _result_2025(flow: FlowSteps, state: TaskState) -> Outcome:
     except MCPError as exc:
         failure = exc
     finally:
-        if flow.back_channel_failed:
-            pending = dict(flow.back_channel_failed)
-            flow.back_channel_failed.clear()
+        if flow.mid_call.failed:
+            pending = dict(flow.mid_call.failed)
+            flow.mid_call.failed.clear()
             await flow.keeper.update(status="waiting", task=state.dump())
             assert flow.session is not None
             raise NeedInput(flow.session, pending, deferred=False)

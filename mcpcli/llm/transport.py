@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from mcpcli import __version__
+from mcpcli import __version__, telemetry
 from mcpcli.llm import anthropic, openai_chat
 from mcpcli.llm.base import Completion, LlmError, Model, check_request, clamp_tokens, one_line, tools_of
 
@@ -63,14 +63,16 @@ async def complete(
     max_tokens = clamp_tokens(max_tokens, provider)
     body = api.build(provider, model, params, max_tokens)
     sent_headers = _headers(provider, api.headers(api_key))
-    data = await _post(provider_name, provider, api.url(provider), body, sent_headers, api_key, timeout, sleep)
-    try:
-        parsed, usage_in, usage_out = api.parse(data, with_tools=bool(tools_of(params)))
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError):
-        raise LlmError(
-            f"Provider '{provider_name}' sent a reply that is not a {provider.api} completion.",
-            hint="Check that base_url points at the API itself (for openai-chat it usually ends in /v1).",
-        ) from None
+    with telemetry.completion(provider.api, provider.base_url, model.name, max_tokens) as span:
+        data = await _post(provider_name, provider, api.url(provider), body, sent_headers, api_key, timeout, sleep)
+        try:
+            parsed, usage_in, usage_out = api.parse(data, with_tools=bool(tools_of(params)))
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError):
+            raise LlmError(
+                f"Provider '{provider_name}' sent a reply that is not a {provider.api} completion.",
+                hint="Check that base_url points at the API itself (for openai-chat it usually ends in /v1).",
+            ) from None
+        span.done(parsed.get("model"), usage_in or 0, max_tokens if usage_out is None else usage_out)
     result = {"role": "assistant", "content": parsed["content"], "model": parsed.get("model") or model.name}
     if "stopReason" in parsed:
         result["stopReason"] = parsed["stopReason"]

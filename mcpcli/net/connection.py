@@ -29,7 +29,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcpcli import __version__, settle_collector
+from mcpcli import __version__, settle_collector, telemetry
 from mcpcli.auth import Credentials
 from mcpcli.errors import McpcliError, ServerError, UsageError
 from mcpcli.net.bounds import Bounds, Tripwire
@@ -192,6 +192,7 @@ async def connect(
     first_failure: str | None = None  # why the first attempt failed, once there is a second (one restart at most)
     if tracer is not None:
         tracer.fact("connect", target=recorded_target(target), protocol=given)
+    telemetry.connected(target.kind, target.url, None)  # the handshake's spans
     async with AsyncExitStack() as stack:
         while True:
             trip = Tripwire(bounds)
@@ -272,6 +273,7 @@ async def connect(
             )
         if learn:
             remember(paths, target, legacy=client.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+        telemetry.connected(target.kind, target.url, client.protocol_version)
         refused: list[bool] = []
 
         def on_refused() -> None:

@@ -379,6 +379,23 @@ class WorkerConfig(BaseModel):
     overrides it). Until it has served three commands, a worker exits after one idle minute at most."""
 
 
+class TelemetryConfig(BaseModel):
+    """``[telemetry]``: OpenTelemetry traces of flows (``pip install 'mcpcli[otel]'``). The standard ``OTEL_*``
+    environment variables work without this table, and win over what it says."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool | None = None
+    """Trace every flow (true) or never (false). Unset: traced when the environment names an OTLP exporter or
+    endpoint (``OTEL_TRACES_EXPORTER=otlp``, ``OTEL_EXPORTER_OTLP_ENDPOINT``); ``OTEL_SDK_DISABLED=true`` always
+    turns it off."""
+    endpoint: str | None = Field(default=None, pattern=r"^https?://")
+    """The OTLP/HTTP collector's base URL, e.g. ``http://localhost:4318`` (spans go to ``/v1/traces`` under it);
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` wins. Default: the standard ``http://localhost:4318``."""
+    service_name: str | None = Field(default=None, min_length=1)
+    """The ``service.name`` the spans carry (default ``mcpcli``); ``OTEL_SERVICE_NAME`` wins."""
+
+
 PERSON_NAME = re.compile(r"[^\s\x00-\x1f\x7f]{1,128}")
 """A person or group name in ``[user]``, ``[inbox]`` and ``--ask``: no spaces or control characters."""
 
@@ -507,6 +524,8 @@ class Settings(BaseModel):
     """Who you are to the team inbox (``[user] name``)."""
     inbox: InboxConfig = Field(default_factory=InboxConfig)
     """The team inbox: groups, routes, announcements (``[inbox]``)."""
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    """OpenTelemetry traces of flows (``[telemetry]``): on or off, the collector, the service name."""
 
     @field_validator("providers")
     @classmethod

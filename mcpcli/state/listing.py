@@ -27,7 +27,7 @@ from typing import Any
 from mcpcli.platform import open_to_others, private_file_mode
 from mcpcli.state.inbox import describe_request, driver_gone, holder_of
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """The store schema this reads (``store.sql.SCHEMA_VERSION``; a test checks they agree): any other → ``None``."""
 
 STATUSES = ("waiting", "running", "done", "failed", "expired")

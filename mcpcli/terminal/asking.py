@@ -32,6 +32,8 @@ class TerminalUser:
     presets: Presets
     open_url: Callable[[str], object]
     interactive = True
+    answered_as = "prompt"
+    """How a round's span says it was answered (``mcpcli.telemetry``)."""
 
     async def answer(self, question: Question) -> t.InputResponse | None:
         request = question.request

@@ -50,6 +50,8 @@ class TuiUser:
     """The round screen to show: a run's, or the inbox's (``tui.inbox.AnswerScreen``: a stored round, escape goes
     back and writes nothing)."""
     interactive = True
+    answered_as = "tui"
+    """How a round's span says it was answered (``mcpcli.telemetry``)."""
 
     async def answer(self, question: Question) -> t.InputResponse | None:
         """Nothing one by one: every question a person answers goes through ``answer_round``."""

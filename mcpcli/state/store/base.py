@@ -167,6 +167,10 @@ class SessionRecord(BaseModel):
     answered_by: str | None = None
     """Who answered the waiting round with ``mcpcli answer`` (not the owner's driver): while the session is still
     ``waiting`` it is shown as ``answered``, and its owner's driver sends those answers. Cleared by the next round."""
+    trace_context: dict[str, str] | None = None
+    """The flow's OpenTelemetry trace (``mcpcli.telemetry``), as W3C ``traceparent`` values: ``root``, the span of the
+    run that started it, and ``parked``, the span of the last run that left it waiting. A resume continues ``root``'s
+    trace, linked to ``parked``, on any host. Ids only, nothing secret; ``None`` when no run of it was traced."""
 
     _utc = field_validator("created", "updated", "lease_acquired", "lease_expires")(_to_utc)
 
@@ -501,6 +505,7 @@ class Store(Protocol):
         identity: str | None = None,
         connection: dict[str, Any] | None = None,
         task: dict[str, Any] | None = None,
+        trace_context: dict[str, str] | None = None,
         lease: Lease | None = None,
         release: bool = False,
         trace: Sequence[str] = (),

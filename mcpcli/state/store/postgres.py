@@ -135,7 +135,8 @@ _DDL = (
         lease_locked boolean NOT NULL DEFAULT FALSE,
         owner text,
         routing text,
-        answered_by text
+        answered_by text,
+        trace_context text
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     f"CREATE INDEX sessions_updated ON {SCHEMA}.sessions (updated, id)",
@@ -176,6 +177,8 @@ _MIGRATIONS = {
         f"ALTER TABLE {SCHEMA}.rounds ADD COLUMN answered_by text",
         f"ALTER TABLE {SCHEMA}.rounds ADD COLUMN answered_at timestamptz",
     ),
+    # 9: the flow's trace context (OpenTelemetry): a resume, on any host, continues the same trace.
+    9: (f"ALTER TABLE {SCHEMA}.sessions ADD COLUMN trace_context text",),
 }
 
 

@@ -42,13 +42,14 @@ from mcpcli.state.store.base import (
 from mcpcli.state.store.leases import RELEASED, SESSION_COLUMNS, SqlLeases
 from mcpcli.state.store.rows import Tx, dumps, loads, not_found
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """1: sessions and rounds. 2: the lease columns and ``version``. 3: the ``trace`` table and ``identity``.
 4: ``connection`` (how the flow was connected, so a resume reconnects the same way). 5: ``lease_owner`` (each
 flow its own lease owner: two flows of one process no longer pass for one driver). 6: ``task`` (the server-side task
 a tool call became: id, status, poll position, acknowledged answers). 7: ``lease_locked`` (the holder also holds the
 session's lock in the database: gone the moment its connection is). 8: the team inbox — ``owner``, ``routing`` and
-``answered_by`` on sessions, ``answered_by`` and ``answered_at`` on rounds."""
+``answered_by`` on sessions, ``answered_by`` and ``answered_at`` on rounds. 9: ``trace_context`` (the flow's
+OpenTelemetry trace, continued by every resume)."""
 
 _DELETE_CHUNK = 500  # stays under SQLite's limit on bound parameters
 _TRACE_CHUNK = 200  # rows per INSERT of trace lines: three parameters each, under SQLite's limit
@@ -60,7 +61,7 @@ _ROUND_COLUMNS = (
     "session_id, round_index, attempt, requests, request_state, answers, received, answered, answered_by, answered_at"
 )
 _TIME_FIELDS = frozenset({"created", "updated", "lease_acquired", "lease_expires"})
-_JSON_FIELDS = ("arguments", "result", "connection", "task", "routing")
+_JSON_FIELDS = ("arguments", "result", "connection", "task", "routing", "trace_context")
 _LEASE_CLEARED = {
     "lease_host": None,
     "lease_pid": None,
@@ -464,6 +465,7 @@ class SqlStore(SqlLeases):
         identity: str | None = None,
         connection: dict[str, Any] | None = None,
         task: dict[str, Any] | None = None,
+        trace_context: dict[str, str] | None = None,
         lease: Lease | None = None,
         release: bool = False,
         trace: Sequence[str] = (),
@@ -479,6 +481,7 @@ class SqlStore(SqlLeases):
             "identity": identity,
             "connection": None if connection is None else dumps(connection),
             "task": None if task is None else dumps(task),
+            "trace_context": None if trace_context is None else dumps(trace_context),
         }
         columns = [column for column, value in changes.items() if value is not None]
         assignments = ", ".join(f"{column} = ?" for column in ["updated", *columns])

@@ -82,7 +82,8 @@ _SCHEMA = (
         lease_locked INTEGER NOT NULL DEFAULT 0,
         owner TEXT,
         routing TEXT,
-        answered_by TEXT
+        answered_by TEXT,
+        trace_context TEXT
     )""",
     # Listings are ordered by (updated, id); each filter has an index in that order.
     "CREATE INDEX sessions_updated ON sessions (updated, id)",
@@ -131,6 +132,8 @@ _MIGRATIONS = {
         "ALTER TABLE rounds ADD COLUMN answered_by TEXT",
         "ALTER TABLE rounds ADD COLUMN answered_at TEXT",
     ),
+    # 9: the flow's trace context (OpenTelemetry): a resume, on any host, continues the same trace.
+    9: ("ALTER TABLE sessions ADD COLUMN trace_context TEXT",),
 }
 
 
