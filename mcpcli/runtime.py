@@ -219,11 +219,13 @@ class Runtime:
         """Turn OpenTelemetry tracing on for this command when ``[telemetry]`` or the ``OTEL_*`` environment asks for
         it (``mcpcli.telemetry``), once; the spans are sent as the command closes. Off, it imports nothing of
         OpenTelemetry's SDK."""
-        from mcpcli import telemetry, traceexport
+        from mcpcli import telemetry
 
         config = self.settings.telemetry
-        if telemetry.ON or not traceexport.wanted(os.environ, config.enabled):
+        if telemetry.ON or not telemetry.wanted(os.environ, config.enabled):
             return
+        from mcpcli import traceexport
+
         why_not = traceexport.start(os.environ, endpoint=config.endpoint, service_name=config.service_name)
         if why_not is not None:
             self.out.warning(why_not)

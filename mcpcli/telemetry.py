@@ -52,6 +52,18 @@ SCOPE = "mcpcli"
 _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
+def wanted(environ: Mapping[str, str], enabled: bool | None) -> bool:
+    """Whether tracing is asked for: ``[telemetry] enabled`` (``enabled``) when set, else the standard environment."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    if enabled is not None:
+        return enabled
+    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporter:
+        return exporter != "none"
+    return bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+
+
 # --- what a flow's spans say ------------------------------------------------------------------------------------------
 
 
@@ -223,16 +235,16 @@ def _ended(run: _Run, exc: BaseException) -> None:
     if run.ended:
         return
     run.ended, span = True, run.span
-    kind = type(exc).__name__
-    if kind in ("NeedInput", "LimitReached"):
+    kind, code = type(exc).__name__, getattr(exc, "exit_code", None)
+    if kind == "NeedInput" or code == 3:  # nobody could answer (or --max-rounds, or a policy said wait): parked
         span.set_attribute("mcpcli.flow.outcome", "waiting")
-        if kind == "LimitReached":
+        if kind != "NeedInput":
             span.set_attribute("error.type", kind)
         return
-    if isinstance(exc, KeyboardInterrupt) or kind == "Cancelled" or kind == "CancelledError":
+    if isinstance(exc, KeyboardInterrupt) or kind in ("Cancelled", "CancelledError") or code == 130:
         span.set_attribute("mcpcli.flow.outcome", "interrupted")
         return
-    span.set_attribute("mcpcli.flow.outcome", "declined" if kind == "Declined" else "failed")
+    span.set_attribute("mcpcli.flow.outcome", "declined" if code == 5 else "failed")
     span.set_attribute("error.type", kind)
     span.set_status(StatusCode.ERROR)
 
@@ -279,21 +291,20 @@ def flow_event(kind: str, fields: Mapping[str, Any]) -> None:
 def round_span(index: int, requests: Mapping[str, Mapping[str, Any]]) -> Iterator[None]:
     """One round, as the current span (an LLM's completion for it is its child): the request keys and kinds asked,
     and, as it ends, how each was answered (``answered``)."""
-    if not ON:
+    run = _RUN.get() if ON else None
+    if run is None:  # off, or answered apart from any run (``mcpcli answer``)
         yield
         return
     from opentelemetry import trace
 
-    run = _RUN.get()
-    if run is not None:
-        run.rounds += 1
+    run.rounds += 1
     keys = [str(key) for key in requests]
     attributes: dict[str, Any] = {
         "mcpcli.round.index": index,
         "mcpcli.round.request_keys": keys,
         "mcpcli.round.request_kinds": [_kind(wire) for wire in requests.values()],
     }
-    if run is not None and run.session_id:
+    if run.session_id:
         attributes["mcpcli.session.id"] = run.session_id
     with trace.get_tracer(SCOPE).start_as_current_span(
         f"round {index}", attributes=attributes, record_exception=False, set_status_on_exception=False

@@ -67,20 +67,12 @@ ALLOWED = frozenset(
 _provider: TracerProvider | None = None
 _flush_seconds = FLUSH_SECONDS
 
+LATER = False
+"""In a worker's child: ``stop`` as the command closes does nothing; the spans are sent once the front end has the
+command's exit status (``worker.child.send_spans``), so the person at the terminal never waits for a collector."""
+
 
 # --- turning it on and off ------------------------------------------------------------------------------------------
-
-
-def wanted(environ: Mapping[str, str], enabled: bool | None) -> bool:
-    """Whether tracing is asked for: ``[telemetry] enabled`` (``enabled``) when set, else the standard environment."""
-    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    if enabled is not None:
-        return enabled
-    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-    if exporter:
-        return exporter != "none"
-    return bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
 
 
 def start(environ: Mapping[str, str], *, endpoint: str | None = None, service_name: str | None = None) -> str | None:
@@ -129,6 +121,8 @@ def start(environ: Mapping[str, str], *, endpoint: str | None = None, service_na
 def stop() -> None:
     """Send what is left and stop (the command's end): bounded by ``FLUSH_SECONDS`` or the OTLP timeout."""
     global _provider
+    if LATER:
+        return
     provider, _provider = _provider, None
     telemetry.ON = False
     if provider is None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from mcpcli import telemetry
 from mcpcli.display import counted
 from mcpcli.errors import ExitCode, McpcliError, ServerError, UsageError
 
@@ -462,27 +463,29 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
         batch.roots_on_connect = True
         return t.ErrorData(code=t.INVALID_REQUEST, message="The roots are given to each flow's own connection.")
 
-    try:
-        async with connect(
-            target, rt.paths, credentials=creds, tracer=rt.tracer(), roots=roots_asked, **settings,
-            **server_logs(rt, rt.out.note),
-        ) as client:  # fmt: skip
-            batch.tools = await _tools(rt, client)
-            version = client.protocol_version
-            if version in MODERN_PROTOCOL_VERSIONS:
-                batch.client = client
+    rt.traces()  # OpenTelemetry, when asked for: the batch's span; each flow a trace of its own, linked to it
+    with telemetry.batch_span(len(lines)):
+        try:
+            async with connect(
+                target, rt.paths, credentials=creds, tracer=rt.tracer(), roots=roots_asked, **settings,
+                **server_logs(rt, rt.out.note),
+            ) as client:  # fmt: skip
+                batch.tools = await _tools(rt, client)
+                version = client.protocol_version
+                if version in MODERN_PROTOCOL_VERSIONS:
+                    batch.client = client
+                    await batch.run(lines, jobs)
+            if version not in MODERN_PROTOCOL_VERSIONS:
+                # A pre-2026 server: its questions come over the back-channel, so each flow needs its own connection.
+                rt.out.note(
+                    f"The server speaks {version} (before 2026-07-28): each flow gets a connection of its own,"
+                    f" {min(jobs, len(lines))} at a time."
+                )
                 await batch.run(lines, jobs)
-        if version not in MODERN_PROTOCOL_VERSIONS:
-            # A pre-2026 server: its questions come over the back-channel, so each flow needs its own connection.
-            rt.out.note(
-                f"The server speaks {version} (before 2026-07-28): each flow gets a connection of its own,"
-                f" {min(jobs, len(lines))} at a time."
-            )
-            await batch.run(lines, jobs)
-    except BaseException:
-        if tally.codes:  # some lines are out: say how far the batch got (the error, or the interruption, follows)
-            say_summary(rt, tally)
-        raise
+        except BaseException:
+            if tally.codes:  # some lines are out: say how far the batch got (the error, or the interruption, follows)
+                say_summary(rt, tally)
+            raise
     say_summary(rt, tally)
     return tally.exit_code()
 

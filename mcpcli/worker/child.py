@@ -66,6 +66,22 @@ def keep_logs_open(worker_socket: str) -> None:
                 receive(keeper)  # held and settled, or not: either way the command is done
 
 
+def send_spans_later() -> None:
+    """Before the command runs: its OpenTelemetry spans, if it makes any, wait for ``send_spans``."""
+    from mcpcli import traceexport  # preloaded; light (the OpenTelemetry SDK is imported only when tracing is on)
+
+    traceexport.LATER = True
+
+
+def send_spans() -> None:
+    """As the command ends (its exit status already with the front end): the spans it made go to its collector, with
+    its own settings (``mcpcli.traceexport``: bounded by the OTLP timeout). Nobody waits for this."""
+    from mcpcli import traceexport
+
+    traceexport.LATER = False
+    traceexport.stop()
+
+
 def hang_up_with(conn: socket.socket) -> None:
     """When the front end goes away mid-command (killed, its terminal closed), this child gets SIGHUP — what the
     cold path's process would have got from its terminal: a flow saves its session and stops its server."""
