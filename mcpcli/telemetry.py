@@ -49,6 +49,11 @@ ON = False
 SCOPE = "mcpcli"
 """The instrumentation scope of mcpcli's own spans (the ``mcp`` SDK's are ``mcp-python-sdk``)."""
 
+KEYS_MAX = 64
+"""A round's request keys a span names, at most (a server may ask any number)."""
+KEY_MAX = 128
+"""Characters of a request key a span keeps."""
+
 _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
@@ -298,11 +303,12 @@ def round_span(index: int, requests: Mapping[str, Mapping[str, Any]]) -> Iterato
     from opentelemetry import trace
 
     run.rounds += 1
-    keys = [str(key) for key in requests]
+    # A server chooses the keys, and how many: a bounded list of bounded strings, as every attribute here.
+    keys = [str(key)[:KEY_MAX] for key in list(requests)[:KEYS_MAX]]
     attributes: dict[str, Any] = {
         "mcpcli.round.index": index,
         "mcpcli.round.request_keys": keys,
-        "mcpcli.round.request_kinds": [_kind(wire) for wire in requests.values()],
+        "mcpcli.round.request_kinds": [_kind(wire) for wire in list(requests.values())[:KEYS_MAX]],
     }
     if run.session_id:
         attributes["mcpcli.session.id"] = run.session_id
@@ -326,6 +332,7 @@ def answered(key: str, how: str, answer: Any) -> None:
     if this is None:
         return
     action = getattr(answer, "action", None)
+    key = key[:KEY_MAX]
     this.how[key] = {"decline": "declined", "cancel": "cancelled"}.get(action, how) if isinstance(action, str) else how
     dump = getattr(answer, "model_dump_json", None)
     with contextlib.suppress(Exception):

@@ -75,8 +75,10 @@ def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPat
     base.chmod(0o700)
     path = base / "mcpcli"
     monkeypatch.setenv("MCPCLI_HOME", str(path))
-    for name in ("MCPCLI_SERVER", "MCPCLI_STORE", "MCPCLI_ASSUME_TTY"):
+    for name in ("MCPCLI_SERVER", "MCPCLI_STORE", "MCPCLI_ASSUME_TTY", "TRACEPARENT"):
         monkeypatch.delenv(name, raising=False)
+    for name in [n for n in os.environ if n.startswith("OTEL_")]:  # a shell's own collector never gets test spans
+        monkeypatch.delenv(name)
     if WARM:
         # The warm pass (.ci/run): the same tests, every server command through a worker started for this home —
         # and one that runs in-process instead (no worker, one that does not answer…) fails (exit 4). Both

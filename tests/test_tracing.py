@@ -325,3 +325,17 @@ def test_through_the_worker_each_command_exports_with_its_own_settings_never_ano
             assert a[0].trace_id != b[0].trace_id
     finally:
         run_process("worker", "stop")
+
+
+def test_a_hostile_servers_keys_are_carried_bounded_and_its_words_are_not(receiver: Receiver) -> None:
+    from conftest import stdio_server
+    from servers import KEY, VECTOR
+
+    r = run("call", "gauntlet", "-s", stdio_server("hostile"), "--no-input", env=traced(receiver))
+    assert r.code == 3, r.err
+    round_span = receiver.wait_for(1, "round 1")[0]
+    assert KEY in round_span.attributes["mcpcli.round.request_keys"]  # the key, as the server chose it (no terminal)
+    assert all(len(k) <= 128 for k in round_span.attributes["mcpcli.round.request_keys"])
+    flow = receiver.wait_for(1, "flow ")[0]
+    assert flow.attributes["mcpcli.flow.outcome"] == "waiting"
+    assert VECTOR.encode() not in receiver.everything()  # its messages, titles and texts are values: not sent
