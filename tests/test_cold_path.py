@@ -12,6 +12,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "@@facts@@"
 
@@ -144,3 +146,30 @@ def test_a_full_log_is_moved_aside_so_the_logs_stay_bounded(home: Path) -> None:
     assert again.returncode == 0, again.stderr
     assert kept.stat().st_size > LOG_MAX  # a log under the limit stays where it is
     assert log.is_file()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["call", "provision", "-a", "name=orders", "--answer", "region=eu-west-1"],
+        ["call", "provision", "-a", "name=orders", "--no-input"],
+        ["tools"],
+        ["sessions", "list"],
+        ["--help"],
+    ],
+    ids=["call", "call-parks", "tools", "sessions-list", "help"],
+)
+def test_with_tracing_off_no_command_imports_the_opentelemetry_sdk_or_its_exporter(argv: list[str]) -> None:
+    """Off (no ``OTEL_*`` asking for it, no ``[telemetry]``), tracing costs nothing: not even the import of the SDK's
+    provider or the OTLP exporter (the ``mcp`` SDK imports the OpenTelemetry API, a no-op without a provider)."""
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.__stderr__.write('@@' + ','.join(sorted(m for m in sys.modules"
+        " if m.startswith(('opentelemetry.sdk', 'opentelemetry.exporter', 'mcpcli.traceexport')))) + '@@'))\n"
+        f"sys.argv = ['mcpcli', *{argv!r}]\n"
+        "from mcpcli.entry import main\nmain()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | {"MCPCLI_WORKER": "0"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode in (0, 3), done.stderr
+    assert "@@@@" in done.stderr, done.stderr
