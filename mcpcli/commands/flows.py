@@ -530,25 +530,28 @@ async def input_schema(
     client: Client, tool: str, keep: Keep | None = None, seen: dict[str, Any] | None = None
 ) -> dict[str, Any] | None:
     """The tool's inputSchema; an unknown tool is a usage error (nothing is sent). ``seen["execution"]``: the
-    tool's ``execution`` (2025-11-25 task support), when asked for."""
-    cursor = None
-    names: list[str] = []
-    pages: list[Any] = []
-    for _ in range(100):
+    tool's ``execution`` (2025-11-25 task support), when asked for. A listing remembered for this connection
+    (``net.warmcache``) serves when it names the tool; else the server is asked (and its answer remembered)."""
+    from mcpcli.net import warmcache
+
+    found = next((item for item in warmcache.remembered_tools(client) or () if item.name == tool), None)
+    cursor, names, pages = None, list[str](), list[Any]()
+    for _ in range(0 if found else 100):
         page = await client.list_tools(cursor=cursor)
         pages.append(page)
         cursor = page.next_cursor
-        if not cursor and keep is not None:  # the whole list
-            keep(pages)
-        for item in page.tools:
-            if item.name == tool:
-                if seen is not None:
-                    seen["execution"] = item.execution
-                return usable_schema(item.input_schema)
-            names.append(item.name)
-        if not cursor:
+        if not cursor:  # the whole list
+            warmcache.remember_tools(client, pages)
+            if keep is not None:
+                keep(pages)
+        names.extend(item.name for item in page.tools)
+        if (found := next((item for item in page.tools if item.name == tool), None)) or not cursor:
             break
-    raise no_such("tool", tool, names)
+    if found is None:
+        raise no_such("tool", tool, names)
+    if seen is not None:
+        seen["execution"] = found.execution
+    return usable_schema(found.input_schema)
 
 
 def render(rt: Runtime, method: str, outcome: Outcome) -> int:
