@@ -83,6 +83,8 @@ class _FlowLegs:
             if method in FLOW_METHODS and exc.code == t.URL_ELICITATION_REQUIRED:
                 _URLS[id(self._client)] = _url_elicitations(exc)
             raise
+        if method == "tools/call" and raw.get("isError") is True:
+            warmcache.forget(self._client)  # "Unknown tool", a changed schema...: the next call lists afresh
         if method == "tools/call" and params and "task" in params and isinstance(raw.get("task"), dict):
             # 2025-11-25 CreateTaskResult: the SDK would check it against CallToolResult and refuse it. Carried
             # through as a placeholder result whose _meta holds the task (tasks.call_as_task unwraps it).
