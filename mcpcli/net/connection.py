@@ -195,7 +195,7 @@ async def connect(
     }
     first_failure: str | None = None  # why the first attempt failed, once there is a second (one restart at most)
     kept_generation: list[str] = []  # a kept-alive server's generation, as the worker tells it (net.attach)
-    declaring = {"offers": sorted(handshake_offers or ()) if handshake_offers is not None else None}
+    declaring: dict[str, Any] = {"offers": sorted(handshake_offers) if handshake_offers is not None else None}
     declaring |= {"sampling_tools": sampling_tools, "extensions": dict(extensions or {}), "log_level": log_level}
     if tracer is not None:
         tracer.fact("connect", target=recorded_target(target), protocol=given)
