@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 MAX_MESSAGE = 4 * 2**20
 """The largest message either side reads; the environment of a shell fits many times over."""
 
-MAX_FDS = 3
+MAX_FDS = 4
+"""The most descriptors one message carries: the caller's stdio, and its connection when the worker hands it to its
+spare child (``worker.spare``)."""
 
 OFF = frozenset({"0", "off", "false", "no"})
 """``MCPCLI_WORKER`` values that turn the worker off (``ON``: on, even where it would be off by default)."""
