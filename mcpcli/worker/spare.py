@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mcpcli.platform import POSIX
+from mcpcli.platform import PAGE_FILES, POSIX
 
 assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 
@@ -46,10 +46,20 @@ RECORD_EVERY = 25
 """Which commands record the pages they wrote: the first few, then one in this many (a record costs the child
 ~4 ms after its command, once its status is with the front end)."""
 
-_LIBC: ctypes.CDLL | None = None
-with contextlib.suppress(OSError):
-    _LIBC = ctypes.CDLL(None, use_errno=True)
-    _LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+def _libc() -> ctypes.CDLL | None:
+    """The C library's ``madvise``, on Linux only (the advice's number means nothing elsewhere)."""
+    if PAGE_FILES is None:
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return libc
+
+
+_LIBC = _libc()
 
 
 def pages_file(worker_socket: str | Path) -> Path:
@@ -111,10 +121,12 @@ def fault_in(ranges: list[tuple[int, int]]) -> None:
 
 def record(worker_socket: str) -> None:
     """In a child whose command is over: the pages of the worker's writable memory it made its own (present and
-    mapped by this process alone, ``/proc/self/pagemap``), written for the next spares. Best effort."""
+    mapped by this process alone, ``platform.PAGE_FILES``), written for the next spares. Best effort."""
+    if PAGE_FILES is None:
+        return
     ranges: list[tuple[int, int]] = []
-    with contextlib.suppress(OSError, ValueError), Path("/proc/self/maps").open(encoding="ascii") as maps:
-        pagemap = os.open("/proc/self/pagemap", os.O_RDONLY)
+    with contextlib.suppress(OSError, ValueError), Path(PAGE_FILES[0]).open(encoding="ascii") as maps:
+        pagemap = os.open(PAGE_FILES[1], os.O_RDONLY)
         try:
             for line in maps:
                 fields = line.split()
