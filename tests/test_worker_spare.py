@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 from conftest import gone, wait_until
-from test_worker import mcpcli, warm, worker_dir  # noqa: F401  (fixtures)
+from test_worker import mcpcli, worker_dir  # noqa: F401  # the fixture: a worker directory of each test's own
+from test_worker import warm as _warm  # noqa: F401  # the fixture, used by every test here
 
-from mcpcli.wire import receive, send
+from mcpcli.wire import receive, send, socket_path
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("_warm")]
 
 
 def status(path: Path) -> dict[str, Any]:
@@ -31,7 +32,8 @@ def spare_of(path: Path) -> int:
     return int(status(path)["spare"])
 
 
-def test_a_warm_command_is_taken_by_the_spare_forked_before_it_which_runs_that_command_alone(warm: Path) -> None:
+def test_a_warm_command_is_taken_by_the_spare_forked_before_it_which_runs_that_command_alone() -> None:
+    warm = socket_path()
     first = spare_of(warm)
     worker = status(warm)["pid"]
     assert Path(f"/proc/{first}/stat").read_text().rsplit(")", 1)[1].split()[2] == str(worker)  # the worker's child
@@ -48,20 +50,22 @@ def test_a_warm_command_is_taken_by_the_spare_forked_before_it_which_runs_that_c
     assert status(warm)["running"] == 0 or wait_until(lambda: status(warm)["running"] == 0)  # a spare is not busy
 
 
-def test_a_spare_holds_no_connection_of_the_worker_or_of_another_caller(warm: Path) -> None:
+def test_a_spare_holds_no_connection_of_the_worker_or_of_another_caller() -> None:
+    warm = socket_path()
     with socket.socket(socket.AF_UNIX) as silent:  # a front end the worker has accepted but not heard yet
         silent.connect(str(warm))
         assert wait_until(lambda: status(warm)["ok"])
         r = mcpcli("call", "echo", "-a", "text=x")  # its spare is forked after the silent one was accepted
         assert r.returncode == 0, r.stderr
         pid = spare_of(warm)
-        fds = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        fds = {int(fd.name): str(fd.readlink()) for fd in Path(f"/proc/{pid}/fd").iterdir()}
     sockets = [fd for fd, target in fds.items() if fd > 2 and target.startswith("socket:")]
     assert len(sockets) == 1, fds  # its pair with the worker, nothing else: no listener, no caller's connection
     assert not [fd for fd, target in fds.items() if fd > 2 and not target.startswith("socket:")], fds
 
 
-def test_a_killed_spare_is_replaced_and_commands_still_run(warm: Path) -> None:
+def test_a_killed_spare_is_replaced_and_commands_still_run() -> None:
+    warm = socket_path()
     os.kill(spare_of(warm), signal.SIGKILL)
     for n in range(3):
         r = mcpcli("call", "echo", "-a", f"text={n}")
@@ -69,7 +73,8 @@ def test_a_killed_spare_is_replaced_and_commands_still_run(warm: Path) -> None:
     assert spare_of(warm)
 
 
-def test_the_pages_a_command_wrote_are_kept_private_and_go_with_the_worker(warm: Path) -> None:
+def test_the_pages_a_command_wrote_are_kept_private_and_go_with_the_worker() -> None:
+    warm = socket_path()
     for n in range(2):
         assert mcpcli("call", "echo", "-a", f"text={n}").returncode == 0
     pages = warm.with_suffix(".pages")
