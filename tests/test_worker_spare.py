@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import gone, wait_until
+from conftest import gone, stdio_server, wait_until
 from test_worker import mcpcli, worker_dir  # noqa: F401  # the fixture: a worker directory of each test's own
 from test_worker import warm as _warm  # noqa: F401  # the fixture, used by every test here
 
@@ -83,3 +83,13 @@ def test_the_pages_a_command_wrote_are_kept_private_and_go_with_the_worker() -> 
     assert stat.S_IMODE(pages.parent.stat().st_mode) == 0o700
     assert mcpcli("worker", "stop").returncode == 0
     assert wait_until(lambda: not pages.exists())
+
+
+def test_a_warm_command_creates_files_with_its_callers_umask_not_the_workers(tmp_path: Path) -> None:
+    """The worker was started under one umask; each command runs under its caller's (a stdio server it starts
+    creates its files with it), as it would cold."""
+    record = tmp_path / "legs.jsonl"
+    server = stdio_server("recorder", "--record", str(record))
+    r = mcpcli("call", "two_rounds", "-a", "item=u", "-s", server, preexec_fn=lambda: os.umask(0o077))
+    assert r.returncode == 3, r.stderr  # asked a question: a session, and the record written
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600

@@ -480,6 +480,8 @@ def _child(
         os.close(fd)
     child.take_environment(dict(request.get("env") or {}), path, relay_path)
     os.chdir(str(request.get("cwd") or "/"))
+    if isinstance(mask := request.get("umask"), int):
+        os.umask(mask & 0o777)  # the caller's, not that of the command that started the worker
     child.reopen_stdio()
     send(conn, {"started": os.getpid()})
     conn.settimeout(30.0)
