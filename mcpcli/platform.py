@@ -179,6 +179,11 @@ def fork_hook(after_in_child: Any) -> None:
 PROCFS = os.path.isdir("/proc/self")
 """Processes can be looked at in ``/proc`` (Linux); elsewhere ``psutil`` is asked."""
 
+PAGE_FILES = ("/proc/self/maps", "/proc/self/pagemap") if SYSTEM.startswith("linux") and PROCFS else None
+"""Where a process reads its own mappings and which of their pages it has (Linux): the worker's spare child
+(``worker.spare``) faults in ahead what commands write, with Linux's ``MADV_POPULATE_WRITE``; elsewhere it
+does not."""
+
 
 def process_state(pid: int) -> tuple[str, float | None] | None:
     """Whether process ``pid`` runs here — ``"running"``, ``"zombie"`` (ended, not yet reaped) or ``"gone"`` — and

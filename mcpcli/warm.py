@@ -191,7 +191,9 @@ def _delegate(argv: Sequence[str]) -> int | str:
                     return "the background worker was of another mcpcli version (replaced for the next command)"
                 # "credentials": other groups or capabilities than the worker's run as themselves
                 return "this command's rights (groups, capabilities) differ from the background worker's"
-            request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": os.getcwd()}
+            mask = os.umask(0o077)  # read (and put back): the command creates files as this process would
+            os.umask(mask)
+            request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": os.getcwd(), "umask": mask}
             send(sock, request, fds=[0, 1, 2])
             sock.settimeout(START_TIMEOUT)
             started, _ = receive(sock)

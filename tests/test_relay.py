@@ -224,7 +224,7 @@ def test_many_warm_calls_at_once_each_get_their_own_answer_through_the_relay(htt
             out, err = proc.communicate(timeout=120)
             assert (proc.returncode, out, err) == (0, f"call-{n}\n", "")
         assert proxy.accepted <= 12  # each in flight at once needs its own; none more
-    assert settled()["served"] >= 3 * 12
+    assert settled()["served"] >= 12  # each call's tools/call (discovery and the listing may be remembered)
 
 
 @pytest.mark.parametrize("how", ["direct", "relayed"])
@@ -378,7 +378,7 @@ def test_headers_reach_the_server_as_the_cold_path_sends_them(http_demo: Any) ->
         heads = []
         for extra in ((), ("--no-worker",)):
             seen = len(proxy.requests())
-            r = mcpcli(*args, "-s", proxy.url, *extra)
+            r = mcpcli(*args, "-s", proxy.url, *extra, env={"MCPCLI_WARM_TTL": "0"})  # both ask everything
             assert (r.returncode, r.stdout) == (0, "h\n"), r.stderr
             heads.append(proxy.requests()[seen])  # each command's first request
     hot, cold = heads

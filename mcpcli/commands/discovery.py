@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from mcpcli.auth import Credentials
-from mcpcli.engine.arguments import usable_schema
+from mcpcli.engine.arguments import no_such, usable_schema
 from mcpcli.engine.steps import dump
 from mcpcli.errors import McpcliError, ServerError
 from mcpcli.net.connection import connect
@@ -285,3 +285,45 @@ def first_problem(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"])
     return f"{where}: {error['msg']}" if where else str(error["msg"])
+
+
+async def prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Keep | None = None) -> dict[str, Any]:
+    """Prompt arguments are strings; the prompt's listing says which are required."""
+    prompts = await all_pages(client.list_prompts, "prompts", keep)
+    listed = next((p for p in prompts if p["name"] == prompt), None)
+    if listed is None:
+        raise no_such("prompt", prompt, [str(p["name"]) for p in prompts])
+    arguments = listed.get("arguments") or []
+    return {
+        "type": "object",
+        "properties": {a["name"]: {"type": "string"} for a in arguments},
+        "required": [a["name"] for a in arguments if a.get("required")],
+    }
+
+
+async def input_schema(
+    client: Client, tool: str, keep: Keep | None = None, seen: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The tool's inputSchema; an unknown tool is a usage error (nothing is sent). ``seen["execution"]``: the
+    tool's ``execution`` (2025-11-25 task support), when asked for. A listing remembered for this connection
+    (``net.warmcache``) serves when it names the tool; else the server is asked (and its answer remembered)."""
+    from mcpcli.net import warmcache
+
+    found = next((item for item in warmcache.remembered_tools(client) or () if item.name == tool), None)
+    cursor, names, pages = None, list[str](), list[Any]()
+    for _ in range(0 if found else 100):
+        page = await client.list_tools(cursor=cursor)
+        pages.append(page)
+        cursor = page.next_cursor
+        if not cursor:  # the whole list
+            warmcache.remember_tools(client, pages)
+            if keep is not None:
+                keep(pages)
+        names.extend(item.name for item in page.tools)
+        if (found := next((item for item in page.tools if item.name == tool), None)) or not cursor:
+            break
+    if found is None:
+        raise no_such("tool", tool, names)
+    if seen is not None:
+        seen["execution"] = found.execution
+    return usable_schema(found.input_schema)

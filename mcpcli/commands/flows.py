@@ -22,17 +22,18 @@ from pydantic import ValidationError
 from mcpcli import telemetry
 from mcpcli.commands.discovery import (
     Keep,
-    all_pages,
     at_terminal,
     credentials,
     declared,
     first_problem,
+    input_schema,
     keep_listing,
+    prompt_schema,
     server_logs,
 )
 from mcpcli.engine.answers import Presets, Roots, answers_template
 from mcpcli.engine.apps import SHOWS_VIEWS
-from mcpcli.engine.arguments import build_arguments, no_such, usable_schema
+from mcpcli.engine.arguments import build_arguments
 from mcpcli.engine.flow import Flow
 from mcpcli.engine.steps import AnswerSource, Call, Limits, Method, NeedInput, Outcome
 from mcpcli.errors import (
@@ -516,45 +517,6 @@ async def _tool_arguments(
         keys = [pair.partition("=")[0] for pair in pairs]
         schema = {"type": "object", "properties": {key: {"type": "string"} for key in keys if key}}
     return build_arguments(schema, pairs, args, warn=rt.out.warning)
-
-
-async def prompt_schema(client: Client, prompt: str, pairs: list[str], keep: Keep | None = None) -> dict[str, Any]:
-    """Prompt arguments are strings; the prompt's listing says which are required."""
-    prompts = await all_pages(client.list_prompts, "prompts", keep)
-    listed = next((p for p in prompts if p["name"] == prompt), None)
-    if listed is None:
-        raise no_such("prompt", prompt, [str(p["name"]) for p in prompts])
-    arguments = listed.get("arguments") or []
-    return {
-        "type": "object",
-        "properties": {a["name"]: {"type": "string"} for a in arguments},
-        "required": [a["name"] for a in arguments if a.get("required")],
-    }
-
-
-async def input_schema(
-    client: Client, tool: str, keep: Keep | None = None, seen: dict[str, Any] | None = None
-) -> dict[str, Any] | None:
-    """The tool's inputSchema; an unknown tool is a usage error (nothing is sent). ``seen["execution"]``: the
-    tool's ``execution`` (2025-11-25 task support), when asked for."""
-    cursor = None
-    names: list[str] = []
-    pages: list[Any] = []
-    for _ in range(100):
-        page = await client.list_tools(cursor=cursor)
-        pages.append(page)
-        cursor = page.next_cursor
-        if not cursor and keep is not None:  # the whole list
-            keep(pages)
-        for item in page.tools:
-            if item.name == tool:
-                if seen is not None:
-                    seen["execution"] = item.execution
-                return usable_schema(item.input_schema)
-            names.append(item.name)
-        if not cursor:
-            break
-    raise no_such("tool", tool, names)
 
 
 def render(rt: Runtime, method: str, outcome: Outcome) -> int:

@@ -9,14 +9,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mcp import Client
 
-from mcpcli.commands.discovery import keep_listing, tui_target
-from mcpcli.commands.flows import (
-    Seat,
-    build_flow,
-    drive_connected,
-    input_schema,
-    prompt_schema,
-)
+from mcpcli.commands.discovery import input_schema, keep_listing, prompt_schema, tui_target
+from mcpcli.commands.flows import Seat, build_flow, drive_connected
 from mcpcli.commands.resume import resume_target
 from mcpcli.engine.arguments import build_arguments
 from mcpcli.engine.flow import Flow

@@ -80,6 +80,7 @@ async def attached(
     asks_roots: Callable[[], None] | None = None,
     fresh: bool = False,
     watcher: bool = False,
+    generation: Callable[[str], None] | None = None,
 ) -> AsyncIterator[Any]:
     """The kept-alive server for ``target``, through the worker at ``path``, as an SDK transport.
 
@@ -87,7 +88,8 @@ async def attached(
     command's, not this one's (the caller says they changed). ``fresh``: the worker starts the server anew even
     when its process still runs (the command's first attempt left it unable to serve). A ``watcher`` (``mcpcli
     watch``) shares the server with the other commands instead of waiting its turn, and gets its events alone
-    (``worker.kept``)."""
+    (``worker.kept``). ``generation`` is told the server's generation (its process and the list changes it
+    announced: ``net.warmcache`` keys a kept server's remembered answers by it)."""
     from mcpcli.net.transports import _parse, write_lines
 
     stream = await anyio.connect_unix(path)
@@ -118,6 +120,8 @@ async def attached(
         raise ServerError(f"Cannot start the kept-alive server {target.label!r}: {reply.get('why', 'unknown')}.")
     if reply.get("asks_roots") and asks_roots is not None:
         asks_roots()
+    if isinstance(reply.get("generation"), str) and generation is not None:
+        generation(reply["generation"])  # what warmcache remembered of an older one is stale
     if reply.get("restarted") and not fresh:  # a fresh start was asked for: the caller said why
         note(f"The kept-alive server {target.label} had stopped; started it again (pid {reply.get('pid')}).")
 

@@ -32,6 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcpcli import __version__, settle_collector, telemetry
 from mcpcli.auth import Credentials
 from mcpcli.errors import McpcliError, ServerError, UsageError
+from mcpcli.net import warmcache
 from mcpcli.net.bounds import Bounds, Tripwire
 from mcpcli.net.failures import connect_failure, describe, start_failure
 from mcpcli.net.handshakes import HandshakeClient, remember, remembered
@@ -76,11 +77,14 @@ class _FlowLegs:
         try:
             raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
         except MCPError as exc:
+            warmcache.stale_error(self._client, exc.code)
             if self._on_refused is not None and self._refused_back_channel(method, params, exc):
                 self._on_refused()
             if method in FLOW_METHODS and exc.code == t.URL_ELICITATION_REQUIRED:
                 _URLS[id(self._client)] = _url_elicitations(exc)
             raise
+        if method == "tools/call" and raw.get("isError") is True:
+            warmcache.forget(self._client)  # "Unknown tool", a changed schema...: the next call lists afresh
         if method == "tools/call" and params and "task" in params and isinstance(raw.get("task"), dict):
             # 2025-11-25 CreateTaskResult: the SDK would check it against CallToolResult and refuse it. Carried
             # through as a placeholder result whose _meta holds the task (tasks.call_as_task unwraps it).
@@ -190,6 +194,9 @@ async def connect(
         "sampling_capabilities": t.SamplingCapability(tools=t.SamplingToolsCapability()) if sampling_tools else None,
     }
     first_failure: str | None = None  # why the first attempt failed, once there is a second (one restart at most)
+    kept_generation: list[str] = []  # a kept-alive server's generation, as the worker tells it (net.attach)
+    declaring: dict[str, Any] = {"offers": sorted(handshake_offers) if handshake_offers is not None else None}
+    declaring |= {"sampling_tools": sampling_tools, "extensions": dict(extensions or {}), "log_level": log_level}
     if tracer is not None:
         tracer.fact("connect", target=recorded_target(target), protocol=given)
     telemetry.connected(target.kind, target.url, None)  # the handshake's spans
@@ -207,19 +214,25 @@ async def connect(
                 functools.partial(held_roots.append, True),
                 fresh=first_failure is not None,
                 watcher=watcher,
+                generation=kept_generation.append,
             )
+            cached = (
+                warmcache.slot_for(target, paths, given, creds.identity(), declaring) if first_failure is None else None
+            )
+            prior = cached.fresh("discover", any_generation=True) if cached is not None and mode != "legacy" else None
             if tracer is not None:
                 tracer.register_headers(target.headers)
                 server = traced(server, tracer)
             client = HandshakeClient(
                 server,
-                mode=mode,
+                mode=warmcache.MODERN if prior is not None else mode,
+                prior_discover=warmcache.discover_result(prior),
                 client_info=t.Implementation(name="mcpcli", version=__version__),
                 cache=None,
                 # Every request declares the tasks extension (2026-07-28 only): a tool call may become a task.
                 extensions=[TasksExtension(), *(advertise(k, v) for k, v in (extensions or {}).items())],
                 logging_callback=on_log,
-                message_handler=on_notification,
+                message_handler=warmcache.dropping_on_list_changes(on_notification, cached),
                 log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
                 **callbacks,
             )
@@ -262,6 +275,10 @@ async def connect(
             )
         if guard is not None:
             guard.connected()
+        if cached is not None:
+            await warmcache.warmed(client, cached, prior, kept_generation)
+            warmcache.attach(client, cached)
+            stack.callback(warmcache.detach, client)
         if tracer is not None:
             info = client.server_info
             tracer.fact(
@@ -298,6 +315,7 @@ async def connect(
                 await opt_in_to_logs(client, log_level)
             yield client
         except (Exception, BaseExceptionGroup) as exc:
+            warmcache.forget(client)  # a result checked by a remembered output schema, say: the next one asks
             # A bound that tripped ended the connection; the SDK's error for that ("connection closed", "failed
             # to parse") is not what happened.
             if trip.error is not None and not isinstance(_inner(exc), UsageError):
@@ -425,6 +443,7 @@ def _server_for(
     *,
     fresh: bool = False,
     watcher: bool = False,
+    generation: Callable[[str], None] | None = None,
 ) -> tuple[Any, ServerLog | None, Guard | None]:
     """The transport for ``target``; ``fresh``: a kept-alive server's process is started anew (the first attempt
     spoiled it)."""
@@ -477,6 +496,7 @@ def _server_for(
                 asks_roots=asks_roots,
                 fresh=fresh,
                 watcher=watcher,
+                generation=generation,
             )
             guard = Guard(kept, trip)
             return guard, None, guard

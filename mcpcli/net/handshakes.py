@@ -112,6 +112,8 @@ class _Handshake:
             kept = {k: v for k, v in params["capabilities"].items() if k not in BACK_CHANNEL or k in offers}
             params = {**params, "capabilities": kept}
         raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
+        if method == "server/discover" and isinstance(raw, dict):
+            self._client.discovered = raw  # what ``warmcache`` remembers for the next connection
         if method == "server/discover" and isinstance(raw, dict) and isinstance(info := raw.get("serverInfo"), dict):
             from pydantic import ValidationError
 
@@ -125,6 +127,8 @@ class HandshakeClient(Client):
 
     handshake_offers: frozenset[str] | None = None
     top_level_info: t.Implementation | None = None
+    discovered: dict[str, Any] | None = None
+    """The raw result of this connection's ``server/discover``, when it sent one."""
 
     async def _build_session(self, exit_stack: AsyncExitStack) -> Any:
         session = await super()._build_session(exit_stack)

@@ -116,6 +116,14 @@ class KeptServer:
     watched: dict[str, set[int]] = field(default_factory=dict)
     """Before 2026: each URI a watcher subscribed to (``resources/subscribe``) → the watchers that did."""
     out: bytearray = field(default_factory=bytearray)
+    changes: int = 0
+    """The list changes (``notifications/*/list_changed``) the server announced: with its pid, its generation."""
+
+    @property
+    def generation(self) -> str:
+        """Which server, as of which list change, a command is lent (``net.warmcache`` drops what it remembered of
+        another generation: a restart or a list change between two commands)."""
+        return f"{self.proc.pid if self.proc else 0}.{self.changes}"
 
     @property
     def alive(self) -> bool:
@@ -288,7 +296,7 @@ class Kept:
         server.calls += 1
         try:
             reply = {"ok": True, "pid": server.proc.pid if server.proc else None, "restarted": restarted}
-            send(attachment.conn, reply | {"asks_roots": server.asks_roots})
+            send(attachment.conn, reply | {"asks_roots": server.asks_roots, "generation": server.generation})
         except OSError:
             self._detach(server)
             return
@@ -383,6 +391,8 @@ class Kept:
     def _from_server_line(self, server: KeptServer, line: bytes) -> None:
         if (message := _message(line)) is None:
             return
+        if message.get("method") in _LIST_CHANGES:
+            server.changes += 1
         current = server.current
         if "method" not in message and isinstance(message.get("id"), str) and message["id"].startswith("k"):
             number, _, original = message["id"][1:].partition(":")

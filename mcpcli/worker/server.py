@@ -22,11 +22,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import selectors
 import signal
 import socket
 import sys
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ import mcpcli
 from mcpcli import __version__
 from mcpcli.platform import POSIX, status_lines
 from mcpcli.wire import WireError, env_seconds, own_private_dir, peer, receive, send, socket_path, state_home
-from mcpcli.worker import child, log_line
+from mcpcli.worker import child, log_line, spare
 
 assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 
@@ -104,6 +104,13 @@ class Worker:
         """The lock keeper (``worker.locks``): the PostgreSQL session locks of every command, on one connection."""
         self.relay_failures = 0
         self.relay_paused_until = 0.0
+        self.spare: spare.Spare | None = None
+        self.want_spare = True
+        """Fork a spare at the next turn of the loop: at the start, and as each command has answered."""
+        self.pages = spare.Pages(self.path)
+        self.pending: dict[socket.socket, float] = {}
+        """Accepted connections waiting to be heard, each with when it is given up."""
+        self.selector: Any = None
 
     # --- the socket ----------------------------------------------------------------------------------------------
 
@@ -134,6 +141,7 @@ class Worker:
                 os.umask(old)
             listener.listen(128)
             self.listener = listener
+            self.pages.path.unlink(missing_ok=True)  # another worker's addresses
             self.inode = self.path.stat().st_ino
             return True
         finally:
@@ -146,6 +154,7 @@ class Worker:
             with contextlib.suppress(OSError):
                 if self.path.stat().st_ino == self.inode:  # ours: a worker that replaced us may have bound it since
                     self.path.unlink()
+                    self.pages.path.unlink(missing_ok=True)
             self.listener = None
 
     def idle_limit(self) -> float:
@@ -182,23 +191,24 @@ class Worker:
     # --- the loop ------------------------------------------------------------------------------------------------
 
     def serve(self) -> None:
-        import selectors
-
         from mcpcli.worker.kept import Kept
 
         assert self.listener is not None
         log(f"serving {self.path} (mcpcli {__version__}, idle timeout {self.idle:g} s, {self.early:g} s at first)")
-        selector = selectors.DefaultSelector()
+        self.selector = selector = selectors.DefaultSelector()
         selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
         self.kept = Kept(
             lambda obj, data: selector.register(obj, selectors.EVENT_READ, data),
             selector.unregister,
         )
         self.last_activity = time.monotonic()  # idle from now: the preload before this is not idleness
-        greeting: dict[socket.socket, float] = {}  # accepted, waiting to be heard: when each one is given up
+        greeting = self.pending
         try:
             while not self.stopping:
                 self.reap()
+                if self.want_spare and self.spare is None and not self.stopping:
+                    self.want_spare = False
+                    self.spare = self.fork_spare()
                 busy = self.children or greeting or any(s.current or s.watchers for s in self.kept.servers.values())
                 if not busy and time.monotonic() - self.last_activity > self.idle_limit():
                     log("idle: exiting")
@@ -216,6 +226,10 @@ class Worker:
                     elif kind == "watching":
                         self.kept.from_watcher(*server)
                         self.last_activity = time.monotonic()
+                    elif kind == "answered":  # a command has its status: the next spare, while its front end exits
+                        selector.unregister(server)
+                        server.close()
+                        self.want_spare = True
                     elif kind in ("greeting", "request"):
                         selector.unregister(server)
                         del greeting[server]
@@ -238,6 +252,8 @@ class Worker:
             self.kept.stop_all()
             for conn in greeting:
                 conn.close()
+            if self.spare is not None:
+                self.spare.control.close()  # it sees the worker go, and exits
             selector.close()
             if self.relay is not None:
                 self.relay.stop(wait=RELAY_STOP_WAIT)
@@ -268,6 +284,10 @@ class Worker:
         return "close"
 
     def reap(self) -> None:
+        if self.spare is not None and self.spare.exited():  # killed, or failed: another once a command answers
+            log(f"the spare child (pid {self.spare.pid}) exited before it had a command")
+            self.spare.control.close()
+            self.spare = None
         for pid in list(self.children):
             try:
                 done, _status = os.waitpid(pid, os.WNOHANG)
@@ -355,26 +375,31 @@ class Worker:
             log(f"HTTP relay started (pid {self.relay.pid})")
 
     def fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+        """Hand the command to the spare child (forked now when there is none, or it is gone)."""
         self.ensure_relay()
         relay_path = str(self.relay.path) if self.relay is not None else None
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            code = 70
-            try:
-                assert self.listener is not None
-                self.listener.close()
-                self.kept.forget_in_child()
-                if self.relay is not None:
-                    self.relay.forget_in_child()
-                if self.locks is not None:
-                    self.locks.forget_in_child()
-                code = _child(conn, request, fds, str(self.path), relay_path)
-            finally:
-                os._exit(code)
-        for fd in fds:
-            os.close(fd)
-        self.children.add(pid)
+        message = {"request": request, "relay": relay_path, "record": spare.records(self.served)}
+        try:
+            for attempt in (1, 2):
+                taker, self.spare = self.spare or self.fork_spare(), None
+                try:
+                    send(taker.control, message, [conn.fileno(), *fds])
+                    break
+                except OSError:
+                    taker.control.close()
+                    taker.exited()
+                    if attempt == 2:
+                        raise
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.selector.register(taker.control, selectors.EVENT_READ, ("answered", taker.control))
+        self.children.add(taker.pid)
         self.served += 1
+
+    def fork_spare(self) -> spare.Spare:
+        """A child forked now, with nothing of the worker's but its memory, waiting for a command (``spare``)."""
+        return spare.fork(self, lambda control: _spare(control, str(self.path)))
 
     def status(self) -> dict[str, Any]:
         return {
@@ -385,6 +410,7 @@ class Worker:
             "started": self.started,
             "served": self.served,
             "running": len(self.children),
+            "spare": self.spare.pid if self.spare is not None else None,
             "idle_timeout": self.idle,
             "idle_now": self.idle_limit(),
             "homes": len(self.homes),
@@ -420,7 +446,31 @@ def _rss_kb() -> int:
     return 0
 
 
-def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: str, relay_path: str | None) -> int:
+def _spare(control: socket.socket, path: str) -> int:
+    """The spare child: its command (its front end's connection, the caller's descriptors), run; 0 when the worker
+    goes first."""
+    try:
+        message, fds = receive(control, with_fds=True)
+    except (OSError, WireError):
+        return 0
+    if len(fds) != 4:
+        return 0
+    conn = socket.socket(fileno=fds[0])
+    conn.setblocking(True)  # the worker's copy had a timeout (the flag is the descriptor's)
+    code = _child(conn, dict(message["request"]), fds[1:], path, message.get("relay"), control)
+    if message.get("record"):
+        spare.record(path)
+    return code
+
+
+def _child(
+    conn: socket.socket,
+    request: dict[str, Any],
+    fds: list[int],
+    path: str,
+    relay_path: str | None,
+    control: socket.socket,
+) -> int:
     """In the forked child: become the caller's process, wait for "go", run the command, report its status."""
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_DFL)
@@ -430,6 +480,8 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: s
         os.close(fd)
     child.take_environment(dict(request.get("env") or {}), path, relay_path)
     os.chdir(str(request.get("cwd") or "/"))
+    if isinstance(mask := request.get("umask"), int):
+        os.umask(mask & 0o777)  # the caller's, not that of the command that started the worker
     child.reopen_stdio()
     send(conn, {"started": os.getpid()})
     conn.settimeout(30.0)
@@ -449,6 +501,8 @@ def _child(conn: socket.socket, request: dict[str, Any], fds: list[int], path: s
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         send(conn, {"exit": code})
+    with contextlib.suppress(OSError):
+        control.send(b"a")  # answered: the worker forks the next spare now
     child.send_spans()
     child.keep_logs_open(path)
     return code
@@ -475,81 +529,12 @@ def _run(argv: list[str]) -> int:
     return 0
 
 
-NOT_PRELOADED = ("mcpcli.tui", "mcpcli.__main__", "mcpcli.worker")
-"""Left out of the preload: the TUI runs in the front end's own process (``--tui``), ``__main__`` would run the
-CLI, and the worker is here already. (The demo is in: the default server runs in-process.)"""
-
-PRELOADED_LIBRARIES = (
-    "anyio._backends._asyncio",
-    "anyio.streams.stapled",
-    "getpass",  # who owns a flow (state.inbox.whoami), with pwd when no USER is set
-    "httpcore2",  # httpx2's transport imports it when a command connects direct (~20 ms, with h11 and h2)
-    "jsonschema",
-    "mcp.client.auth",
-    # Tracing, when the otel extra is installed (mcpcli.traceexport imports them only when a command traces): ~0.15 s
-    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-    "opentelemetry.sdk.resources",
-    "opentelemetry.sdk.trace.export",
-    "pwd",
-    "rich._emoji_codes",
-    "rich.live",
-    "rich.logging",
-    "rich.progress",
-    "rich.prompt",
-    "rich.table",
-    "typer._adapters",
-    "typer._click.decorators",
-)
-"""Imported lazily on a command's path (the SDK validates a tool's result with jsonschema, ~0.1 s to import)."""
-
-
 def preload() -> None:
-    """Everything a command imports, once (the point of the worker): every mcpcli module a command can reach and
-    the libraries they import lazily, so a forked child imports nothing (tests/test_worker.py checks that). Then
-    the heap is frozen, so the collector neither walks nor dirties these pages in every child."""
-    import gc
-    import importlib
-    import pkgutil
-
-    import mcp
-    import mcp.client.streamable_http  # noqa: F401
-
-    packages: list[tuple[Iterable[str], str]] = [(mcpcli.__path__, "mcpcli.")]
-    while packages:
-        path, prefix = packages.pop()
-        for info in pkgutil.iter_modules(path, prefix):
-            if info.name.startswith(NOT_PRELOADED):
-                continue
-            with contextlib.suppress(ImportError):  # the postgres engine without its optional extra
-                module = importlib.import_module(info.name)
-                if info.ispkg:
-                    packages.append((module.__path__, f"{info.name}."))
-    for name in PRELOADED_LIBRARIES:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-    import typer.main
-
-    from mcpcli.cli import app
-    from mcpcli.engine.steps import prepare_validators
-    from mcpcli.net.transports import tls_context
+    """Everything a command imports, once (``worker.preload``), and the CLI's command tree."""
+    from mcpcli.worker import preload as everything
 
     global _COMMAND
-    _COMMAND = typer.main.get_command(app)
-    _coercions(_COMMAND)
-    prepare_validators()
-    tls_context()  # the CA bundle, read once for every command's HTTP client
-    gc.collect()
-    gc.freeze()
-
-
-def _coercions(command: Any) -> None:
-    """Typer builds each option's coercion (a pydantic TypeAdapter) on first use, ~40 of them a command (~10 ms):
-    build them here, once, not in every child."""
-    for param in getattr(command, "params", ()):
-        if callable(build := getattr(param, "get_runtime_param", None)):
-            build()
-    for sub in getattr(command, "commands", {}).values():
-        _coercions(sub)
+    _COMMAND = everything.preload()
 
 
 def main(argv: list[str] | None = None) -> int:
