@@ -35,7 +35,8 @@ def on(monkeypatch: pytest.MonkeyPatch) -> None:
 def family(directory: Path) -> dict[int, int]:
     """The processes of the worker family listening in ``directory`` (the worker, its relay, commands it runs),
     found by walking ``/proc``: each one whose environment names that directory and whose command line is
-    mcpcli's; their resident memory in KiB."""
+    mcpcli's; the memory each costs in KiB: its proportional share (PSS), since forked processes share their pages
+    and the sum of their resident sizes would count those once per process."""
     needle = f"MCPCLI_WORKER_DIR={directory}".encode()
     found: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
@@ -44,13 +45,13 @@ def family(directory: Path) -> dict[int, int]:
         try:
             environ = (entry / "environ").read_bytes().split(b"\0")
             cmdline = (entry / "cmdline").read_bytes()
-            status = (entry / "status").read_text()
+            rollup = (entry / "smaps_rollup").read_text()
         except OSError:
             continue
         if needle not in environ or b"mcpcli" not in cmdline:
             continue
-        rss = [line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")]
-        found[int(entry.name)] = int(rss[0]) if rss else 0
+        pss = [line.split()[1] for line in rollup.splitlines() if line.startswith("Pss:")]
+        found[int(entry.name)] = int(pss[0]) if pss else 0
     return found
 
 
@@ -86,8 +87,8 @@ def test_thirty_homes_share_one_worker_and_relay_under_250_mb_gone_when_the_home
             r = mcpcli("call", "echo", "-a", f"text=h{n}", env={"MCPCLI_HOME": str(homes / f"h{n}")})
             assert (r.returncode, r.stdout) == (0, f"h{n}\n"), r.stderr
     assert running(30)
-    processes = settle(worker_dir, 2)
-    assert len(processes) <= 2, processes  # the worker and its relay: one family for thirty homes
+    processes = settle(worker_dir, 3)
+    assert len(processes) <= 3, processes  # the worker, its relay and its spare child: one family for thirty homes
     assert sum(processes.values()) <= 250 * 1024, processes
     assert json.loads(mcpcli("worker", "status", "--json").stdout)["homes"] == 30
     shutil.rmtree(homes)
