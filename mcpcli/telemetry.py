@@ -10,7 +10,7 @@ an exporter or an endpoint (``OTEL_TRACES_EXPORTER=otlp``, ``OTEL_EXPORTER_OTLP_
 ``_meta`` as ``traceparent``/``tracestate``) get a provider, a parent and their facts, rather than being doubled::
 
     flow tools/call NAME        one per run (mcpcli.flow.run: start or resume), a span of mcpcli's
-    ├─ tools/call NAME          the SDK's span per request, named and given facts here (``_Facts``)
+    ├─ tools/call NAME          the SDK's span per request, named and given facts (``request_facts``)
     ├─ round N                  what was asked (request keys and kinds), how each was answered
     │  └─ chat MODEL            a sampling request answered by the user's LLM (GenAI conventions)
     └─ tools/call NAME          the retry, with the answers
@@ -22,7 +22,7 @@ environment (a CI job's span) parents a new flow.
 
 **The threat and the rule.** Spans leave for a collector other people read. Nothing secret may go: no answer value,
 secret, header, token, request state or result body. The spans made here carry keys, kinds, counts and sizes only;
-and the one way out, ``_Scrubbed`` around the exporter, keeps only the attribute keys in ``ALLOWED`` and drops status
+and the one way out (``traceexport``, around the exporter) keeps only the attribute keys it allows and drops status
 descriptions and exception messages and stack traces, whatever a library put there (a server's error text can quote
 what was sent to it; an exception's message can hold a URL with a key).
 """
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 ON = False
-"""Whether this process traces (``start`` turned it on)."""
+"""Whether this process traces (``traceexport.start`` turned it on)."""
 
 SCOPE = "mcpcli"
 """The instrumentation scope of mcpcli's own spans (the ``mcp`` SDK's are ``mcp-python-sdk``)."""
@@ -107,14 +107,7 @@ def connected(kind: str, url: str | None, protocol: str | None) -> None:
         return
     facts: dict[str, Any] = {"network.transport": "pipe" if kind == "stdio" else "tcp" if kind == "http" else "inproc"}
     if kind == "http" and url:
-        from urllib.parse import urlsplit
-
-        with contextlib.suppress(ValueError):
-            parts = urlsplit(url)
-            facts["network.protocol.name"] = "http"
-            if parts.hostname:
-                facts["server.address"] = parts.hostname
-            facts["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
+        facts |= {"network.protocol.name": "http", **_server(url)}
     if protocol:
         facts["mcp.protocol.version"] = protocol
     _CONNECTION.set(facts)
@@ -151,7 +144,7 @@ def flow_run(method: str, name: str, session: Any = None) -> Iterator[None]:
             yield
         return
     run.claimed = True
-    run.span.update_name(f"{'resume' if session else 'flow'} {method} {name}".strip())
+    run.span.update_name(_run_name(method, name, session))
     run.span.set_attributes({"mcp.method.name": method, **_target_attributes(method, name)})
     try:
         yield
@@ -175,7 +168,7 @@ def _run_span(method: str, name: str, session: Any, *, claimed: bool) -> Iterato
     attributes.update(_target_attributes(method, name))
     tracer = trace.get_tracer(SCOPE)
     with tracer.start_as_current_span(
-        f"{'resume' if session else 'flow'} {method} {name}".strip(),
+        _run_name(method, name, session),
         context=parent,
         kind=SpanKind.INTERNAL,
         links=links,
@@ -195,6 +188,10 @@ def _run_span(method: str, name: str, session: Any, *, claimed: bool) -> Iterato
         finally:
             span.set_attribute("mcpcli.flow.rounds", run.rounds)
             _RUN.reset(token)
+
+
+def _run_name(method: str, name: str, session: Any) -> str:
+    return f"{'resume' if session else 'flow'} {method} {name}".strip()
 
 
 def _parent(stored: Mapping[str, str] | None) -> tuple[Any, list[Any]]:
@@ -218,13 +215,20 @@ def _parent(stored: Mapping[str, str] | None) -> tuple[Any, list[Any]]:
     return Context(), links
 
 
-def _span_context(traceparent: str | None) -> Any:
-    from opentelemetry.trace import SpanContext, TraceFlags
-
+def _parsed(traceparent: Any) -> tuple[int, int, int] | None:
+    """A W3C ``traceparent``'s trace id, span id and flags; None for anything else (all-zero ids included)."""
     found = _TRACEPARENT.fullmatch(traceparent.strip().lower()) if isinstance(traceparent, str) else None
     if found is None or int(found[1], 16) == 0 or int(found[2], 16) == 0:
         return None
-    return SpanContext(int(found[1], 16), int(found[2], 16), is_remote=True, trace_flags=TraceFlags(int(found[3], 16)))
+    return int(found[1], 16), int(found[2], 16), int(found[3], 16)
+
+
+def _span_context(traceparent: str | None) -> Any:
+    from opentelemetry.trace import SpanContext, TraceFlags
+
+    if (ids := _parsed(traceparent)) is None:
+        return None
+    return SpanContext(ids[0], ids[1], is_remote=True, trace_flags=TraceFlags(ids[2]))
 
 
 def _traceparent(span: Span) -> str:
@@ -269,8 +273,8 @@ def stored_context() -> dict[str, str] | None:
     if run is None:
         return None
     here = _traceparent(run.span)
-    root = (run.stored or {}).get("root") if _span_context((run.stored or {}).get("root")) else None
-    return {"root": root or here, "parked": here}
+    root = (run.stored or {}).get("root")
+    return {"root": root if root is not None and _parsed(root) else here, "parked": here}
 
 
 def flow_event(kind: str, fields: Mapping[str, Any]) -> None:
@@ -369,6 +373,18 @@ def request_facts(method: str, target: str) -> dict[str, Any]:
     return facts
 
 
+def _server(url: str) -> dict[str, Any]:
+    """A URL's host and port, as ``server.address`` and ``server.port``: never its user, path or query."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return {}
+    return {"server.address": parts.hostname, "server.port": port} if parts.hostname else {}
+
+
 def _target_attributes(method: str, name: str) -> dict[str, Any]:
     if method == "tools/call" and name:
         return {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
@@ -401,8 +417,6 @@ def completion(api: str, base_url: str, model: str, max_tokens: int) -> Iterator
     if not ON:
         yield Completion()
         return
-    from urllib.parse import urlsplit
-
     from opentelemetry import trace
     from opentelemetry.trace import SpanKind, StatusCode
 
@@ -412,11 +426,7 @@ def completion(api: str, base_url: str, model: str, max_tokens: int) -> Iterator
         "gen_ai.request.model": model,
         "gen_ai.request.max_tokens": max_tokens,
     }
-    with contextlib.suppress(ValueError):
-        parts = urlsplit(base_url)
-        if parts.hostname:
-            attributes["server.address"] = parts.hostname
-            attributes["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
+    attributes |= _server(base_url)
     with trace.get_tracer(SCOPE).start_as_current_span(
         f"chat {model}",
         kind=SpanKind.CLIENT,
@@ -446,6 +456,5 @@ def batch_span(flows: int) -> Iterator[None]:
 
 def trace_id(stored: Mapping[str, Any] | None) -> str | None:
     """The trace id of a session's ``trace_context`` (``sessions show``), or None."""
-    root = stored.get("root") if isinstance(stored, Mapping) else None
-    found = _TRACEPARENT.fullmatch(root.strip().lower()) if isinstance(root, str) else None
-    return found[1] if found is not None and int(found[1], 16) else None
+    ids = _parsed(stored.get("root")) if isinstance(stored, Mapping) else None
+    return None if ids is None else f"{ids[0]:032x}"

@@ -62,7 +62,7 @@ ALLOWED = frozenset(
         "exception.type",
     }
 )
-"""The attribute keys a span may leave with (``_Scrubbed``): names of methods, tools, models; ids; kinds; counts."""
+"""The attribute keys a span may leave with (``_scrubbed``): names of methods, tools, models; ids; kinds; counts."""
 
 _provider: TracerProvider | None = None
 _flush_seconds = FLUSH_SECONDS

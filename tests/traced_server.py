@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 
-import anyio
 import mcp_types as t
 from mcp.server.mcpserver import Context, MCPServer
+from servers import serve
 
 STATE_MARKER = "STATE-8f3a1c-never-in-a-span"
 RESULT_MARKER = "RESULT-51d0be-never-in-a-span"
@@ -87,12 +87,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.otlp:
         trace_to(args.otlp)
-    server = build()
-    if args.http:
-        host, _, port = args.http.rpartition(":")
-        anyio.run(lambda: server.run_streamable_http_async(host=host, port=int(port)))
-    else:
-        anyio.run(server.run_stdio_async)
+    serve(build(), args.http)
 
 
 if __name__ == "__main__":

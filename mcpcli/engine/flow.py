@@ -166,8 +166,8 @@ class Flow:
         self.call = Call(session.method, session.name, session.arguments)
         self._arm_deadline()
         with telemetry.flow_run(session.method, session.name, session):
-            if telemetry.ON:  # the run that parks it next, if it does
-                await self.keeper.update(trace_context=telemetry.stored_context())
+            if (traced := telemetry.stored_context()) is not None:  # this run parks it next, if it does
+                await self.keeper.update(trace_context=traced)
             return await self._resumed(session)
 
     async def _resumed(self, session: SessionRecord) -> Outcome:

@@ -278,7 +278,6 @@ async def connect(
         if cached is not None:
             await warmcache.warmed(client, cached, prior, kept_generation)
             warmcache.attach(client, cached)
-            stack.callback(warmcache.detach, client)
         if tracer is not None:
             info = client.server_info
             tracer.fact(

@@ -129,6 +129,8 @@ class HandshakeClient(Client):
     top_level_info: t.Implementation | None = None
     discovered: dict[str, Any] | None = None
     """The raw result of this connection's ``server/discover``, when it sent one."""
+    warm_slot: Any = None
+    """This connection's place in the cache of discover results and listings (``warmcache.Slot``), if it has one."""
 
     async def _build_session(self, exit_stack: AsyncExitStack) -> Any:
         session = await super()._build_session(exit_stack)

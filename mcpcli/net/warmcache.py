@@ -188,20 +188,14 @@ def slot(paths: Paths, target: Target, name: str) -> Slot | None:
     return found
 
 
-_SLOTS: dict[int, Slot] = {}
-"""Per connected client (``id``): its cache slot."""
-
-
-def attach(client: object, found: Slot) -> None:
-    _SLOTS[id(client)] = found
-
-
-def detach(client: object) -> None:
-    _SLOTS.pop(id(client), None)
+def attach(client: HandshakeClient, found: Slot) -> None:
+    """``client``'s connection reads and writes ``found`` (``HandshakeClient.warm_slot``)."""
+    client.warm_slot = found
 
 
 def slot_of(client: object) -> Slot | None:
-    return _SLOTS.get(id(client))
+    found = getattr(client, "warm_slot", None)
+    return found if isinstance(found, Slot) else None
 
 
 def stale_error(client: object, code: int) -> None:
