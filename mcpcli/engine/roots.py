@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import anyio
 import mcp_types as t
 
+from mcpcli.net import warmcache
 from mcpcli.net.connection import roots_asked_again
 
 if TYPE_CHECKING:
@@ -36,14 +37,16 @@ class EarlyRoots:
 
     async def settle(self, expected: bool, client: Client | None) -> None:
         """Before the call (while the flow's ``call`` is unset, so that the question is not taken for the flow's
-        own): wait for a server known to ask for the roots on connecting (``expected``) to ask, then give it a
-        moment to take them in — the filesystem server resolves each path before it serves any, and a call sent
-        at once finds none."""
-        if expected or (client is not None and roots_asked_again(client)):
+        own): wait for a server known to ask for the roots on connecting (``expected``; or as an earlier connection
+        found, ``net.warmcache``) to ask, then give it a moment to take them in — the filesystem server resolves
+        each path before it serves any, and a call sent at once finds none."""
+        if expected or (client is not None and (roots_asked_again(client) or warmcache.asks_roots(client))):
             with anyio.move_on_after(ROOTS_WAIT):  # a server that never asks after all is not waited for long
                 while self.given_at is None:
                     await anyio.sleep(0.01)
         if self.given_at is not None:
+            if client is not None:
+                warmcache.learned_asks_roots(client)  # the next connection, with no listing to ask in, waits for it
             await anyio.sleep(max(0.0, self.given_at + ROOTS_SETTLE - time.monotonic()))
 
     async def answer(self, question: Question, sources: Sequence[AnswerSource]) -> t.InputResponse | t.ErrorData:

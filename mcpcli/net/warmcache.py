@@ -19,6 +19,10 @@ commands drops it.
 one — and the SDK's servers send ``ttlMs: 0`` for every result their author gave no hint for, indistinguishable from
 none — an entry is fresh for ``DEFAULT_TTL`` (30 s; ``MCPCLI_WARM_TTL=SECONDS``, 0 turns the cache off).
 
+**What the server does on connecting** is learned too: a server that asks for the roots before the first call (the
+reference filesystem server) is waited for on the next connection, which no longer gives it a listing's round trip
+to ask in.
+
 **Dropped at once** when it may be stale: a ``list_changed`` notification on a connection (its message handler), a
 request the server refused as a protocol error on a connection that used it (``stale_error``), a tool the listing
 does not name (the caller lists afresh before saying "unknown tool"), and an error validating a result against a
@@ -155,6 +159,12 @@ class Slot:
         self.doc[what] = {"raw": raw, "expires_at": expires(hint, now), "generation": self.generation}
         self._write()
 
+    def learn(self, fact: str) -> None:
+        """Remember that the server behaves so (``asks_roots``), for as long as the entry lives."""
+        if self.doc.get(fact) is not True:
+            self.doc = {**self.doc, "version": VERSION, "server": self.server, fact: True}
+            self._write()
+
     def drop(self) -> None:
         """Forget everything remembered for this key (the next connection asks the server)."""
         self.doc = {}
@@ -284,6 +294,18 @@ def remember_tools(client: Client, pages: list[Any]) -> None:
     merged = {**dumped[-1], "tools": [tool for page in dumped for tool in page.get("tools") or []]}
     merged.pop("nextCursor", None)
     found.keep("tools", merged, hint)
+
+
+def asks_roots(client: object) -> bool:
+    """Whether the server asked an earlier connection for its roots before its call: it serves nothing until it has
+    them, so a call that skips the listing's round trip waits for that question first (``engine.roots``)."""
+    found = slot_of(client)
+    return found is not None and found.doc.get("asks_roots") is True
+
+
+def learned_asks_roots(client: object) -> None:
+    if (found := slot_of(client)) is not None:
+        found.learn("asks_roots")
 
 
 def forget(client: object) -> None:
