@@ -23,10 +23,13 @@ if TYPE_CHECKING:
 def take_environment(env: dict[str, Any], path: str, relay_path: str | None) -> None:
     """The caller's environment, and where this worker's socket and relay are — never ones the caller's environment
     names. (The worker's socket also tells a command on PostgreSQL where to ask for the lock keeper.)"""
+    import tempfile  # preloaded
+
     from mcpcli.net.transports import RELAY_ENV  # preloaded
 
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in env.items()})
+    tempfile.tempdir = None  # found again from the caller's TMPDIR, should the worker have cached its own
     os.environ["MCPCLI_WORKER_SOCKET"] = path  # kept-alive servers are attached through the worker
     os.environ.pop(RELAY_ENV, None)
     if relay_path is not None and os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower() not in OFF:
