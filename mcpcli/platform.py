@@ -256,6 +256,20 @@ def status_lines(pid: int | str, prefixes: tuple[str, ...]) -> list[str] | None:
         return None
 
 
+def current_umask() -> int:
+    """This process's umask, read without changing it where the kernel says it (Linux 4.7+: another thread that
+    creates a file meanwhile is never given a wrong one); elsewhere set and put back at once."""
+    found = status_lines("self", ("Umask:",))
+    if found:
+        try:
+            return int(found[0].split(":", 1)[1].strip(), 8)
+        except ValueError:
+            pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 def open_descriptors() -> list[int]:
     """This process's open file descriptors (``/proc/self/fd``, else ``/dev/fd``, else the first 256)."""
     for where in ("/proc/self/fd", "/dev/fd"):

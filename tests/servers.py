@@ -554,6 +554,13 @@ def counter() -> MCPServer:
         found = " ".join(f"{name}={os.environ.get(name, '<unset>')}" for name in names.split(","))
         return f"{found} pid {os.getpid()}"
 
+    @server.tool()
+    async def umask() -> str:
+        """The umask this process runs under, in octal."""
+        mask = os.umask(0o077)
+        os.umask(mask)
+        return f"umask {mask:03o}"
+
     return server
 
 

@@ -466,6 +466,23 @@ def test_a_kept_alive_server_remembers_between_commands_and_is_restarted_after_a
     assert "needs the background worker" in cold.stderr
 
 
+def test_a_kept_alive_server_runs_under_the_umask_of_the_command_that_started_it_not_the_workers(warm: Path) -> None:
+    target = stdio_server("counter")
+    mask = os.umask(0o022)  # the worker was started under this test's umask
+    os.umask(mask)
+    tight = subprocess.run(
+        [PY, "-m", "mcpcli", "-s", target, "--keep-alive", "call", "umask"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        umask=0o077,
+    )
+    assert (tight.returncode, tight.stdout) == (0, "umask 077\n"), tight.stderr
+    assert mask != 0o077
+    cold = mcpcli("-s", target, "call", "umask", env={"MCPCLI_WORKER": "0"})  # a cold one, for comparison
+    assert cold.stdout == f"umask {mask:03o}\n"
+
+
 def test_a_named_server_with_keep_alive_and_a_legacy_server_keep_their_process(warm: Path, home: Path) -> None:
     args = json.dumps([str(ROOT / "tests" / "servers.py"), "counter"])
     config = f"[mcpServers.tally]\ncommand = {json.dumps(PY)}\nargs = {args}\nkeep_alive = true\n"

@@ -21,6 +21,7 @@ from mcp.shared.message import SessionMessage
 
 from mcpcli.errors import ServerError
 from mcpcli.net.serverenv import server_environment
+from mcpcli.platform import current_umask
 from mcpcli.settings.targets import Target
 
 SOCKET_ENV = "MCPCLI_WORKER_SOCKET"
@@ -100,6 +101,7 @@ async def attached(
         "name": target.label,
         "server": server_key(target),
         "cwd": str(Path.cwd()),
+        "umask": current_umask(),  # a server it starts creates files as the command would
         "fresh": fresh,
     }
     if watcher:

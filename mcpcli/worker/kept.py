@@ -89,6 +89,8 @@ class Attachment:
     number: int
     cwd: str | None = None
     """The command's working directory (a server it starts runs there, unless its entry names a ``cwd``)."""
+    umask: int | None = None
+    """The command's umask: a server it starts runs under it (not the worker's, which is whoever started that)."""
     buffer: bytearray = field(default_factory=bytearray)
     answered_from_cache: bool = False
     fresh: bool = False
@@ -133,7 +135,7 @@ class KeptServer:
     def home(self) -> str:
         return str(self.spec.get("home") or "")
 
-    def start(self, cwd: str | None = None) -> None:
+    def start(self, cwd: str | None = None, umask: int | None = None) -> None:
         try:
             if not self.home or not Path(self.home).is_dir():
                 raise FileNotFoundError(self.home)  # never make again a home that was deleted
@@ -149,6 +151,7 @@ class KeptServer:
                 cwd=self.spec.get("cwd") or cwd or None,
                 env=self.spec["env"],  # the whole of it, as the command computed it (mcpcli.net.serverenv)
                 start_new_session=True,
+                umask=-1 if umask is None else umask & 0o777,
             )
         finally:
             log.close()
@@ -226,7 +229,9 @@ class Kept:
         server = self.servers.setdefault(_key(spec), KeptServer(str(request.get("name") or spec["command"]), spec))
         self._numbers += 1
         cwd = request.get("cwd")
+        mask = request.get("umask")
         attachment = Attachment(conn, self._numbers, cwd if isinstance(cwd, str) else None)
+        attachment.umask = mask if isinstance(mask, int) and not isinstance(mask, bool) else None
         attachment.fresh = request.get("fresh") is True
         if request.get("watch"):
             # A watch holds its connection for as long as it runs: it shares the server with the command that
@@ -276,7 +281,7 @@ class Kept:
                 self._unregister(server.proc.stdout)
                 server.stop()
             try:
-                server.start(attachment.cwd)
+                server.start(attachment.cwd, attachment.umask)
             except OSError as exc:
                 with contextlib.suppress(OSError):
                     send(attachment.conn, {"ok": False, "why": exc.strerror or str(exc)})
