@@ -14,15 +14,20 @@ Each fact is found by what the running Python has, not by the system's name, so 
 
 from __future__ import annotations
 
+# The C modules beneath ``socket`` and ``signal`` (``_signal``, below), not those: the front end's warm path imports
+# this module, and their Python layers (enum, selectors) cost every warm command ~2 ms.
+import _socket
 import os
-import signal
-import socket
 import struct
 import sys
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
 if TYPE_CHECKING:
+    import signal as _signal  # the same functions and numbers (typeshed has no stub for ``_signal``)
+    import socket
     from typing import Any
+else:
+    import _signal
 
 SYSTEM: str = sys.platform
 """The system's name, for what is by name rather than by capability: where an app keeps its files (``platformdirs``'
@@ -37,12 +42,12 @@ _LOCAL_PEERPID = 2
 _XUCRED = struct.Struct("=Ii")
 """The head of ``struct xucred``: ``cr_version``, ``cr_uid``."""
 
-_SO_PEERCRED: int | None = getattr(socket, "SO_PEERCRED", None)
+_SO_PEERCRED: int | None = getattr(_socket, "SO_PEERCRED", None)
 _BSD_CREDENTIALS = hasattr(os, "uname") and os.uname().sysname in ("Darwin", "FreeBSD", "OpenBSD", "NetBSD")
 
 
 def _worker_missing() -> str | None:
-    if not hasattr(os, "fork") or not hasattr(socket, "AF_UNIX") or not hasattr(os, "getuid"):
+    if not hasattr(os, "fork") or not hasattr(_socket, "AF_UNIX") or not hasattr(os, "getuid"):
         return "this system has no fork and Unix sockets, which the background worker and kept-alive servers need"
     if _SO_PEERCRED is None and not _BSD_CREDENTIALS:
         return "this system cannot tell who is at the other end of a Unix socket, which the background worker needs"
@@ -52,11 +57,11 @@ def _worker_missing() -> str | None:
 WORKERLESS: str | None = _worker_missing()
 """Why there can be no background worker (nor kept-alive servers) here; ``None`` where there can."""
 
-POSIX = hasattr(os, "fork") and hasattr(socket, "AF_UNIX")
+POSIX = hasattr(os, "fork") and hasattr(_socket, "AF_UNIX")
 """Processes fork and talk over Unix sockets here. The modules only the worker runs begin with ``assert POSIX``, so
 that ``mypy --platform win32 --always-false POSIX`` (``.ci/run``) checks the rest of the code as Windows has it."""
 
-AF_UNIX: int = getattr(socket, "AF_UNIX", -1)
+AF_UNIX: int = getattr(_socket, "AF_UNIX", -1)
 """The Unix socket family (``-1`` where there is none: only the worker's code, never run there, uses it)."""
 
 O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
@@ -66,7 +71,15 @@ another's directory)."""
 
 def unix_socket() -> socket.socket:
     """A new Unix stream socket (the worker's, its relay's, its lock keeper's)."""
+    import socket
+
     return socket.socket(AF_UNIX, socket.SOCK_STREAM)
+
+
+def bare_unix_socket() -> _socket.socket:
+    """A new Unix stream socket without ``socket``'s Python layer (no ``with``, no ``makefile``): the front end's
+    warm path, which never imports that layer."""
+    return _socket.socket(AF_UNIX, _socket.SOCK_STREAM)
 
 
 def uid() -> int:
@@ -75,11 +88,11 @@ def uid() -> int:
     return int(getuid()) if getuid is not None else -1
 
 
-def peer(sock: socket.socket) -> tuple[int, int]:
+def peer(sock: _socket.socket) -> tuple[int, int]:
     """The pid and uid of the process at the other end of a Unix socket (for a client: the process that listens);
     the pid is ``-1`` where the system does not say it. ``OSError`` where neither can be read."""
     if _SO_PEERCRED is not None:
-        pid, user, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, _SO_PEERCRED, struct.calcsize("3i")))
+        pid, user, _gid = struct.unpack("3i", sock.getsockopt(_socket.SOL_SOCKET, _SO_PEERCRED, struct.calcsize("3i")))
         return int(pid), int(user)
     if not _BSD_CREDENTIALS:
         raise OSError("peer credentials are not available on this system")
@@ -107,19 +120,19 @@ def split_command(line: str, system: str | None = None) -> list[str]:
     return [word[1:-1] if len(word) >= 2 and word[0] == word[-1] == '"' else word for word in words]
 
 
-def signals(*names: str) -> tuple[signal.Signals, ...]:
-    """The signals of ``names`` that exist here, in that order (Windows has no ``SIGHUP``, ``SIGQUIT``,
-    ``SIGWINCH``; only Windows has ``SIGBREAK``)."""
-    return tuple(getattr(signal, name) for name in names if hasattr(signal, name))
+def signals(*names: str) -> tuple[int, ...]:
+    """The numbers of the signals of ``names`` that exist here, in that order (Windows has no ``SIGHUP``,
+    ``SIGQUIT``, ``SIGWINCH``; only Windows has ``SIGBREAK``)."""
+    return tuple(int(getattr(_signal, name)) for name in names if hasattr(_signal, name))
 
 
-def hangup_signal() -> signal.Signals | None:
+def hangup_signal() -> int | None:
     """``SIGHUP`` (a terminal that went away), where there is one."""
     found = signals("SIGHUP")
     return found[0] if found else None
 
 
-def kill_signal() -> signal.Signals:
+def kill_signal() -> int:
     """The signal that cannot be caught: ``SIGKILL``, or on Windows ``SIGTERM`` (which ``os.kill`` makes a hard
     ``TerminateProcess`` there)."""
     return signals("SIGKILL", "SIGTERM")[0]

@@ -414,7 +414,7 @@ class StopSignals:
     def what(self) -> str:
 
         said = {"SIGTERM": "Terminated (SIGTERM)", "SIGHUP": "Hung up (SIGHUP)", "SIGBREAK": "Interrupted (Ctrl-Break)"}
-        names = {int(signum): said[signum.name] for signum in signals(*said)}
+        names = {signum: text for name, text in said.items() for signum in signals(name)}
         return names.get(self.signum or 0, "Interrupted")
 
     def exit_code(self) -> int:

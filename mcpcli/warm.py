@@ -10,14 +10,15 @@ that fallback is an error instead: one line, exit 4, nothing run.
 
 from __future__ import annotations
 
+# The C modules beneath ``socket`` and ``signal`` (``_signal``, below), not those: their Python layers (enum,
+# selectors) cost every warm command ~2 ms.
+import _socket
 import os
-import signal
-import socket
 import sys
 import time
 
 from mcpcli import SERVER_COMMANDS, __version__
-from mcpcli.platform import O_NOFOLLOW, WORKERLESS, cpu_ticks, signals, uid, unix_socket
+from mcpcli.platform import O_NOFOLLOW, WORKERLESS, bare_unix_socket, cpu_ticks, signals, uid
 from mcpcli.wire import (
     OFF,
     ON,
@@ -38,7 +39,10 @@ from mcpcli.wire import (
 TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
 
 if TYPE_CHECKING:
+    import signal as _signal  # the same functions (typeshed has no stub for ``_signal``)
     from collections.abc import Sequence
+else:
+    import _signal
 
 
 VALUE_OPTIONS = frozenset(
@@ -177,44 +181,51 @@ def _delegate(argv: Sequence[str]) -> int | str:
     sock = _connect(path, argv)
     if isinstance(sock, str):
         return sock
-    with sock:
+    try:
+        return _run_through(sock, path, argv)
+    finally:
+        sock.close()
+
+
+def _run_through(sock: _socket.socket, path: str, argv: Sequence[str]) -> int | str:
+    """``_delegate`` on the worker's connection ``sock`` (its caller closes it)."""
+    try:
+        sock.settimeout(ANSWER_TIMEOUT)
+        if peer(sock)[1] != uid():
+            # not this user's (the socket directory is checked too): never hand it a terminal
+            return f"the background worker's socket {path} is another user's"
+        send(sock, {"op": "hello", "version": __version__, "package": package_dir()})
+        hello = _answer(sock)
+        if not hello.get("ok"):
+            if hello.get("why") == "version":
+                _replace_worker(path, why="version")
+                return "the background worker was of another mcpcli version (replaced for the next command)"
+            # "credentials": other groups or capabilities than the worker's run as themselves
+            return "this command's rights (groups, capabilities) differ from the background worker's"
+        mask = os.umask(0o077)  # read (and put back): the command creates files as this process would
+        os.umask(mask)
+        request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": os.getcwd(), "umask": mask}
+        send(sock, request, fds=[0, 1, 2])
+        sock.settimeout(START_TIMEOUT)
+        started, _ = receive(sock)
+        child = int(started["started"])
+    except (OSError, WireError, KeyError, ValueError, TypeError):
+        return NO_ANSWER
+    with _Forwarding(child):
+        send(sock, {"go": True})  # from here on the command is the worker's: no fallback, ever
+        sock.settimeout(None)
         try:
-            sock.settimeout(ANSWER_TIMEOUT)
-            if peer(sock)[1] != uid():
-                # not this user's (the socket directory is checked too): never hand it a terminal
-                return f"the background worker's socket {path} is another user's"
-            send(sock, {"op": "hello", "version": __version__, "package": package_dir()})
-            hello = _answer(sock)
-            if not hello.get("ok"):
-                if hello.get("why") == "version":
-                    _replace_worker(path, why="version")
-                    return "the background worker was of another mcpcli version (replaced for the next command)"
-                # "credentials": other groups or capabilities than the worker's run as themselves
-                return "this command's rights (groups, capabilities) differ from the background worker's"
-            mask = os.umask(0o077)  # read (and put back): the command creates files as this process would
-            os.umask(mask)
-            request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": os.getcwd(), "umask": mask}
-            send(sock, request, fds=[0, 1, 2])
-            sock.settimeout(START_TIMEOUT)
-            started, _ = receive(sock)
-            child = int(started["started"])
+            ended, _ = receive(sock)
+            return int(ended["exit"])
         except (OSError, WireError, KeyError, ValueError, TypeError):
-            return NO_ANSWER
-        with _Forwarding(child):
-            send(sock, {"go": True})  # from here on the command is the worker's: no fallback, ever
-            sock.settimeout(None)
-            try:
-                ended, _ = receive(sock)
-                return int(ended["exit"])
-            except (OSError, WireError, KeyError, ValueError, TypeError):
-                _note(
-                    "the background worker's run of this command died before it finished; a session it was"
-                    " driving is intact: mcpcli sessions list --waiting"
-                )
-                return 4
+            _note(
+                "the background worker's run of this command died before it finished; a session it was"
+                " driving is intact: mcpcli sessions list --waiting"
+            )
+            return 4
 
 
-def _answer(sock: socket.socket) -> dict[str, object]:
+def _answer(sock: _socket.socket) -> dict[str, object]:
     """The worker's answer to the greeting. Past ``ANSWER_TIMEOUT`` keep waiting only while the worker works (on a
     loaded machine — a hundred commands at once — it is slow, and running here instead would load it more); a
     worker that uses no CPU meanwhile is hung (``TimeoutError``)."""
@@ -232,9 +243,9 @@ def _answer(sock: socket.socket) -> dict[str, object]:
             used = now
 
 
-def _connect(path: str, argv: Sequence[str]) -> socket.socket | str:
+def _connect(path: str, argv: Sequence[str]) -> _socket.socket | str:
     """A connection to the worker at ``path``, or why there is none."""
-    sock = unix_socket()
+    sock = bare_unix_socket()
     sock.settimeout(ANSWER_TIMEOUT)
     try:
         sock.connect(path)
@@ -321,16 +332,17 @@ def ask(path: str | os.PathLike[str], op: str, *, home: str | None = None) -> di
     for ``ps`` and ``restart:NAME``); ``None`` when none answers."""
     if WORKERLESS is not None:
         return None
-    sock = unix_socket()
+    sock = bare_unix_socket()
     sock.settimeout(ANSWER_TIMEOUT)
-    with sock:
-        try:
-            sock.connect(os.fspath(path))
-            send(sock, {"op": op, "version": __version__, "package": package_dir(), "home": home})
-            reply, _ = receive(sock)
-            return reply
-        except (OSError, WireError):
-            return None
+    try:
+        sock.connect(os.fspath(path))
+        send(sock, {"op": op, "version": __version__, "package": package_dir(), "home": home})
+        reply, _ = receive(sock)
+        return reply
+    except (OSError, WireError):
+        return None
+    finally:
+        sock.close()
 
 
 def stop(path: str | os.PathLike[str], *, wait: float = 5.0) -> bool:
@@ -359,8 +371,8 @@ class _Forwarding:
             pass
 
     def __enter__(self) -> None:
-        self.old = {signum: signal.signal(signum, self.forward) for signum in FORWARDED}
+        self.old = {signum: _signal.signal(signum, self.forward) for signum in FORWARDED}
 
     def __exit__(self, *_exc: object) -> None:
         for signum, handler in self.old.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
+            _signal.signal(signum, handler)  # type: ignore[arg-type]  # what it returned before

@@ -10,11 +10,11 @@ length in 4 bytes, and one longer than ``MAX_MESSAGE`` (an environment is a few 
 
 from __future__ import annotations
 
+import _socket  # not ``socket``: its Python layer (enum, selectors) costs every warm command ~2 ms
 import os
-import socket
 import struct
 
-from mcpcli.platform import SYSTEM, uid
+from mcpcli.platform import POSIX, SYSTEM, uid
 from mcpcli.platform import peer as peer
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
@@ -93,23 +93,26 @@ class WireError(Exception):
     """The other side closed the connection, or sent something that is not a message."""
 
 
-def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
+FDS_PASS = POSIX and hasattr(_socket.socket, "sendmsg") and hasattr(_socket, "SCM_RIGHTS")
+"""Descriptors can go beside a message here (``SCM_RIGHTS``: not on Windows)."""
+
+
+def send(sock: _socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
     body = _encode(message)
     data = struct.pack(">I", len(body)) + body
     if fds:
-        if not hasattr(socket, "send_fds"):
+        if not FDS_PASS:
             raise WireError("this system cannot pass file descriptors over a socket")
-        sent = socket.send_fds(sock, [data], fds)
-        data = data[sent:]
+        data = data[_send_fds(sock, data, fds) :]
     if data:
         sock.sendall(data)
 
 
-def receive(sock: socket.socket, *, with_fds: bool = False) -> tuple[dict[str, Any], list[int]]:
+def receive(sock: _socket.socket, *, with_fds: bool = False) -> tuple[dict[str, Any], list[int]]:
     """One message (and the descriptors that came with it); ``WireError`` at EOF or on garbage."""
     fds: list[int] = []
-    if with_fds and hasattr(socket, "recv_fds"):
-        head, fds, _flags, _addr = socket.recv_fds(sock, 4, MAX_FDS)
+    if with_fds and FDS_PASS:
+        head, fds = _receive_fds(sock, 4)
     else:
         head = sock.recv(4)
     head += read_exactly(sock, 4 - len(head)) if head else b""
@@ -173,7 +176,27 @@ def _json_codec() -> tuple[Callable[[object], bytes], Callable[[bytes], object]]
 _encode, _decode = _json_codec()
 
 
-def read_exactly(sock: socket.socket, n: int) -> bytes:
+def _send_fds(sock: _socket.socket, data: bytes, fds: list[int]) -> int:
+    """Send ``data`` with ``fds`` beside it, as ``socket.send_fds``: how much of ``data`` went."""
+    if not POSIX:
+        raise WireError("this system cannot pass file descriptors over a socket")
+    return sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))])
+
+
+def _receive_fds(sock: _socket.socket, size: int) -> tuple[bytes, list[int]]:
+    """Up to ``size`` bytes and the descriptors sent beside them (at most ``MAX_FDS``), as ``socket.recv_fds``."""
+    if not POSIX:
+        raise WireError("this system cannot pass file descriptors over a socket")
+    data, ancillary, _flags, _address = sock.recvmsg(size, _socket.CMSG_LEN(MAX_FDS * 4))
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            whole = len(payload) // 4
+            fds.extend(struct.unpack(f"{whole}i", payload[: whole * 4]))
+    return data, fds
+
+
+def read_exactly(sock: _socket.socket, n: int) -> bytes:
     """``n`` bytes from a blocking socket; ``WireError`` when it closes first."""
     chunks = []
     while n > 0:

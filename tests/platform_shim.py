@@ -8,6 +8,8 @@ fork, no Unix sockets and no descriptor passing, no ``SIGHUP``, ``SIGQUIT``, ``S
 
 from __future__ import annotations
 
+import _signal
+import _socket
 import os
 import runpy
 import select
@@ -16,14 +18,17 @@ import socket
 import sys
 
 REMOVED: dict[str, dict[object, tuple[str, ...]]] = {
-    "darwin": {socket: ("SO_PEERCRED",), select: ("POLLRDHUP",)},
+    "darwin": {socket: ("SO_PEERCRED",), _socket: ("SO_PEERCRED",), select: ("POLLRDHUP",)},
     "win32": {
-        socket: ("SO_PEERCRED", "send_fds", "recv_fds"),
+        socket: ("SO_PEERCRED", "send_fds", "recv_fds", "SCM_RIGHTS"),
+        _socket: ("SO_PEERCRED", "SCM_RIGHTS", "CMSG_LEN"),
         select: ("POLLRDHUP",),
         os: ("fork", "killpg", "fchmod", "register_at_fork", "O_NOFOLLOW", "getuid"),
         signal: ("SIGHUP", "SIGWINCH", "SIGQUIT"),
+        _signal: ("SIGHUP", "SIGWINCH", "SIGQUIT"),
     },
 }
+"""Each from the module and from the C module beneath it (``_socket``, ``_signal``: what mcpcli's front end reads)."""
 
 HIDDEN_AT_IMPORT = ("AF_UNIX",)
 """Taken out of ``socket`` only while ``mcpcli.platform`` looks at what this system has, then put back: Linux's own
@@ -32,6 +37,9 @@ code reaches it only through ``mcpcli.platform`` — ``mypy --platform win32`` h
 
 system = sys.argv.pop(1)
 hidden = {name: getattr(socket, name) for name in HIDDEN_AT_IMPORT if system == "win32" and hasattr(socket, name)}
+for name in hidden:
+    delattr(socket, name)
+    delattr(_socket, name)
 for module, names in REMOVED[system].items():
     for name in names:
         if hasattr(module, name):
@@ -40,6 +48,7 @@ import mcpcli.platform  # noqa: E402  # it reads what the system has, now
 
 for name, value in hidden.items():
     setattr(socket, name, value)
+    setattr(_socket, name, value)
 mcpcli.platform.PROCFS = False  # neither system has /proc: process facts come from psutil, as they would there
 sys.argv[0] = "mcpcli"
 runpy.run_module("mcpcli", run_name="__main__", alter_sys=True)

@@ -395,7 +395,8 @@ def test_the_warm_front_end_imports_neither_the_sdk_nor_the_cli_layers(warm: Pat
     imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
     for heavy in ("mcp", "mcp_types", "textual", "typer", "rich", "pydantic", "mcpcli.cli"):
         assert heavy not in imported, heavy
-    for costly in ("pathlib", "typing", "platformdirs", "json"):  # 1-4 ms each, on every warm command
+    # 1-4 ms each, on every warm command (socket and signal: their Python layers; the C modules beneath do)
+    for costly in ("pathlib", "typing", "platformdirs", "json", "socket", "signal", "selectors", "enum", "re"):
         assert costly not in imported, costly
     assert "mcpcli.warm" in imported
 
