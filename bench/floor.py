@@ -108,6 +108,9 @@ def main() -> None:
     parser.add_argument("--concurrent", type=int, default=100)
     parser.add_argument("--bursts", type=int, default=3, help="concurrent bursts per install (median)")
     parser.add_argument("--only-concurrent", action="store_true", help="the concurrent row alone")
+    parser.add_argument(
+        "--gap", type=float, default=0.05, help="seconds of quiet before each timed command (0: back to back)"
+    )
     given = parser.parse_args()
     installs = {"mcpcli": PY, **({"against": given.against} if given.against else {})}
     for python in installs.values():
@@ -137,6 +140,7 @@ def main() -> None:
             timers += [http, stdio]
             print(
                 f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; median of {given.runs} runs, sides take turns"
+                f" in a rotating order, {given.gap:g} s apart"
             )
             print(f"{'measure':<44} {'s':>8} {'floor s':>8} {'ratio':>7}   target")
             bare = [PY, "-c", "pass"]
@@ -162,7 +166,7 @@ def main() -> None:
                 for name, python in installs.items():
                     argv, env = [*_mcpcli(python), *words], envs[name]
                     sides.append(lambda a=argv, e=env, x=expect: run_once(a, e, x))  # type: ignore[misc]
-                medians = alternate(given.runs, *sides)
+                medians = alternate(given.runs, *sides, gap=given.gap)
                 floor = medians[0] + medians[1]
                 print(f"  floor: python -c pass {medians[0]:.4f} s + the SDK's own {tool} {medians[1]:.4f} s")
                 for name, ours in zip(installs, medians[2:], strict=True):

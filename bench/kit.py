@@ -31,14 +31,20 @@ def run_once(argv: list[str], env: dict[str, str], expect: str | None = None) ->
     return elapsed
 
 
-def alternate(runs: int, *sides: Callable[[], float]) -> list[float]:
-    """Median of each side; the sides take turns so that load changes hit all of them alike."""
+def alternate(runs: int, *sides: Callable[[], float], gap: float = 0.0) -> list[float]:
+    """Median of each side; the sides take turns so that load changes hit all of them alike, in an order that
+    rotates each run, so that no side always follows the same one (what a command leaves running after it exits —
+    a worker forking its next child — would otherwise always slow the side after it). ``gap``: seconds of quiet
+    before each side."""
     samples: list[list[float]] = [[] for _ in sides]
     for i in range(WARMUP + runs):
-        for side, bucket in zip(sides, samples, strict=True):
-            elapsed = side()
+        turn = i % len(sides)
+        for index in [*range(turn, len(sides)), *range(turn)]:
+            if gap:
+                time.sleep(gap)
+            elapsed = sides[index]()
             if i >= WARMUP:
-                bucket.append(elapsed)
+                samples[index].append(elapsed)
     return [statistics.median(bucket) for bucket in samples]
 
 
