@@ -252,8 +252,8 @@ def _proc_state(pid: int) -> tuple[str, float | None] | None:
 def cpu_ticks(pid: int) -> int | None:
     """User + system CPU time of ``pid``'s main thread in clock ticks; ``None`` where that cannot be read."""
     try:
-        with open(f"/proc/{pid}/task/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/task/{pid}/stat", "rb") as stat:  # bytes: no codec to load on the warm path
+            fields = stat.read().rsplit(b")", 1)[1].split()
         return int(fields[11]) + int(fields[12])
     except (OSError, ValueError, IndexError):
         return None
