@@ -94,8 +94,8 @@ def rehearse(command: Any) -> None:
     that). They run against the in-process demo server, in a home of their own that is removed afterwards, with an
     environment of their own (no tracing, no config, none of the caller's variables) and their output discarded;
     the worker's environment, directory, streams, ``argv``, log handlers and ``tempfile``'s directory are put back
-    as they were. A
-    rehearsal that fails costs only its time: the worker serves as before."""
+    as they were. A rehearsal that fails (or finds no temporary directory to run in) costs only its time: the
+    worker serves as before."""
     import io
     import logging
     import os
@@ -111,7 +111,11 @@ def rehearse(command: Any) -> None:
     streams = sys.stdin, sys.stdout, sys.stderr
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    home = tempfile.mkdtemp(prefix="mcpcli-rehearsal-")
+    try:
+        home = tempfile.mkdtemp(prefix="mcpcli-rehearsal-")
+    except OSError:
+        tempfile.tempdir = temporary
+        return
     try:
         os.environ.clear()
         os.environ.update({"MCPCLI_HOME": home, "HOME": home, "PATH": os.defpath, "NO_COLOR": "1", "TERM": "dumb"})
@@ -127,7 +131,7 @@ def rehearse(command: Any) -> None:
         os.environ.clear()
         os.environ.update(environment)
         os.chdir(directory)
-        for handler in root.handlers:
+        for handler in list(root.handlers):
             if handler not in handlers:
                 root.removeHandler(handler)
                 handler.close()
