@@ -169,3 +169,31 @@ def test_a_kept_servers_generation_changes_with_each_list_change_it_announces() 
     before = server.generation
     kept._from_server_line(server, b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}')
     assert server.generation != before
+
+
+def test_a_server_that_asked_for_the_roots_on_connecting_is_remembered_so_until_its_entry_is_dropped(
+    tmp_path: Path,
+) -> None:
+    """What ``engine.roots`` waits by on a connection that skips the listing (the filesystem server's case)."""
+    from mcpcli.settings.config import Paths
+    from mcpcli.settings.targets import Target
+
+    paths = Paths(state_dir=tmp_path / "state", config_dir=tmp_path / "config")
+    target = Target(label="fs", kind="stdio", command="server-filesystem")
+    first = warmcache.slot(paths, target, "k")
+    assert first is not None
+    first.keep("tools", {"tools": []}, {})
+
+    class Connection:
+        warm_slot = first
+
+    assert not warmcache.asks_roots(Connection())
+    warmcache.learned_asks_roots(Connection())
+    again = warmcache.slot(paths, target, "k")  # the next command's connection, reading the file
+    assert again is not None and again.doc.get("asks_roots") is True and again.fresh("tools") is not None
+    Connection.warm_slot = again
+    assert warmcache.asks_roots(Connection())
+    again.drop()  # a list change, a protocol error...: relearnt on the next cold connection
+    assert not warmcache.asks_roots(Connection())
+    dropped = warmcache.slot(paths, target, "k")
+    assert dropped is not None and dropped.doc == {}
