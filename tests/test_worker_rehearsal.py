@@ -72,6 +72,20 @@ def test_a_rehearsal_puts_back_the_workers_environment_directory_streams_and_log
     monkeypatch.setenv("MCPCLI_HOME", str(tmp_path / "mine"))
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     tempfile.tempdir = None  # as in a worker that has made no temporary file yet
+
+    class Earlier(logging.Handler):  # the log handler of a command run before in this process
+        closed = False
+
+        def emit(self, record: logging.LogRecord) -> None:
+            pass
+
+        def close(self) -> None:
+            self.closed = True
+            super().close()
+
+    earlier = Earlier()
+    earlier.mcpcli = True  # type: ignore[attr-defined]  # as runtime.configure_logging marks its own
+    logging.getLogger().addHandler(earlier)
     before = (
         tempfile.tempdir,
         dict(os.environ),
@@ -99,4 +113,6 @@ def test_a_rehearsal_puts_back_the_workers_environment_directory_streams_and_log
     assert after == before
     assert Path.cwd() == tmp_path
     assert ran == [list(words) for words in preload.REHEARSALS]
+    assert earlier in logging.getLogger().handlers and not earlier.closed
+    logging.getLogger().removeHandler(earlier)
     assert [p.name for p in tmp_path.iterdir()] == []  # neither its home nor the worker's was written

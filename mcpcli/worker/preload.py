@@ -111,6 +111,8 @@ def rehearse(command: Any) -> None:
     streams = sys.stdin, sys.stdout, sys.stderr
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    for handler in handlers:  # set aside, not closed: a command replaces (and closes) the log handlers it finds
+        root.removeHandler(handler)
     try:
         home = tempfile.mkdtemp(prefix="mcpcli-rehearsal-")
     except OSError:
@@ -132,9 +134,10 @@ def rehearse(command: Any) -> None:
         os.environ.update(environment)
         os.chdir(directory)
         for handler in list(root.handlers):
-            if handler not in handlers:
-                root.removeHandler(handler)
-                handler.close()
+            root.removeHandler(handler)
+            handler.close()
+        for handler in handlers:
+            root.addHandler(handler)
         root.setLevel(level)
         sqlite.ROUNDS_WRITTEN.clear()  # the rehearsal's store is not one a child hands to the lock keeper
         shutil.rmtree(home, ignore_errors=True)
