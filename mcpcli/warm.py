@@ -18,7 +18,7 @@ import sys
 import time
 
 from mcpcli import SERVER_COMMANDS, __version__
-from mcpcli.platform import O_NOFOLLOW, WORKERLESS, bare_unix_socket, cpu_ticks, signals, uid
+from mcpcli.platform import O_NOFOLLOW, WORKERLESS, bare_unix_socket, cpu_ticks, current_umask, signals, uid
 from mcpcli.wire import (
     OFF,
     ON,
@@ -202,9 +202,14 @@ def _run_through(sock: _socket.socket, path: str, argv: Sequence[str]) -> int | 
                 return "the background worker was of another mcpcli version (replaced for the next command)"
             # "credentials": other groups or capabilities than the worker's run as themselves
             return "this command's rights (groups, capabilities) differ from the background worker's"
-        mask = os.umask(0o077)  # read (and put back): the command creates files as this process would
-        os.umask(mask)
-        request = {"op": "run", "argv": list(argv), "env": dict(os.environ), "cwd": os.getcwd(), "umask": mask}
+        # The caller's umask too: the command creates files as this process would.
+        request = {
+            "op": "run",
+            "argv": list(argv),
+            "env": dict(os.environ),
+            "cwd": os.getcwd(),
+            "umask": current_umask(),
+        }
         send(sock, request, fds=[0, 1, 2])
         sock.settimeout(START_TIMEOUT)
         started, _ = receive(sock)

@@ -86,13 +86,12 @@ def test_a_rehearsal_puts_back_the_workers_environment_directory_streams_and_log
     earlier = Earlier()
     earlier.mcpcli = True  # type: ignore[attr-defined]  # as runtime.configure_logging marks its own
     logging.getLogger().addHandler(earlier)
-    before = (
-        tempfile.tempdir,
-        dict(os.environ),
-        sys.argv,
-        (sys.stdin, sys.stdout, sys.stderr),
-        list(logging.getLogger().handlers),
-    )
+
+    def state() -> tuple[Any, ...]:
+        streams = (sys.stdin, sys.stdout, sys.stderr)
+        return tempfile.tempdir, dict(os.environ), sys.argv, streams, list(logging.getLogger().handlers)
+
+    before = state()
     ran: list[list[str]] = []
     command = typer.main.get_command(app)
     real_main = command.main
@@ -103,13 +102,7 @@ def test_a_rehearsal_puts_back_the_workers_environment_directory_streams_and_log
 
     monkeypatch.setattr(command, "main", main)
     preload.rehearse(command)
-    after = (
-        tempfile.tempdir,
-        dict(os.environ),
-        sys.argv,
-        (sys.stdin, sys.stdout, sys.stderr),
-        list(logging.getLogger().handlers),
-    )
+    after = state()
     assert after == before
     assert Path.cwd() == tmp_path
     assert ran == [list(words) for words in preload.REHEARSALS]

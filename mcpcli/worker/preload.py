@@ -111,13 +111,13 @@ def rehearse(command: Any) -> None:
     streams = sys.stdin, sys.stdout, sys.stderr
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    for handler in handlers:  # set aside, not closed: a command replaces (and closes) the log handlers it finds
-        root.removeHandler(handler)
     try:
         home = tempfile.mkdtemp(prefix="mcpcli-rehearsal-")
     except OSError:
         tempfile.tempdir = temporary
         return
+    for handler in handlers:  # set aside, not closed: a command replaces (and closes) the log handlers it finds
+        root.removeHandler(handler)
     try:
         os.environ.clear()
         os.environ.update({"MCPCLI_HOME": home, "HOME": home, "PATH": os.defpath, "NO_COLOR": "1", "TERM": "dumb"})
