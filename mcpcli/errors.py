@@ -248,3 +248,11 @@ def _tag_error(error: Mapping[str, Any], length: int) -> bool:
         and loc[-1] in _TAGS
         and (error["type"] == "literal_error" or (error["type"] == "missing" and loc[-1] == "method"))
     )
+
+
+def lone(exc: BaseException) -> BaseException:
+    """The one exception inside ``exc``'s nested single-member groups (a task group wraps what its body raised, once
+    per level), or ``exc`` itself: what a command reports. A group of several is returned as it is."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.errors import ExitCode, McpcliError, UsageError
+from mcpcli.errors import ExitCode, McpcliError, UsageError, lone
 from mcpcli.platform import signals
 
 if TYPE_CHECKING:
@@ -154,20 +154,27 @@ class Runtime:
         return ProcessSettings.from_env()
 
     def target(self) -> Target:
-        """The server to talk to; a name is looked up in config.toml, servers.json and ./.mcp.json (in that order)."""
+        """The server to talk to (``resolve``), its note said on stderr (no server given: the demo)."""
+        target, note = self.resolve()
+        if note:
+            self.out.note(note)
+        return target
+
+    def resolve(self, stored: str | None = None) -> tuple[Target, str | None]:
+        """The one way a server is found: ``-s`` when given, else ``stored`` (a session's own server), else
+        ``MCPCLI_SERVER``, ``default_server``, the demo; a name is looked up in config.toml, servers.json and
+        ./.mcp.json (in that order), ``--keep-alive`` applied. Prints nothing: the caller says the note (the app
+        has no stderr)."""
         from mcpcli.settings.targets import parse_headers, resolve_target
 
+        given = self.g.server or stored
         servers = None
-        if not (self.g.server or "").startswith(("http://", "https://")):
+        if not (given or "").startswith(("http://", "https://")):
             from mcpcli.settings.servers import ServerTable  # reads its files only when a name is looked up
 
             servers = ServerTable(self.paths, self.settings)
-        target, note = resolve_target(
-            self.g.server, self.settings, headers=parse_headers(self.g.headers), servers=servers
-        )
-        if note:
-            self.out.note(note)
-        return self.kept(target)
+        target, note = resolve_target(given, self.settings, headers=parse_headers(self.g.headers), servers=servers)
+        return self.kept(target), note
 
     def kept(self, target: Target) -> Target:
         """``target`` with ``--keep-alive`` applied (stdio only)."""
@@ -350,17 +357,10 @@ def guarded(body: Callable[[], int | None], debug: bool, *, json: bool = False, 
 
 
 class Interrupted(McpcliError):
-    """Ctrl-C outside a flow (a flow's own interruption is reported by ``commands.flows.interrupted``)."""
+    """Ctrl-C outside a flow (a flow's own interruption is reported by ``commands.printed.interrupted``)."""
 
     exit_code = ExitCode.INTERRUPTED
     default_title = "Interrupted"
-
-
-def lone(group: BaseExceptionGroup[Any]) -> BaseException:
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
 
 
 def run_async(fn: Callable[[], Coroutine[Any, Any, int | None]]) -> int | None:
@@ -432,7 +432,7 @@ def until_stopped(rt: Runtime, run: Callable[[], int], stopped: Callable[[StopSi
         with stops:
             return run()
     except BaseException as exc:
-        single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        single = lone(exc)
         if isinstance(single, KeyboardInterrupt):
             return (stopped or functools.partial(said_stopped, rt))(stops)
         if single is not exc:

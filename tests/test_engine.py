@@ -20,9 +20,8 @@ import pytest
 from mcpcli.engine.answers import Presets
 from mcpcli.engine.flow import Flow
 from mcpcli.engine.steps import Call, NeedInput, Outcome, Question
-from mcpcli.errors import ExitCode
+from mcpcli.errors import ExitCode, lone
 from mcpcli.net.connection import connect
-from mcpcli.runtime import lone
 from mcpcli.settings.config import Paths
 from mcpcli.settings.targets import Target
 from mcpcli.state.keeper import Finished, Keeper

@@ -120,7 +120,7 @@ CORE = [
     "mcpcli.terminal.inline",
 ]
 CORE += [
-    "mcpcli.commands.flows",
+    "mcpcli.commands.run",
     "mcpcli.commands.discovery",
     "mcpcli.commands.jobs",
     "mcpcli.state.inbox",

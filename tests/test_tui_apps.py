@@ -27,8 +27,7 @@ from textual.widgets import OptionList
 from tuikit import SIZE, make_app, pick, screen_of, settled, shown_text, until
 
 from mcpcli.commands.app_events import said_line
-from mcpcli.commands.apps import AppOptions
-from mcpcli.commands.jobs import CallJob
+from mcpcli.commands.jobs import AppOptions, CallJob
 from mcpcli.settings.config import private_dir
 from mcpcli.tui.apprun import AppRunScreen, LinkConsent
 from mcpcli.tui.round import RoundScreen

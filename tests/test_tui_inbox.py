@@ -20,7 +20,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 from tuikit import SIZE, make_app, screen_of, settled, until
 
-from mcpcli.commands.inbox import AnswerJob
+from mcpcli.commands.jobs import AnswerJob
 from mcpcli.settings.config import Paths
 from mcpcli.state.store import RoundRecord, SessionRecord, Store, open_store
 from mcpcli.state.store.base import AlreadyAnswered

@@ -1,11 +1,13 @@
 """Commands that talk to a server: discovery (tools, prompts, resources, info) and flows (call, prompt, read,
-resume, tui). Each parses, builds the options and runs one command body from ``mcpcli.commands`` (``flows``,
-``discovery``, ``jobs``)."""
+resume, tui). A flow command parses, builds its job (``commands.jobs``) and hands it to ``flow_command``, which runs
+it with the terminal's seat (``commands.run.run_job``) or in the full-screen app; discovery runs
+``commands.discovery``."""
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -31,8 +33,7 @@ from mcpcli.runtime import AnswerOptions, Globals, Runtime, StopSignals, run_asy
 from mcpcli.terminal.hints import stop_note
 
 if TYPE_CHECKING:
-    from mcpcli.commands.inbox import AnswerJob
-    from mcpcli.commands.jobs import CallJob, ResumeJob
+    from mcpcli.commands.jobs import Job
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import Method
 
@@ -98,9 +99,6 @@ def info(ctx: typer.Context, *, shared: dict[str, Any]) -> None:
 # --- flows -----------------------------------------------------------------------------------------------------------
 
 
-Start = Callable[[Runtime, AnswerOptions, "list[Flow]"], Coroutine[Any, Any, int]]
-
-
 def answer_options(values: dict[str, Any], *, no_input: bool, json: bool) -> AnswerOptions:
     """The answer options of a flow command (``call``, ``resume``, ``batch``…), from its option values."""
     return AnswerOptions(
@@ -111,9 +109,9 @@ def answer_options(values: dict[str, Any], *, no_input: bool, json: bool) -> Ans
         accept=list(values["accept"] or []),
         accept_defaults=values["accept_defaults"],
         no_input=no_input,
-        roots=list(values["root"] or []),
-        max_rounds=values["max_rounds"],
-        timeout=values["timeout"],
+        roots=list(values.get("root") or []),
+        max_rounds=values.get("max_rounds", 10),
+        timeout=values.get("timeout"),
         json=json,
         llm=values.get("llm"),
         approve_sampling=values.get("approve_sampling"),
@@ -134,16 +132,12 @@ def _wait_for_answer(seconds: float | None) -> float | None:
     return seconds
 
 
-def _flow_command(
-    ctx: typer.Context,
-    values: dict[str, Any],
-    start: Start,
-    job: Callable[[], Any] | None = None,
-    *,
-    lines: bool = False,
+def flow_command(
+    ctx: typer.Context, values: dict[str, Any], job: Callable[[], Job | None], *, lines: bool = False
 ) -> None:
-    """Run a flow command; with ``--tui`` (and a ``job`` describing the flow) in the full-screen app instead.
-    ``lines``: its stdout is JSON Lines with ``--json`` (``--app``'s events), its error document one line too."""
+    """Run the flow ``job()`` describes (built once the options are checked), at the terminal — or, with ``--tui``,
+    in the full-screen app — and exit with its code. ``lines``: its stdout is JSON Lines with ``--json``
+    (``--app``'s events), its error document one line too."""
     g: Globals = ctx.obj.merged(**global_values(values))
     as_json = bool(values["json"] or g.json)
 
@@ -154,6 +148,7 @@ def _flow_command(
         flows: list[Flow] = []
 
         def run() -> int:
+            described = job()
             if values.get("tui"):
                 _need_terminal()
                 if g.trace == "-" and sys.stdout.isatty():  # the app draws on this terminal: lines would tear it
@@ -163,47 +158,75 @@ def _flow_command(
                         "--trace - writes to stdout, a terminal the full-screen app draws on.",
                         hint="Give --trace a file (--trace run.ndjson), or send stdout elsewhere (> run.ndjson).",
                     )
-                return _run_tui(rt, opts, flows, job=job() if job else None)  # the app runs its own event loop
-            from mcpcli.commands.inbox import announce_parked
-            from mcpcli.commands.waiting import waiting_for_answers
+                return _run_tui(rt, opts, flows, job=described)  # the app runs its own event loop
+            assert described is not None
+            return _run_inline(rt, opts, flows, described)
 
-            code = run_async(lambda: waiting_for_answers(rt, opts, flows, lambda: start(rt, opts, flows))) or 0
-            if code == ExitCode.INPUT_REQUIRED and opts.wait_for_answer is None:
-                announce_parked(rt, flows)
-            return code
-
-        def stopped(stops: StopSignals) -> int:
-            from mcpcli.commands.flows import interrupted
-            from mcpcli.commands.resume import cancel_task_of
-            from mcpcli.commands.tasks import offer_task_cancel
-
-            interrupted(rt, flows, stops.what())
-            if stops.signum is None and offer_task_cancel(rt, opts, flows):  # Ctrl-C, not a signal from afar
-                return run_async(lambda: cancel_task_of(rt, opts, flows)) or 0
-            if opts.json:
-                from mcpcli.errors import error_document
-                from mcpcli.runtime import Interrupted
-
-                saved = next((f.session.id for f in flows if f.session and f.keeper.saved), None)
-                said = stops.what()
-                note = next((n for f in flows if (n := stop_note(f, said)) is not None), None)
-                stop = Interrupted(note or f"{said}.")
-                saved = saved or next((f.keeper.adopting for f in flows if f.keeper.adopting), None)
-                stop.exit_code = stops.exit_code()  # type: ignore[assignment]
-                stop.session_id = saved
-                (rt.out.json_line if rt.json_lines else rt.out.json)(error_document(stop))
-            return stops.exit_code()
-
-        return until_stopped(rt, run, stopped)
+        return until_stopped(rt, run, functools.partial(_stopped, rt, opts, flows))
 
     run_guarded(body, g.debug, json=as_json, lines=lines)
 
 
-def _run_tui(
-    rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: CallJob | ResumeJob | AnswerJob | None
-) -> int:
+def _run_inline(rt: Runtime, opts: AnswerOptions, flows: list[Flow], job: Job) -> int:
+    """The job at the terminal: ``commands.run`` runs it with the terminal's seat (``answer``: the inbox's short
+    path); a flow left waiting for a person is announced."""
+    from mcpcli.commands.jobs import AnswerJob
+    from mcpcli.commands.printed import terminal_seat
+
+    if isinstance(job, AnswerJob):
+        from mcpcli.commands.answer import run_answer
+
+        return run_async(lambda: run_answer(rt, opts, job.session_id, terminal_seat(rt, opts))) or 0
+    from mcpcli.commands.inbox import announce_parked
+    from mcpcli.commands.run import run_job
+
+    views = None
+    if job.app is not None:
+        from mcpcli.commands.apps import terminal_views
+
+        views = terminal_views(rt, opts)
+    seat = terminal_seat(rt, opts, views=views)
+    code = run_async(lambda: run_job(rt, opts, job, seat, flows)) or 0
+    if code == ExitCode.INPUT_REQUIRED and opts.wait_for_answer is None:
+        announce_parked(rt, flows)
+    return code
+
+
+def _stopped(rt: Runtime, opts: AnswerOptions, flows: list[Flow], stops: StopSignals) -> int:
+    """Ctrl-C, SIGTERM or SIGHUP under a flow: say where it can be picked up (``--json``: the error document); at a
+    terminal, a task still running on the server may be cancelled instead of left running."""
+    from mcpcli.commands.printed import interrupted
+    from mcpcli.commands.tasks import offer_task_cancel, task_left_running
+
+    interrupted(rt, flows, stops.what())
+    if stops.signum is None and offer_task_cancel(rt, opts, flows):  # Ctrl-C, not a signal from afar
+        from mcpcli.commands.jobs import ResumeJob
+        from mcpcli.commands.printed import terminal_seat
+        from mcpcli.commands.run import run_job
+
+        session = task_left_running(flows)
+        assert session is not None
+        return (
+            run_async(lambda: run_job(rt, opts, ResumeJob(session.id, cancel=True), terminal_seat(rt, opts), [])) or 0
+        )
+    if opts.json:
+        from mcpcli.errors import error_document
+        from mcpcli.runtime import Interrupted
+
+        saved = next((f.session.id for f in flows if f.session and f.keeper.saved), None)
+        said = stops.what()
+        note = next((n for f in flows if (n := stop_note(f, said)) is not None), None)
+        stop = Interrupted(note or f"{said}.")
+        saved = saved or next((f.keeper.adopting for f in flows if f.keeper.adopting), None)
+        stop.exit_code = stops.exit_code()  # type: ignore[assignment]
+        stop.session_id = saved
+        (rt.out.json_line if rt.json_lines else rt.out.json)(error_document(stop))
+    return stops.exit_code()
+
+
+def _run_tui(rt: Runtime, opts: AnswerOptions, flows: list[Flow], *, job: Job | None) -> int:
     """Run the full-screen app; once the terminal is back, print the result (stdout) or the error, as the CLI would."""
-    from mcpcli.commands.flows import needs_input, render
+    from mcpcli.commands.printed import needs_input, render
     from mcpcli.tui.app import build_app  # deferred: only --tui and `mcpcli tui` load Textual
 
     app = build_app(rt, opts, job=job, flows=flows)
@@ -217,7 +240,7 @@ def _run_tui(
     if ended.need is not None:
         return needs_input(rt, ended.need)
     if ended.answered is not None:
-        from mcpcli.commands.inbox import show_answered
+        from mcpcli.commands.answer import show_answered
 
         show_answered(rt, ended.answered)
     if ended.outcome is not None and ended.method is not None:
@@ -228,8 +251,6 @@ def _run_tui(
 def _need_terminal() -> None:
     """The app reads keys from stdin and draws on stderr: without a terminal on both it would write escape codes
     into a pipe and wait for keys that never come."""
-    import sys
-
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         from mcpcli.errors import UsageError
 
@@ -240,28 +261,15 @@ def _need_terminal() -> None:
         )
 
 
-def _call_command(
-    ctx: typer.Context,
-    values: dict[str, Any],
-    method: Method,
-    name: str,
-    pairs: list[str],
-    args: str | None,
-    *,
-    detach: bool = False,
-    as_task: bool = False,
-) -> None:
-    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        from mcpcli.commands.flows import run_call
+def _call_job(method: Method, name: str, pairs: list[str], args: str | None, **more: Any) -> Callable[[], Job]:
+    """A ``call``/``prompt``/``read`` job, built when the command runs (``--app``'s options checked then)."""
 
-        return await run_call(rt, opts, flows, method, name, pairs, args, detach=detach, as_task=as_task)
-
-    def job() -> Any:
+    def job() -> Job:
         from mcpcli.commands.jobs import CallJob
 
-        return CallJob(method, name, tuple(pairs), args)
+        return CallJob(method, name, tuple(pairs), args, **more)
 
-    _flow_command(ctx, values, start, job)
+    return job
 
 
 ArgPairs = Annotated[
@@ -333,36 +341,14 @@ def call(
     them) opens it in your browser, sandboxed, for as long as it is open. Example: mcpcli call provision --arg
     name=orders --answer region=eu-west-1   ·   mcpcli call dashboard --app --no-browser
     """
-    if app or no_browser or for_seconds is not None:
-        _app_command(ctx, shared, tool, arg or [], args, (app, no_browser, for_seconds))
-        return
-    _call_command(ctx, shared, "tools/call", tool, arg or [], args, detach=detach, as_task=task)
 
+    def job() -> Job:
+        from mcpcli.commands.jobs import CallJob, check_app_options
 
-def _app_command(
-    ctx: typer.Context,
-    values: dict[str, Any],
-    tool: str,
-    pairs: list[str],
-    args: str | None,
-    given: tuple[bool, bool, float | None],
-) -> None:
-    """``call TOOL --app``: the body of ``commands.apps``; with ``--tui``, the same in the full-screen app."""
+        apps = check_app_options(app, no_browser, for_seconds)
+        return CallJob("tools/call", tool, tuple(arg or []), args, app=apps, detach=detach, as_task=task)
 
-    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        from mcpcli.commands.apps import check_app_options, run_app_call
-
-        apps = check_app_options(*given)
-        assert apps is not None  # check_app_options raised for --no-browser/--for without --app
-        return await run_app_call(rt, opts, flows, tool, pairs, args, apps)
-
-    def job() -> Any:  # --tui: the app's run screen shows the link, the result and what the view says
-        from mcpcli.commands.apps import check_app_options
-        from mcpcli.commands.jobs import CallJob
-
-        return CallJob("tools/call", tool, tuple(pairs), args, app=check_app_options(*given))
-
-    _flow_command(ctx, values, start, job, lines=True)
+    flow_command(ctx, shared, job, lines=app)
 
 
 def _usage(message: str) -> Exception:
@@ -385,7 +371,7 @@ def prompt(
     Example: mcpcli prompt note -a topic=release
     """
 
-    _call_command(ctx, shared, "prompts/get", name, arg or [], None)
+    flow_command(ctx, shared, _call_job("prompts/get", name, arg or [], None))
 
 
 @app.command()
@@ -401,7 +387,7 @@ def read(
     Example: mcpcli read demo://report/orders
     """
 
-    _call_command(ctx, shared, "resources/read", uri, [], None)
+    flow_command(ctx, shared, _call_job("resources/read", uri, [], None))
 
 
 @app.command()
@@ -458,31 +444,15 @@ def resume(
     --wait=120   ·   mcpcli resume 3f2a --cancel-task   ·   mcpcli resume 3f2a --app
     """
 
-    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        from mcpcli.commands.apps import check_app_options
-        from mcpcli.commands.resume import run_resume
+    def job() -> Job:
+        from mcpcli.commands.jobs import ResumeJob, check_app_options
 
         apps = check_app_options(app, no_browser, for_seconds)
         if apps is not None and cancel_task:
             raise _usage("--app and --cancel-task do not go together: a cancelled task has no view to show.")
-        return await run_resume(
-            rt,
-            opts,
-            flows,
-            session,
-            steal=steal,
-            trust_server=trust_server,
-            cancel=cancel_task,
-            wait=wait or 0.0,
-            app=apps,
-        )
+        return ResumeJob(session, steal, trust_server, wait or 0.0, cancel=cancel_task, app=apps)
 
-    def job() -> Any:
-        from mcpcli.commands.jobs import ResumeJob
-
-        return ResumeJob(session, steal, trust_server, wait or 0.0)
-
-    _flow_command(ctx, shared, start, job, lines=app)
+    flow_command(ctx, shared, job, lines=app)
 
 
 TUI_ANSWERS = {name: spec for name, spec in ANSWERS.items() if name not in ("tui", "json")}
@@ -510,12 +480,9 @@ def tui(
     Example: mcpcli tui   ·   mcpcli tui 3f2a (resume that session in the app)
     """
 
-    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> int:
-        raise AssertionError("mcpcli tui always runs the app")  # pragma: no cover
-
-    def job() -> Any:
+    def job() -> Job | None:
         from mcpcli.commands.jobs import ResumeJob
 
         return ResumeJob(session) if session else None
 
-    _flow_command(ctx, {**shared, "tui": True, "json": False}, start, job)
+    flow_command(ctx, {**shared, "tui": True, "json": False}, job)

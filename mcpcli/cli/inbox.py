@@ -9,9 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from mcpcli.cli.app import app, local_command
-from mcpcli.cli.flows import _flow_command
+from mcpcli.cli.flows import flow_command
 from mcpcli.cli.options import ANSWERS, SESSION_OPTIONS, STORE, SessionId, shared
-from mcpcli.runtime import AnswerOptions, Runtime
+from mcpcli.runtime import Runtime
 
 ANSWER_OPTIONS = {
     name: spec
@@ -19,8 +19,6 @@ ANSWER_OPTIONS = {
     if name in ("answer", "answers", "decline", "cancel", "accept", "accept_defaults", "no_input", "tui", "json")
 }
 """What ``answer`` takes of the flow commands' answer options: the answers, not the flow's bounds or routing."""
-
-_FLOW_DEFAULTS = {"root": None, "max_rounds": 10, "timeout": None, "llm": None, "approve_sampling": None}
 
 
 @app.command()
@@ -33,19 +31,13 @@ def answer(ctx: typer.Context, session: SessionId, *, shared: dict[str, Any]) ->
     --tui answers on the round's form in the full-screen app (as "a" does in mcpcli tui's sessions).
     Example: mcpcli answer 3f2a --answer confirm=true   ·   mcpcli answer 3f2a --tui   ·   mcpcli inbox
     """
-    values = {**_FLOW_DEFAULTS, **shared}
-
-    async def start(rt: Runtime, opts: AnswerOptions, flows: list[Any]) -> int:
-        from mcpcli.commands.inbox import run_answer
-
-        return await run_answer(rt, opts, flows, session)
 
     def job() -> Any:  # --tui: the round's form in the full-screen app, the same checks and the same write
-        from mcpcli.commands.inbox import AnswerJob
+        from mcpcli.commands.jobs import AnswerJob
 
         return AnswerJob(session)
 
-    _flow_command(ctx, values, start, job)
+    flow_command(ctx, shared, job)
 
 
 @app.command()

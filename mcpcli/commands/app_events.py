@@ -117,7 +117,7 @@ class CliEvents:
             self.rt.out.note(f"Open the app in a browser on this machine: {url}")
 
     def result(self, done: Outcome) -> ExitCode:
-        from mcpcli.commands.flows import render
+        from mcpcli.commands.printed import render
 
         if self.rt.json:
             self.rt.out.json_line(done.result)
@@ -125,7 +125,7 @@ class CliEvents:
         return ExitCode(render(self.rt, "tools/call", done))
 
     def waiting(self, need: NeedInput) -> int:
-        from mcpcli.commands.flows import needs_input
+        from mcpcli.commands.printed import needs_input
 
         if not self.rt.json:
             return needs_input(self.rt, need)

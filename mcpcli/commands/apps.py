@@ -14,6 +14,7 @@ launching call's (130 on Ctrl-C).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -27,24 +28,18 @@ from mcp import Client
 from mcpcli import __version__
 from mcpcli.commands.app_events import AppEvents, CliEvents
 from mcpcli.commands.discovery import all_pages, at_terminal
-from mcpcli.commands.flows import (
-    Seat,
-    build_flow,
-    drive_connected,
-    ending_of,
-    presets_of,
-    terminal_seat,
-)
+from mcpcli.commands.run import build_flow, presets_of
 from mcpcli.display import sanitize
 from mcpcli.engine.apps import AppRefused, AppResource, Bridge, app_tools, load_app
 from mcpcli.engine.apps import resource_uri_of as app_uri
 from mcpcli.engine.arguments import build_arguments, no_such, usable_schema
+from mcpcli.engine.endings import ending_of
 from mcpcli.engine.steps import Call, NeedInput, Outcome, dump
 from mcpcli.errors import ExitCode, McpcliError, UsageError
-from mcpcli.settings import trust
-from mcpcli.settings.targets import connection_settings
 
 if TYPE_CHECKING:
+    from mcpcli.commands.jobs import AppOptions, CallJob, ResumeJob
+    from mcpcli.commands.run import Run
     from mcpcli.engine.flow import Flow
     from mcpcli.net.apphost import AppHost, View
     from mcpcli.runtime import AnswerOptions, Runtime
@@ -56,128 +51,70 @@ INIT_BOUND = 30.0
 (``MCPCLI_APP_INIT_SECONDS`` changes it)."""
 
 
-@dataclass
-class AppOptions:
-    """``--app``'s companions: ``--no-browser`` (print the URL instead) and ``--for SECONDS``."""
+@dataclass(frozen=True)
+class AppViews:
+    """The front end's part of an app run (``Seat.views``): where what happens is said (``events``), who is asked
+    before a view's link is opened (``ask_link``; None: nobody, refused) and how a page is opened (``open_url``, in
+    a worker thread). The rounds of the launching call and of a view's calls are answered by the seat's sources."""
 
-    browser: bool = True
-    seconds: float | None = None
-
-
-def check_app_options(app: bool, no_browser: bool, seconds: float | None) -> AppOptions | None:
-    """The options as given: ``--no-browser``/``--for`` without ``--app`` are a usage error (exit 2)."""
-    if not app:
-        if no_browser or seconds is not None:
-            raise UsageError(
-                f"{'--no-browser' if no_browser else '--for'} goes with --app.",
-                hint="Add --app to open the tool's view: mcpcli call TOOL --app --no-browser",
-            )
-        return None
-    if seconds is not None and not seconds > 0:
-        raise UsageError(f"--for needs a positive number of seconds, not {seconds:g}.", hint="Give --for 60.")
-    return AppOptions(browser=not no_browser, seconds=seconds)
-
-
-@dataclass
-class AppSeat:
-    """The front end's part of an app run: who answers the rounds of the launching call and of a view's calls
-    (``seat``), where what happens is said (``events``), who is asked before a view's link is opened (``ask_link``;
-    None: nobody, refused) and how a page is opened (``open_url``, in a worker thread)."""
-
-    seat: Seat
     events: AppEvents
     ask_link: Callable[[str], Awaitable[bool]] | None
     open_url: Callable[[str], object]
 
+    async def show(self, run: Run, job: CallJob | ResumeJob, client: Client) -> int:
+        """The job's body on its connection (``commands.run``): ``with_view``."""
+        return await with_view(run, job, client)
 
-def terminal_app_seat(rt: Runtime, opts: AnswerOptions) -> AppSeat:
-    """The CLI's: prompts at the terminal (when a person is there), events on stderr or as JSON Lines."""
+
+def terminal_views(rt: Runtime, opts: AnswerOptions) -> AppViews:
+    """The CLI's: links asked at the terminal (when a person is there), events on stderr or as JSON Lines."""
     ask = None if opts.no_input or not at_terminal() else _terminal_link(rt)
-    return AppSeat(terminal_seat(rt, opts), CliEvents(rt), ask, _open_browser)
+    return AppViews(CliEvents(rt), ask, _open_browser)
 
 
-async def run_app_call(
-    rt: Runtime,
-    opts: AnswerOptions,
-    flows: list[Flow],
-    name: str,
-    pairs: list[str],
-    args: str | None,
-    app: AppOptions,
-    *,
-    where: AppSeat | None = None,
-    target: Any = None,
-    given: dict[str, Any] | None = None,
-) -> int:
-    """``call TOOL --app``: the view opens on the tool's input; the call runs; the view gets its result.
-
-    ``where``: the front end (the terminal's by default); ``target``: the server (``rt.target()`` by default);
-    ``given``: the arguments already typed (the full-screen app's form), else built from ``pairs``/``args``."""
-    where = where or terminal_app_seat(rt, opts)
-    target = target or rt.target()
-    protocol = rt.protocol()
-    rt.store.check_writable()
-    trust.remember(rt.paths, target)
-    connection = connection_settings(target, protocol or target.protocol or "auto")
-    flow = build_flow(rt, opts, where.seat, target.label, flows, connection=connection)
-
-    async def body(client: Client) -> int:
-        tools = app_tools(await all_pages(client.list_tools, "tools"))
-        tool = tools.get(name)
-        if tool is None:
-            raise no_such("tool", name, list(tools))
-        if given is not None:
-            arguments = dict(given)
-        else:
-            arguments = build_arguments(usable_schema(tool.get("inputSchema")), pairs, args, warn=rt.out.warning)
-        launch = _launcher(flow, Call("tools/call", name, arguments))
-        return await _with_view(rt, opts, flows, flow, client, tool, tools, arguments, launch, app, where)
-
-    async with flow.keeper.running():
-        return await drive_connected(rt, opts, flow, target, protocol, body)
-
-
-def _launcher(flow: Flow, call: Call) -> Callable[[], Awaitable[Outcome]]:
-    async def launch() -> Outcome:
-        return await flow.start(call)
-
-    return launch
-
-
-def app_resume(
-    rt: Runtime, opts: AnswerOptions, flows: list[Flow], flow: Flow, app: AppOptions
-) -> Callable[[Client], Awaitable[int]]:
-    """``resume ID --app``: a waiting flow's view reopened on its stored input, the flow continued under it (the
-    flow already adopted: its lease held)."""
-
-    async def body(client: Client) -> int:
-        session = flow.session
+async def with_view(run: Run, job: CallJob | ResumeJob, client: Client) -> int:
+    """``call TOOL --app`` and ``resume ID --app`` on their connection (``commands.run``): the view opens on the
+    tool's input, the launching call runs (or the waiting flow continues) under it, the view gets its result; the
+    run lasts while the view is open. Its exit code: the launching call's."""
+    flow, seat = run.flow, run.seat
+    assert job.app is not None and seat.views is not None
+    session = flow.session
+    if isinstance(job, ResumeJob):
         if session is None or session.method != "tools/call":
             raise UsageError("Only a tool call has a view to reopen.", hint="Resume it without --app.")
-        tools = app_tools(await all_pages(client.list_tools, "tools"))
-        tool = tools.get(session.name)
-        if tool is None:
-            raise no_such("tool", session.name, list(tools))
-        arguments = dict(session.arguments)
-        where = terminal_app_seat(rt, opts)
-        return await _with_view(rt, opts, flows, flow, client, tool, tools, arguments, flow.resume, app, where)
-
-    return body
+        name = session.name
+    else:
+        name = job.name
+    tools = app_tools(await all_pages(client.list_tools, "tools"))
+    tool = tools.get(name)
+    if tool is None:
+        raise no_such("tool", name, list(tools))
+    launch: Callable[[], Awaitable[Outcome]]
+    if isinstance(job, ResumeJob):
+        assert session is not None
+        arguments, launch = dict(session.arguments), flow.resume
+    else:
+        if job.arguments is not None:
+            arguments = dict(job.arguments)
+        else:
+            schema = usable_schema(tool.get("inputSchema"))
+            arguments = build_arguments(schema, list(job.pairs), job.args, warn=seat.shows.warning)
+        launch = functools.partial(flow.start, Call("tools/call", name, arguments))
+    return await _with_view(run, client, tool, tools, arguments, launch, job.app)
 
 
 async def _with_view(
-    rt: Runtime,
-    opts: AnswerOptions,
-    flows: list[Flow],
-    flow: Flow,
+    run: Run,
     client: Client,
     tool: Mapping[str, Any],
     tools: Mapping[str, Mapping[str, Any]],
     arguments: dict[str, Any],
     launch: Callable[[], Awaitable[Outcome]],
     app: AppOptions,
-    where: AppSeat,
 ) -> int:
+    """The view shown while ``launch`` runs and until it is closed: the loopback host serves it, the bridge
+    answers it on ``client``; the launching call's result (or error) goes to the view and to the front end's events.
+    However it ends, a view that initialized is told to tear down and its trace is kept with the session."""
     from mcpcli.net.apphost import AppHost, ViewSpec
 
     uri = app_uri(tool)
@@ -191,6 +128,8 @@ async def _with_view(
         return dump(await client.read_resource(resource))
 
     resource = await load_app(read, uri)
+    flow, where = run.flow, run.seat.views
+    assert isinstance(where, AppViews)
     events = where.events
     asking = anyio.Lock()  # one flow asks at a time: the launching call first, then the view's calls in turn
     outcome: list[Outcome] = []
@@ -213,7 +152,7 @@ async def _with_view(
             view=view,
             tool=tool,
             tools=tools,
-            call_tool=_view_calls(rt, opts, flows, flow, client, asking, where),
+            call_tool=_view_calls(run, client, asking),
             read_resource=read,
             consent_link=_consent(asking, where),
             on_event=events.said,
@@ -252,7 +191,7 @@ async def _launch(
     outcome: list[Outcome],
 ) -> ExitCode:
     """Run the launching call; show its result (or error) and hand it to the view; its exit code."""
-    from mcpcli.commands.flows import error_result
+    from mcpcli.engine.endings import error_result
 
     async with asking:
         try:
@@ -327,27 +266,17 @@ def _seconds(name: str, default: float) -> float:
 
 
 def _view_calls(
-    rt: Runtime,
-    opts: AnswerOptions,
-    flows: list[Flow],
-    launching: Flow,
-    client: Client,
-    asking: anyio.Lock,
-    where: AppSeat,
+    run: Run, client: Client, asking: anyio.Lock
 ) -> Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]:
     """A view's ``tools/call``: a flow of its own on this connection (rounds asked, answered by ``--answer``,
     stored and resumable); the view gets only the final result."""
+    launching, where = run.flow, run.seat.views
+    assert isinstance(where, AppViews)
 
     async def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         async with asking:
             flow = build_flow(
-                rt,
-                opts,
-                where.seat,
-                launching.server,
-                flows,
-                connection=launching.connection,
-                presets=presets_of(opts),
+                run.rt, run.opts, run.seat, launching.server, run.flows, launching.connection, presets_of(run.opts)
             )
             flow.client = client
             async with flow.keeper.running():
@@ -372,7 +301,7 @@ def _view_calls(
     return call_tool
 
 
-def _consent(asking: anyio.Lock, where: AppSeat) -> Callable[[str], Awaitable[bool]]:
+def _consent(asking: anyio.Lock, where: AppViews) -> Callable[[str], Awaitable[bool]]:
     """``ui/open-link``: asked (at the terminal, in the full-screen app) before anything is opened; with nobody to
     ask, refused."""
     events = where.events
@@ -398,7 +327,7 @@ def _terminal_link(rt: Runtime) -> Callable[[str], Awaitable[bool]]:
     return ask
 
 
-def _opener(where: AppSeat) -> Callable[[str], None]:
+def _opener(where: AppViews) -> Callable[[str], None]:
     def open_url(url: str) -> None:
         try:
             where.open_url(url)

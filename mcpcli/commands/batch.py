@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mcp import Client
 
     from mcpcli.auth import Credentials
+    from mcpcli.commands.run import Seat
     from mcpcli.engine.answers import Presets
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import Outcome
@@ -260,7 +261,7 @@ class Batch:
                 tasks.start_soon(worker)
 
     async def run_line(self, line: Line) -> None:
-        from mcpcli.commands.flows import CallsBack
+        from mcpcli.commands.run import CallsBack
 
         for _ in range(2):  # a second time only on its own connection, for a server that wants to call back
             flow = self._flow(line)
@@ -281,13 +282,18 @@ class Batch:
             self.rt.out.json_line(doc)
             return
 
-    def _flow(self, line: Line) -> Flow:
-        from mcpcli.commands.flows import Seat, build_flow
+    def _seat(self, line: Line) -> Seat:
+        """A line's seat: its notes prefixed with its number; nobody to ask, its outcome a JSON line (``_drive``)."""
+        from mcpcli.commands.run import Seat, Unshown
 
-        seat = Seat(reporter=_Reporter(self.rt, line.number), summaries=False)
+        return Seat(reporter=_Reporter(self.rt, line.number), shows=Unshown(), summaries=False)
+
+    def _flow(self, line: Line) -> Flow:
+        from mcpcli.commands.run import build_flow
+
         presets = self.presets.merged(line.answers or {}, f"line {line.number}")
         flow = build_flow(
-            self.rt, self.opts, seat, self.target.label, self.flows, connection=self._connection(), presets=presets
+            self.rt, self.opts, self._seat(line), self.target.label, self.flows, self._connection(), presets
         )
         if self.client is not None:
             flow.credentials = self.credentials  # the shared connection's sign-in (the session records who)
@@ -296,8 +302,7 @@ class Batch:
     async def _waiting(self, doc: dict[str, Any], line: Line) -> dict[str, Any]:
         """``--wait-for-answer``: a line's flow that waits for a person is announced, and resumed (by this batch,
         on its connection) as soon as an answer lands in the store — until the time given runs out."""
-        from mcpcli.commands.inbox import announce
-        from mcpcli.commands.waiting import until_answered
+        from mcpcli.commands.inbox import announce, until_answered
 
         if self.opts.wait_for_answer is None or doc["status"] != "input_required" or "error" in doc:
             return doc
@@ -328,7 +333,8 @@ class Batch:
     async def _drive(self, flow: Flow, line: Line, *, resume: SessionRecord | None = None) -> dict[str, Any]:
         """Run one flow to its line: a result, what it needs, or why it failed. ``resume``: its stored session,
         answered meanwhile (``--wait-for-answer``), continued instead of called anew."""
-        from mcpcli.commands.flows import CallsBack, ending_of
+        from mcpcli.commands.run import CallsBack
+        from mcpcli.engine.endings import ending_of
         from mcpcli.engine.steps import NeedInput
         from mcpcli.terminal.hints import worded
 
@@ -355,8 +361,8 @@ class Batch:
                 raise  # Ctrl-C, a signal, the batch being cancelled (the session was put back to waiting)
 
     async def _start(self, flow: Flow, line: Line, client: Client) -> Outcome:
-        from mcpcli.commands.flows import error_result
         from mcpcli.engine.arguments import no_such
+        from mcpcli.engine.endings import error_result
         from mcpcli.engine.steps import Call
         from mcpcli.net.tasks import task_support
 
@@ -373,7 +379,7 @@ class Batch:
         return error_result(await flow.start(Call("tools/call", line.tool, line.arguments)))
 
     async def _on_shared(self, flow: Flow, line: Line, client: Client) -> Outcome:
-        from mcpcli.commands.flows import CallsBack
+        from mcpcli.commands.run import CallsBack
         from mcpcli.net.connection import wants_back_channel
 
         flow.client = client
@@ -385,10 +391,11 @@ class Batch:
             raise
 
     async def _on_own(self, flow: Flow, line: Line) -> Outcome:
-        from mcpcli.commands.flows import connect_flow
+        from mcpcli.commands.run import Run
         from mcpcli.net.connection import back_channel_failure
 
-        async with connect_flow(self.rt, self.opts, flow, self.target, self.protocol) as client:
+        run = Run(self.rt, self.opts, flow, self._seat(line), self.target, self.protocol, self.flows)
+        async with run.connect() as client:
             flow.client = client
             flow.roots_expected = self.roots_on_connect
             try:
@@ -438,7 +445,7 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     from mcpcli.commands.discovery import credentials, declared, server_logs
-    from mcpcli.commands.flows import presets_of
+    from mcpcli.commands.run import presets_of
     from mcpcli.net.connection import connect
     from mcpcli.settings import trust
 

@@ -10,27 +10,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.errors import SessionError, UsageError
+from mcpcli.errors import SessionError
 from mcpcli.state.inbox import (
     announcement,
     asked,
     asks_of,
     inbox_status,
-    person_keys,
-    refusal,
     waits_for,
     whoami,
 )
 
 if TYPE_CHECKING:
-    from mcpcli.commands.flows import Seat
     from mcpcli.engine.flow import Flow
-    from mcpcli.runtime import AnswerOptions, Runtime
-    from mcpcli.state.store import RoundRecord, SessionRecord
+    from mcpcli.engine.steps import NeedInput
+    from mcpcli.runtime import Runtime
+    from mcpcli.state.store import RoundRecord, SessionRecord, Store
 
 _ACTS = {"waiting": "mcpcli answer {id}", "answered": "mcpcli resume {id}"}
 """The command each announcement names: the one that acts on it (``sessions show`` for the rest)."""
@@ -86,132 +83,88 @@ def announce_parked(rt: Runtime, flows: list[Flow]) -> None:
             announce(rt, "waiting", record, last.still_open(), waiting_since=last.received, ring=False)
 
 
-# --- answer ----------------------------------------------------------------------------------------------------------
+# --- waiting for an answer (--wait-for-answer) -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AnswerJob:
-    """A waiting flow to answer in the full-screen app (``mcpcli answer ID --tui``): its form, then the app ends."""
+class WaitingRoom:
+    """``--wait-for-answer``: a flow nobody here can answer parks instead of exiting 3 — announced, its session
+    waiting in the store with no lease held — until an answer lands there (``mcpcli answer``, from any machine that
+    shares the store); its owner's run then resumes it (``commands.run.run_job``).
 
-    session_id: str
+    Bounded by ``deadline`` (then exit 3 with the usual document) and clean on Ctrl-C (the session kept, 130): the
+    wait is a store watch in a thread that looks at least once a second, and stops with the command."""
 
+    def __init__(self, rt: Runtime, deadline: float) -> None:
+        self.rt = rt
+        self.deadline = deadline
+        self.fresh = True
+        """No park yet: the first one is announced, and wakes for an answer already there."""
 
-@dataclass(frozen=True)
-class Answered:
-    """A round answered apart from driving (``answer_open``): what the CLI prints and the app shows."""
-
-    session: SessionRecord
-    """The session as the store has it after the write (``answered_by`` set)."""
-    round: RoundRecord
-    """The round written: its ``answered_by`` and ``answered_at``."""
-    by: str
-    """Who answered (``inbox.whoami``)."""
-    answered: list[str]
-    """The request keys answered here."""
-    left: list[str]
-    """The round's other open requests (sampling, roots): its owner's run answers them."""
-
-    def note(self) -> str:
-        """The one line that says so (the CLI's note, the app's notification)."""
-        rest = f" ({', '.join(self.left)} is left to its owner's run)" if self.left else ""
-        sid = self.session.id
-        return (
-            f"Answered round {self.round.index} of session {sid} as {self.by}{rest}. Its owner's run sends the"
-            f" answers: at once if it waits for them, else with mcpcli resume {sid}."
+    async def wait(self, parked: NeedInput) -> SessionRecord | None:
+        """Announce the parked session (not twice for the same question) and wait for it to move on: the session
+        once answered, taken up or finished elsewhere; ``None`` at the deadline."""
+        rt = self.rt
+        record = rt.store.get(parked.session.id)
+        last = rt.store.last_round(record.id)
+        if self.fresh or record.answered_by is None:  # what a resume parked on again is no news: not announced twice
+            announce(rt, "waiting", record, parked.pending, waiting_since=None if last is None else last.received)
+        who = ", ".join(asked(record)) or "an answer"
+        left = max(0.0, self.deadline - time.monotonic())
+        rt.out.note(
+            f"Session {record.id} waits for {who}: answer it from any shell or machine with: mcpcli answer {record.id}"
+            f" (waiting up to {left:.0f} s; Ctrl-C stops, the session kept)."
         )
+        woke = await until_answered(rt.store, record, self.deadline, fresh=self.fresh)
+        if woke is not None and woke.answered_by is not None:
+            # Announced by the answer itself (``mcpcli answer``), once: here only said.
+            rt.out.note(f"Session {record.id} was answered by {woke.answered_by}: continuing.")
+        self.fresh = False
+        return woke
 
-    def document(self) -> dict[str, Any]:
-        """``answer --json``."""
-        at = self.round.answered_at
-        return {
-            "status": "answered",
-            "session_id": self.session.id,
-            "round": self.round.index,
-            "answered_by": self.by,
-            "answered_at": None if at is None else at.isoformat(),
-            "answered": sorted(self.answered),
-            "left_to_owner": self.left,
-        }
-
-
-async def run_answer(rt: Runtime, opts: AnswerOptions, flows: list[Flow], session_id: str) -> int:
-    """``mcpcli answer ID``: ``answer_open`` with the terminal's seat (presets, then the person at the terminal)."""
-    from mcpcli.commands.flows import terminal_seat
-
-    show_answered(rt, await answer_open(rt, opts, flows, session_id, terminal_seat(rt, opts)))
-    return 0
+    def finished(self, flows: list[Flow], code: int) -> None:
+        """Announce the end of a flow that waited for a person (a finish nobody waited for is no news)."""
+        for record in saved_sessions(self.rt, flows):
+            if record.status in ("done", "failed"):
+                announce(self.rt, "done" if record.status == "done" and code in (0, 1) else "failed", record)
+                return
 
 
-def show_answered(rt: Runtime, answered: Answered) -> None:
-    """What ``answer`` prints once the answers are stored (``--json``: the document; else one note)."""
-    if rt.json:
-        rt.out.json(answered.document())
-    else:
-        rt.out.note(answered.note())
+async def until_answered(store: Store, parked: SessionRecord, deadline: float, *, fresh: bool) -> SessionRecord | None:
+    """The session once it moved on from where it was parked — answered (``answered_by``), taken up or finished by
+    someone else, a new round — or ``None`` at ``deadline``. A fresh park wakes also for an answer already there."""
+    import threading
 
+    import anyio
 
-async def answer_open(rt: Runtime, opts: AnswerOptions, flows: list[Flow], session_id: str, seat: Seat) -> Answered:
-    """Answer the round a flow waits on, here, without connecting to its server — for ``mcpcli answer`` (the
-    terminal's ``seat``) and the app's inbox (its form): the answers are collected from the seat's sources,
-    checked against the round's schemas and written to the store with who gave them and when. The flow's owner
-    sends them: at once when a driver waits (``--wait-for-answer``), else with their next ``resume``.
+    stop = threading.Event()
 
-    Raises one-line errors: ``UsageError`` (not mine to answer, nothing a person answers, nothing answered),
-    ``SessionError`` (finished, being driven), ``AlreadyAnswered`` (somebody was first)."""
-    from mcpcli.commands.flows import build_flow
-    from mcpcli.engine.steps import NeedInput
+    def moved(now: SessionRecord) -> bool:
+        if fresh and now.answered_by is not None:
+            return True
+        return (now.status, now.round, now.answered_by) != (parked.status, parked.round, parked.answered_by)
 
-    store = rt.store
-    record = store.get(session_id)
-    me = whoami(rt.settings)
-    last = _open_round(rt, record)
-    if (why := refusal(record, me, rt.settings.inbox.groups)) is not None:
-        raise UsageError(why, hint=f"See who it asks: mcpcli sessions show {record.id}")
-    open_now = last.still_open() if last.answers is not None else dict(last.requests)
-    keys = person_keys(open_now)
-    if not keys:
-        raise UsageError(
-            f"Session {record.id} waits for nothing a person answers here ({', '.join(open_now) or 'nothing'}):"
-            " its owner's run answers it (an LLM for sampling, its roots).",
-            hint=f"Its owner continues it: mcpcli resume {record.id}",
-        )
-    store.check_writable()
-    flow = build_flow(rt, opts, seat, record.server, flows)
-    flow.keeper.begin(record)  # read here, never written through the keeper: nothing is leased, nothing sent
+    def wait() -> SessionRecord | None:
+        watch = store.watch()
+        try:
+            while not stop.is_set():
+                try:
+                    now = store.get(parked.id)
+                except SessionError:
+                    return None
+                if moved(now):
+                    return now
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                watch.wait(min(1.0, left))
+            return None
+        finally:
+            watch.close()
+
     try:
-        answers = await flow.answer_stored(last, only=keys)
-    except NeedInput:
-        raise UsageError(
-            f"Nothing here answers {', '.join(keys)} of session {record.id}.",
-            hint=f"Give the answers: mcpcli answer {record.id} --answer FIELD=VALUE (or --answers FILE, or at a"
-            " terminal)",
-        ) from None
-    complete = set(open_now) <= set(answers)
-    saved = await flow.keeper.answer_for(last, answers, by=me, complete=complete)
-    now = store.get(record.id)
-    announce(rt, "answered", now, {k: last.requests[k] for k in answers}, ring=False)
-    left = [k for k in open_now if k not in answers]
-    return Answered(now, saved, me, list(answers), left)
-
-
-def _open_round(rt: Runtime, record: SessionRecord) -> RoundRecord:
-    """The round ``record`` waits on, or one clear line why there is none to answer."""
-    from mcpcli.state.store.base import AlreadyAnswered
-
-    last = rt.store.last_round(record.id)
-    if last is not None and last.answered_by is not None:  # the loser of a race is told who won, even once sent
-        raise AlreadyAnswered(record.id, last.index, last.answered_by, last.answered_at)
-    if record.status in ("done", "failed", "expired"):
-        raise SessionError(
-            f"Session {record.id} is {record.status}: there is nothing left to answer.",
-            hint=f"See it: mcpcli sessions show {record.id}",
-        )
-    if record.status != "waiting" or last is None or last.complete:
-        raise SessionError(
-            f"Session {record.id} is being driven right now (round {record.round}): it waits for no answer.",
-            hint=f"See where it stands: mcpcli sessions show {record.id}",
-        )
-    return last
+        return await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
+    finally:
+        stop.set()
 
 
 # --- inbox -----------------------------------------------------------------------------------------------------------

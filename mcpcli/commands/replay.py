@@ -164,7 +164,7 @@ def _users_own(rt: Runtime, label: str, command: list[str], cwd: Any) -> Target 
 
 
 def _consent(rt: Runtime, target: Target, options: ReplayOptions, terminal: Terminal | None) -> None:
-    from mcpcli.commands.resume import confirm_stored_command
+    from mcpcli.commands.targets import confirm_stored_command
 
     confirm_stored_command(
         rt,

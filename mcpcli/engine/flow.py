@@ -27,15 +27,14 @@ from pydantic import ValidationError
 
 from mcpcli import telemetry
 from mcpcli.engine import taskflow
+from mcpcli.engine.askers import Askers
 from mcpcli.engine.midcall import MidCall
 from mcpcli.engine.partial import (
-    answer_each,
     check_identity,
     earlier_answer,
     keep_part,
     others_answer,
     resend_note,
-    say_open,
 )
 from mcpcli.engine.roots import EarlyRoots
 from mcpcli.engine.steps import (
@@ -119,8 +118,6 @@ class Flow:
     """The ``roots/list`` a server asks before the call (``engine.roots``)."""
     _kept: dict[str, Any] = field(default_factory=dict)
     """The answers a stored round kept while it waited for the rest (``answer_stored``), by request key."""
-    _said: set[str] = field(default_factory=set)
-    """Why-open notes already given this run (``_say_open``)."""
 
     @property
     def session(self) -> SessionRecord | None:
@@ -427,57 +424,29 @@ class Flow:
             for key, wire in requests.items()
         ]
 
+    @functools.cached_property
+    def askers(self) -> Askers:
+        """The flow's answer sources in order, with replay from its earlier rounds and every answer told to its
+        trace and span (``engine.askers``)."""
+        return Askers(
+            self.sources,
+            self.reporter,
+            stuck=lambda left: NeedInput(self.session_record(), left),
+            replay=self._replayed,
+            told=self._answered,
+        )
+
+    async def _replayed(self, question: Question) -> t.InputResponse | None:
+        """An answer given before to the same question (this run's kept answers, or an earlier attempt's)."""
+        attempt = self._attempt if self._saved else 1
+        return await earlier_answer(self.keeper, attempt, self._kept, question)
+
     async def _answer_silently(self, questions: Sequence[Question], answers: dict[str, Any]) -> None:
-        """What presets, roots and replay can answer, into ``answers``: nobody is asked, presets are checked first."""
-        await answer_each(functools.partial(self._ask, interactive=False), questions, answers)
+        await self.askers.silently(questions, answers)
 
     async def _ask_people(self, questions: Sequence[Question], answers: dict[str, Any]) -> dict[str, Any]:
-        """Ask a person what is left (into ``answers``); with nobody to ask, stop with exit 3 (the round is saved).
-        What no source will answer (sampling with no LLM provider) is said first, before anyone is asked."""
-        unanswered = [q for q in questions if q.key not in answers]
-        say_open(self.sources, unanswered, self.reporter, self._said)
-        if unanswered and not any(s.interactive for s in self.sources):
-            raise NeedInput(self.session_record(), {q.key: q.wire for q in unanswered})
-        together = next((s for s in self.sources if s.interactive and hasattr(s, "answer_round")), None)
-        if together is not None and unanswered:
-            given = await together.answer_round(unanswered)
-            answers.update({key: dump(answer) for key, answer in given.items()})
-            for key, answer in given.items():
-                self._answered(key, "prompt", answer, together)
-        for question in unanswered:
-            if question.key in answers:
-                continue
-            answer = await self._ask(question, interactive=True)
-            if answer is None:
-                left = {q.key: q.wire for q in unanswered if q.key not in answers}
-                raise NeedInput(self.session_record(), left)
-            answers[question.key] = dump(answer)
-        return answers
-
-    async def _ask(self, question: Question, *, interactive: bool) -> t.InputResponse | None:
-        """The first answer, in the README's order: what the user gave for this run, replay, then the rest.
-
-        Replay comes before every other source so that a restarted flow never asks a person, or bills an LLM,
-        twice for a question already answered.
-        """
-        candidates = [s for s in self.sources if s.interactive == interactive]
-        if not interactive:
-            explicit = [s for s in candidates if getattr(s, "explicit", False)]
-            for source in explicit:
-                if (answer := await source.answer(question)) is not None:
-                    self._answered(question.key, "preset", answer, source)
-                    return answer
-            attempt = self._attempt if self._saved else 1
-            if (replayed := await earlier_answer(self.keeper, attempt, self._kept, question)) is not None:
-                self._answered(question.key, "replay", replayed)
-                return replayed
-            candidates = [s for s in candidates if s not in explicit]
-        for source in candidates:
-            if (answer := await source.answer(question)) is not None:
-                label = getattr(source, "origin", "prompt" if interactive else "preset")
-                self._answered(question.key, label, answer, source)
-                return answer
-        return None
+        self.askers.call = self.call
+        return await self.askers.people(questions, answers)
 
     def _answered(self, key: str, label: str, answer: Any, source: Any = None) -> None:
         """Where an answer came from: for a recording (``--record``: preset, replay, prompt, roots, llm), and for the

@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpcli.display import short_id
-from mcpcli.errors import McpcliError, ServerError, UsageError
+from mcpcli.errors import McpcliError, ServerError, UsageError, lone
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -317,7 +317,7 @@ class Watch:
         """Why a connection ended, when listening again may help; else the error to end the watch with: anything
         before the first stream was open (a wrong target stays wrong), a usage error, a server that honours
         nothing, a fault of mcpcli's own."""
-        inner = _lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        inner = lone(exc)
         if isinstance(inner, StreamEnded):
             return str(inner)
         if isinstance(inner, UsageError | NothingHonoured):
@@ -488,13 +488,6 @@ def _subscription_of(meta: Any) -> Any:
     if found is None and meta is not None:
         found = getattr(meta, SUBSCRIPTION_ID_META_KEY, None)
     return found
-
-
-def _lone(group: BaseExceptionGroup[Any]) -> BaseException:
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,7 +1,7 @@
 """The app and its one factory, ``build_app`` — used by the CLI and by the tests alike, so tests run the real wiring.
 
 The app owns the workers; screens only show and collect. A flow runs in a named async worker on the
-app's own event loop (``commands.jobs.drive``: connect, ``Flow.start``/``resume``), and answers rounds by
+app's own event loop (``commands.run.run_job``, with the app's seat), and answers rounds by
 awaiting screens (``source.TuiUser``). Modes:
 
 - ``flow`` (``call|prompt|read|resume --tui``, ``mcpcli tui SESSION``): one flow; its result is shown, and
@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import webbrowser
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -28,15 +28,16 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from mcpcli.display import sanitize
-from mcpcli.errors import ExitCode, McpcliError, UserStopped
-from mcpcli.runtime import lone
+from mcpcli.errors import ExitCode, McpcliError, UserStopped, lone
 from mcpcli.terminal.hints import worded
 from mcpcli.tui.host import Following
 
 if TYPE_CHECKING:
-    from mcpcli.commands.inbox import Answered, AnswerJob
-    from mcpcli.commands.jobs import CallJob, ResumeJob
+    from mcpcli.commands.answer import Answered
+    from mcpcli.commands.jobs import AnswerJob, CallJob, ResumeJob
+    from mcpcli.commands.run import Seat, Views
     from mcpcli.engine.answers import Presets
+    from mcpcli.engine.askers import Asked
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import AnswerSource, NeedInput, Outcome
     from mcpcli.runtime import AnswerOptions, Runtime
@@ -110,7 +111,7 @@ class McpcliApp(App[TuiExit]):
         """The workers that follow the server's changes (``commands.watch``): ended with the app."""
 
     def on_mount(self) -> None:
-        from mcpcli.commands.inbox import AnswerJob
+        from mcpcli.commands.jobs import AnswerJob
 
         if isinstance(self.job, AnswerJob):
             self.answer_session(self.job.session_id)
@@ -122,10 +123,9 @@ class McpcliApp(App[TuiExit]):
 
             self.push_screen(SessionsScreen())
         else:
-            from mcpcli.commands.discovery import tui_target
             from mcpcli.tui.start import StartScreen
 
-            self.push_screen(StartScreen(tui_target(self.rt)[0].label))
+            self.push_screen(StartScreen(self.rt.resolve()[0].label))
             self.run_worker(self._load_catalog(), name="catalog", group="catalog", exit_on_error=False)
 
     # --- workers -----------------------------------------------------------------------------------------------------
@@ -137,7 +137,7 @@ class McpcliApp(App[TuiExit]):
         try:
             found = await catalog(self.rt)
         except BaseException as exc:  # every failure ends the app with the CLI's code
-            single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            single = lone(exc)
             if isinstance(single, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
                 raise
             self._fatal(single)
@@ -217,29 +217,39 @@ class McpcliApp(App[TuiExit]):
         self.push_screen(screen, self._run_closed)
         self.run_worker(self._drive(job, screen), name="flow", group="flow", exclusive=True, exit_on_error=False)
 
-    async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen) -> None:
-        from mcpcli.commands.flows import Seat
-        from mcpcli.commands.jobs import drive
+    def _seat(self, screen: RunScreen, views: Views | None = None) -> Seat:
+        """The app's seat for a flow shown on ``screen``: its forms ask (after the presets), its dialog approves
+        sampling, notes become notifications. The app owns the terminal: no -v lines on it, and no browser sign-in
+        (``mcpcli auth login`` signs in)."""
+        from mcpcli.commands.run import Seat
         from mcpcli.tui.sampling import TuiApprover
         from mcpcli.tui.source import TuiReporter
 
-        # The app owns the terminal: no -v lines on it, and no browser sign-in (`mcpcli auth login` signs in).
         reporter = TuiReporter(self, screen, verbose=self.rt.g.verbose)
-        seat = Seat(reporter=reporter, app_user=self._user, approver=TuiApprover(self), summaries=False)
+        return Seat(
+            reporter=reporter,
+            shows=ShownOn(self, screen),
+            app_user=self._user,
+            approver=TuiApprover(self),
+            views=views,
+            summaries=False,
+            always_views=True,
+        )
+
+    async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen) -> None:
+        """The flow of ``job`` (``commands.run.run_job``), its outcome on ``screen``."""
+        from mcpcli.commands.run import run_job
+
         try:
-            outcome = await drive(self.rt, self.opts, self.flows, job, seat=seat)
+            await run_job(self.rt, self.opts, job, self._seat(screen), self.flows)
         except BaseException as exc:  # shown, or the app exits with the CLI's code
             self._failed(exc, screen)
-            return
-        method = self.flows[-1].call.method if self.flows and self.flows[-1].call else _method(job)
-        self.outcome = (method, outcome)
-        screen.show_result(method, outcome)
 
     def _failed(self, exc: BaseException, screen: RunScreen) -> None:
         """A flow's error: shown on its screen, or (standalone, or not an ``McpcliError``) the app exits with it."""
         from mcpcli.engine.steps import NeedInput
 
-        single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        single = lone(exc)
         if isinstance(single, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
             raise exc  # the app is closing: let the worker end
         if isinstance(single, McpcliError):
@@ -264,16 +274,11 @@ class McpcliApp(App[TuiExit]):
         screen.running = self._watched(self._drive_app(job, screen), "app", "app", shielded=True)
 
     async def _drive_app(self, job: CallJob | ResumeJob, screen: AppRunScreen) -> None:
-        from mcpcli.commands.apps import AppSeat
-        from mcpcli.commands.flows import Seat
-        from mcpcli.commands.jobs import CallJob, drive_app
+        """A tool with its view (``commands.run.run_job`` with the app's ``Views``): the link, the view's news and
+        the launching call's result on ``screen``; a standalone run that waits for input ends the app (exit 3)."""
+        from mcpcli.commands.apps import AppViews
+        from mcpcli.commands.run import run_job
         from mcpcli.tui.apprun import TuiAppEvents
-        from mcpcli.tui.sampling import TuiApprover
-        from mcpcli.tui.source import TuiReporter
-
-        assert isinstance(job, CallJob)
-        reporter = TuiReporter(self, screen, verbose=self.rt.g.verbose)
-        seat = Seat(reporter=reporter, app_user=self._user, approver=TuiApprover(self), summaries=False)
 
         def got(done: Outcome) -> None:
             self.outcome = ("tools/call", done)
@@ -282,9 +287,9 @@ class McpcliApp(App[TuiExit]):
             self.failure = exc
 
         events = TuiAppEvents(screen, got, failed)
-        where = AppSeat(seat, events, self._ask_link, self.browse)
+        seat = self._seat(screen, AppViews(events, self._ask_link, self.browse))
         try:
-            code = await drive_app(self.rt, self.opts, self.flows, job, where)
+            code = await run_job(self.rt, self.opts, job, seat, self.flows)
         except BaseException as exc:
             self._failed(exc, screen)  # a cancellation (the screen left, the app closing) goes on up from here
             screen.run_ended("The app could not be shown.")
@@ -310,9 +315,9 @@ class McpcliApp(App[TuiExit]):
         from mcpcli.tui.sessions import SessionsScreen
 
         try:
-            answered = await answer_here(self, self.rt, self.opts, self.flows, session_id, self.browse)
+            answered = await answer_here(self, self.rt, self.opts, session_id, self.browse)
         except BaseException as exc:  # one line in a notification, or (answer mode) the CLI's error and code
-            single = lone(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            single = lone(exc)
             if isinstance(single, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
                 raise
             if self.mode == "answer" or not isinstance(single, McpcliError):
@@ -330,7 +335,7 @@ class McpcliApp(App[TuiExit]):
             if isinstance(screen, SessionsScreen):
                 screen.action_reload()  # the store's watch would say so too, a moment later
 
-    def _user(self, flow: Flow, presets: Presets) -> AnswerSource:
+    def _user(self, flow: Asked, presets: Presets) -> AnswerSource:
         from mcpcli.tui.source import TuiUser
 
         return TuiUser(self, presets, flow, self.rt.store, self.browse)
@@ -367,7 +372,7 @@ class McpcliApp(App[TuiExit]):
 
     async def action_quit(self) -> None:
         """Ctrl-Q: the result when there is one; mid-flow, stop (exit 5) and say how to resume."""
-        from mcpcli.commands.inbox import AnswerJob
+        from mcpcli.commands.jobs import AnswerJob
 
         if isinstance(self.job, AnswerJob):
             later = f"Answer it later: mcpcli answer {self.job.session_id}"
@@ -384,6 +389,36 @@ class McpcliApp(App[TuiExit]):
         session = next((f.session for f in reversed(self.flows) if f.session is not None and f.keeper.saved), None)
         hint = f"Resume it with: mcpcli resume {session.id}" if session else None
         self.exit(TuiExit(int(ExitCode.STOPPED), error=UserStopped("You quit the full-screen app.", hint=hint)))
+
+
+@dataclass(frozen=True)
+class ShownOn:
+    """``commands.run.Shows`` for a run screen: the result in its panel (and kept for the CLI to print once the app
+    ends), a flow left waiting shown there — or, standalone, the app ended with it (exit 3) —, warnings as
+    notifications."""
+
+    app: McpcliApp
+    screen: RunScreen
+
+    def result(self, method: str, outcome: Outcome) -> int:
+        self.app.outcome = (method, outcome)
+        self.screen.show_result(method, outcome)
+        return int(outcome.exit_code)
+
+    def waiting(self, need: NeedInput) -> int:
+        worded(need)  # the core says what to do next as data; the app shows it as the CLI would
+        if self.screen.standalone:
+            self.app.exit(TuiExit(int(ExitCode.INPUT_REQUIRED), need=need))
+        else:
+            self.screen.show_waiting(need)
+        return int(ExitCode.INPUT_REQUIRED)
+
+    def warning(self, text: str) -> None:
+        self.app.notify(sanitize(text), title="Warning", severity="warning", markup=False)
+
+    def pages(self, pages: Sequence[Any]) -> None:
+        for page in pages:
+            self.app.notify(sanitize(f"{page.message} {page.url}"), title="Visit a page", markup=False, timeout=30)
 
 
 def _method(job: CallJob | ResumeJob) -> str:
@@ -414,7 +449,7 @@ def build_app(
 ) -> McpcliApp:
     """The one app factory: ``flow`` mode when given a job (``answer`` for an ``AnswerJob``), else the start screen
     (or ``mode``)."""
-    from mcpcli.commands.inbox import AnswerJob
+    from mcpcli.commands.jobs import AnswerJob
 
     chosen: Mode = mode or ("answer" if isinstance(job, AnswerJob) else "flow" if job is not None else "start")
     return McpcliApp(rt, opts, mode=chosen, job=job, flows=flows, open_url=open_url, blink=blink)

@@ -20,9 +20,9 @@ from mcpcli.tui.round import RoundScreen
 if TYPE_CHECKING:
     from textual.app import App
 
-    from mcpcli.commands.inbox import Answered
+    from mcpcli.commands.answer import Answered
     from mcpcli.engine.answers import Presets
-    from mcpcli.engine.flow import Flow
+    from mcpcli.engine.askers import Asked
     from mcpcli.engine.steps import AnswerSource
     from mcpcli.runtime import AnswerOptions, Runtime
 
@@ -59,19 +59,18 @@ async def answer_here(
     app: App[Any],
     rt: Runtime,
     opts: AnswerOptions,
-    flows: list[Flow],
     session_id: str,
     open_url: Callable[[str], object],
 ) -> Answered:
     """Answer the round ``session_id`` waits on with its form (``AnswerScreen``), as ``mcpcli answer`` would; run
     in one of the app's workers (the form is awaited). Raises what ``answer_open`` raises, and ``UserStopped`` when
     the form is left."""
-    from mcpcli.commands.flows import Seat
-    from mcpcli.commands.inbox import answer_open
+    from mcpcli.commands.answer import answer_open
+    from mcpcli.commands.run import Seat, Unshown
     from mcpcli.tui.source import TuiUser
 
-    def user(flow: Flow, presets: Presets) -> AnswerSource:
-        return TuiUser(app, presets, flow, rt.store, open_url, form=AnswerScreen)
+    def user(asked: Asked, presets: Presets) -> AnswerSource:
+        return TuiUser(app, presets, asked, rt.store, open_url, form=AnswerScreen)
 
-    seat = Seat(reporter=InboxReporter(app, verbose=rt.g.verbose), app_user=user, summaries=False)
-    return await answer_open(rt, opts, flows, session_id, seat)
+    seat = Seat(reporter=InboxReporter(app, verbose=rt.g.verbose), shows=Unshown(), app_user=user, summaries=False)
+    return await answer_open(rt, opts, session_id, seat)

@@ -17,7 +17,7 @@ import mcp_types as t
 
 from mcpcli.display import sanitize
 from mcpcli.engine.answers import Presets
-from mcpcli.engine.flow import Flow
+from mcpcli.engine.askers import Asked
 from mcpcli.engine.partial import why_open
 from mcpcli.engine.steps import Question, kind_of
 from mcpcli.errors import UsageError, UserStopped
@@ -42,8 +42,8 @@ class TuiUser:
     app: App[Any]
     presets: Presets
     """Preset values pre-fill the form (they were already checked when the flow tried them)."""
-    flow: Flow
-    """The flow being answered: its call is shown in the round's header."""
+    flow: Asked
+    """The flow being answered (or ``mcpcli answer``'s askers): its call is shown in the round's header."""
     store: Store
     open_url: Callable[[str], object]
     form: type[RoundScreen] = RoundScreen
@@ -98,7 +98,7 @@ class TuiUser:
         return RoundInfo(question.server, method, name, arguments, number, question.session_id)
 
 
-def _left_note(question: Question, flow: Flow) -> str:
+def _left_note(question: Question, flow: Asked) -> str:
     """What the round screen says of a request it does not show: asked after it, or why it stays open."""
     what = kind_of(question.request)
     why = why_open(flow.sources, question)

@@ -241,8 +241,7 @@ class StartScreen(Screen[None]):
         self.action_run(app=True)
 
     def action_run(self, app: bool = False) -> None:
-        from mcpcli.commands.apps import AppOptions
-        from mcpcli.commands.jobs import CallJob
+        from mcpcli.commands.jobs import AppOptions, CallJob
 
         form = self._form()
         if form is None or self.current is None:
