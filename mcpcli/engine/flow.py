@@ -382,26 +382,20 @@ class Flow:
             record = await self._record(requests, state)
             return await self._answer_rest(record, questions, answers)
 
-    async def answer_stored(
-        self, pending: RoundRecord, lost: Collection[str] = (), *, only: Collection[str] | None = None
-    ) -> dict[str, Any]:
+    async def answer_stored(self, pending: RoundRecord, lost: Collection[str] = ()) -> dict[str, Any]:
         """Answer a round saved by an earlier run — what it kept answered is not asked again (unless this run's
-        presets answer it), ``lost`` secrets are — then save the answers before the retry. ``only``: answer these
-        requests and save nothing (``mcpcli answer``: the owner's driver sends them)."""
-        questions = self._questions({k: w for k, w in pending.requests.items() if only is None or k in only})
+        presets answer it), ``lost`` secrets are — then save the answers before the retry."""
+        questions = self._questions(pending.requests)
         self._kept = {key: answer for key, answer in pending.partial.items() if key not in lost}
         answers: dict[str, Any] = {}
         with telemetry.round_span(pending.index, pending.requests):
             try:
                 await self._answer_silently(questions, answers)
             except McpcliError as exc:
-                if only is None:
-                    await keep_part(self.keeper, pending, {**self._kept, **answers}, exc)
+                await keep_part(self.keeper, pending, {**self._kept, **answers}, exc)
                 raise
             finally:
                 self._kept = {}
-            if only is not None:
-                return await self._ask_people(questions, answers)
             return await self._answer_rest(pending, questions, answers)
 
     async def _answer_rest(

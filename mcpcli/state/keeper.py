@@ -460,15 +460,6 @@ class Keeper:
             lease = self.lease
             await self._read(lambda store: store.reopen_round(record.session_id, record.index, lease=lease))
 
-    async def answer_for(self, record: RoundRecord, answers: dict[str, Any], *, by: str, complete: bool) -> RoundRecord:
-        """Answers given apart from driving (``mcpcli answer``), sealed where secret: no lease, one conditional write
-        (``Store.answer_round``)."""
-        async with self._turn():
-            sealed = await self._read(lambda _store: self._seal(record.requests, answers))
-            return await self._read(
-                lambda store: store.answer_round(record.session_id, record.index, sealed, by=by, complete=complete)
-            )
-
     def _trace(self, *, everything: bool = True) -> list[str]:
         return [] if self.tracer is None else self.tracer.drain(everything=everything)
 
