@@ -25,6 +25,9 @@ import anyio
 from mcp import Client
 
 from mcpcli import __version__
+from mcpcli.apphost.bridge import AppRefused, Bridge, app_tools
+from mcpcli.apphost.resource import AppResource, load_app
+from mcpcli.apphost.resource import resource_uri_of as app_uri
 from mcpcli.commands.app_events import AppEvents, CliEvents
 from mcpcli.commands.discovery import all_pages, at_terminal
 from mcpcli.commands.flows import (
@@ -36,8 +39,6 @@ from mcpcli.commands.flows import (
     terminal_seat,
 )
 from mcpcli.display import sanitize
-from mcpcli.engine.apps import AppRefused, AppResource, Bridge, app_tools, load_app
-from mcpcli.engine.apps import resource_uri_of as app_uri
 from mcpcli.engine.arguments import build_arguments, no_such, usable_schema
 from mcpcli.engine.steps import Call, NeedInput, Outcome, dump
 from mcpcli.errors import ExitCode, McpcliError, UsageError
@@ -45,8 +46,8 @@ from mcpcli.settings import trust
 from mcpcli.settings.targets import connection_settings
 
 if TYPE_CHECKING:
+    from mcpcli.apphost.host import AppHost, View
     from mcpcli.engine.flow import Flow
-    from mcpcli.net.apphost import AppHost, View
     from mcpcli.runtime import AnswerOptions, Runtime
 
 log = logging.getLogger(__name__)
@@ -178,7 +179,7 @@ async def _with_view(
     app: AppOptions,
     where: AppSeat,
 ) -> int:
-    from mcpcli.net.apphost import AppHost, ViewSpec
+    from mcpcli.apphost.host import AppHost, ViewSpec
 
     uri = app_uri(tool)
     if uri is None:

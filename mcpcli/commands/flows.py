@@ -20,6 +20,7 @@ from mcp import Client
 from pydantic import ValidationError
 
 from mcpcli import telemetry
+from mcpcli.apphost.resource import SHOWS_VIEWS
 from mcpcli.commands.discovery import (
     Keep,
     at_terminal,
@@ -32,7 +33,6 @@ from mcpcli.commands.discovery import (
     server_logs,
 )
 from mcpcli.engine.answers import Presets, Roots, answers_template
-from mcpcli.engine.apps import SHOWS_VIEWS
 from mcpcli.engine.arguments import build_arguments
 from mcpcli.engine.flow import Flow
 from mcpcli.engine.steps import AnswerSource, Call, Limits, Method, NeedInput, Outcome
