@@ -231,13 +231,13 @@ class Runtime:
         config = self.settings.telemetry
         if telemetry.ON or not telemetry.wanted(os.environ, config.enabled):
             return
-        from mcpcli import traceexport
+        from mcpcli.telemetry import export
 
-        why_not = traceexport.start(os.environ, endpoint=config.endpoint, service_name=config.service_name)
+        why_not = export.start(os.environ, endpoint=config.endpoint, service_name=config.service_name)
         if why_not is not None:
             self.out.warning(why_not)
             return
-        self.closers.append(traceexport.stop)
+        self.closers.append(export.stop)
 
     def log_level(self) -> str | None:
         """``--log-level`` checked (exit 2 with the levels when it is none of them)."""

@@ -26,8 +26,9 @@ from typing import Any, TextIO
 import pytest
 from conftest import PY, ROOT, cannot_run_here, wait_until
 
-from mcpcli.net import announce
-from mcpcli.net.announce import Announcer, terminal_kind, webhook_body, webhook_target
+from mcpcli.announce import Announcer, channels
+from mcpcli.announce.channels import terminal_kind, webhook_body, webhook_target
+from mcpcli.announce.message import BODY_MAX, TEXT_MAX, bounded
 from mcpcli.settings.config import InboxConfig
 
 SID = "3f2a9c1b7e10"
@@ -326,9 +327,9 @@ def test_only_a_one_segment_path_is_taken_for_an_ntfy_topic() -> None:
 def test_the_webhook_body_is_bounded_and_its_slack_text_cannot_mention_or_link() -> None:
     event = flow_event("waiting", title="<!channel> & <https://evil.example|click> " + "x" * 50_000)
     event["asks"] = [{"title": "y" * 10_000}] * 500
-    data = webhook_body(announce.bounded(event), None)
+    data = webhook_body(bounded(event), None)
     body = json.loads(data)
-    assert len(data) <= announce.BODY_MAX
+    assert len(data) <= BODY_MAX
     assert "<" not in body["text"] and "&lt;!channel&gt; &amp; &lt;https" in body["text"]
     assert body["message"].startswith(f"{SID} waits for ops: tools/call deploy on prod asks: <!channel> &")
     assert "topic" not in body
@@ -389,7 +390,7 @@ def test_a_server_title_cannot_end_the_notification_or_start_another_escape(pty:
     assert sent.count("\x1b") == 1 and sent.count("\a") == 2 and "\x9c" not in sent and "\u202e" not in sent
     osc = sent.removeprefix("\a\x1b]777;notify;").removesuffix("\a")
     assert osc.count(";") == 1  # title ; body, and nothing else
-    assert len(osc) <= 2 * announce.TEXT_MAX + 1
+    assert len(osc) <= 2 * TEXT_MAX + 1
 
 
 def test_a_stream_that_is_no_terminal_gets_nothing(tmp_path: Path) -> None:
@@ -466,7 +467,7 @@ def test_a_missing_command_is_one_warning(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_command_that_hangs_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(announce, "COMMAND_TIMEOUT", 0.5)
+    monkeypatch.setattr(channels, "COMMAND_TIMEOUT", 0.5)
     warnings: list[str] = []
     config = InboxConfig(notify=["command"], notify_command=shlex.join([PY, "-c", "import time; time.sleep(60)"]))
     started = time.monotonic()
@@ -480,7 +481,7 @@ def test_a_command_that_hangs_is_stopped(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_importing_the_announcer_imports_neither_the_sdk_nor_its_channels_libraries() -> None:
-    code = "import sys, mcpcli.net.announce; print(sorted(m.split('.')[0] for m in sys.modules))"
+    code = "import sys, mcpcli.announce; print(sorted(m.split('.')[0] for m in sys.modules))"
     proc = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT, check=True)
     loaded = set(json.loads(proc.stdout.replace("'", '"')))
     assert loaded.isdisjoint({"mcp", "mcp_types", "httpx2", "jeepney", "pydantic", "rich", "typer", "textual"})

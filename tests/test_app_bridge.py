@@ -1,6 +1,6 @@
-"""The MCP Apps bridge (mcpcli/engine/apps.py) when the view's page goes away at the worst moment: after the view
+"""The MCP Apps bridge (mcpcli/apphost/bridge.py) when the view's page goes away at the worst moment: after the view
 said ``ui/notifications/initialized`` and before the bridge had told it the tool's input or result. The channel here
-is what ``mcpcli.net.apphost.View`` is then: messages the page sent before it closed are still there to read, and
+is what ``mcpcli.apphost.host.View`` is then: messages the page sent before it closed are still there to read, and
 every send raises ``ViewClosed``. (Seen for real: ``bench/apps.py`` closing the page as soon as ``ui/initialize``
 reached mcpcli ended some runs with "Internal error: Unexpected ViewClosed", exit 4, instead of exit 0.)"""
 
@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from mcpcli.engine.apps import Bridge
-from mcpcli.net.apphost import ViewClosed
+from mcpcli.apphost.bridge import Bridge
+from mcpcli.apphost.host import ViewClosed
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "ui/initialize", "params": {"protocolVersion": "2026-01-26"}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "ui/notifications/initialized"}

@@ -1,4 +1,4 @@
-"""The MCP Apps web host (mcpcli/net/apphost.py) in a real browser: a view renders and talks, and is kept apart.
+"""The MCP Apps web host (mcpcli/apphost/host.py) in a real browser: a view renders and talks, and is kept apart.
 
 Each test runs an ``AppHost`` on an asyncio loop in a thread (``browser.running``) and drives the system's Chromium
 with Playwright's sync API. The views are small HTML documents written here that speak JSON-RPC over postMessage;
@@ -20,8 +20,8 @@ import anyio
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from mcpcli.net.appcsp import allow_attribute, content_security_policy, refused
-from mcpcli.net.apphost import AppHost, View, ViewClosed, ViewSpec
+from mcpcli.apphost.csp import allow_attribute, content_security_policy, refused
+from mcpcli.apphost.host import AppHost, View, ViewClosed, ViewSpec
 
 pytestmark = pytest.mark.slow
 pytest_plugins = ["browser"]  # the chromium and browser_context fixtures

@@ -165,7 +165,7 @@ def test_with_tracing_off_no_command_imports_the_opentelemetry_sdk_or_its_export
     script = (
         "import atexit, sys\n"
         "atexit.register(lambda: sys.__stderr__.write('@@' + ','.join(sorted(m for m in sys.modules"
-        " if m.startswith(('opentelemetry.sdk', 'opentelemetry.exporter', 'mcpcli.traceexport')))) + '@@'))\n"
+        " if m.startswith(('opentelemetry.sdk', 'opentelemetry.exporter', 'mcpcli.telemetry.export')))) + '@@'))\n"
         f"sys.argv = ['mcpcli', *{argv!r}]\n"
         "from mcpcli.entry import main\nmain()\n"
     )

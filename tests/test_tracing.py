@@ -149,7 +149,7 @@ def test_nothing_secret_reaches_the_receiver(receiver: Receiver, traced_http: Ht
 
 
 def _allowed() -> set[str]:
-    from mcpcli.traceexport import ALLOWED
+    from mcpcli.telemetry.export import ALLOWED
 
     return set(ALLOWED)
 

@@ -170,7 +170,7 @@ def test_the_start_screen_with_a_tool_that_has_a_view(snap_compare: Any) -> None
 
 
 def test_the_run_screen_of_a_tool_with_its_view(snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("mcpcli.net.apphost.AppHost.page_url", lambda self: FIXED_LINK)
+    monkeypatch.setattr("mcpcli.apphost.host.AppHost.page_url", lambda self: FIXED_LINK)
     monkeypatch.setattr("mcpcli.state.store.new_session_id", lambda: "5e55104d0001")
     app = make_app(dashboard(), server=apps_server())
 
@@ -192,7 +192,7 @@ def test_the_run_screen_of_a_tool_with_its_view(snap_compare: Any, monkeypatch: 
 
 
 def test_the_open_link_dialog(snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("mcpcli.net.apphost.AppHost.page_url", lambda self: FIXED_LINK)
+    monkeypatch.setattr("mcpcli.apphost.host.AppHost.page_url", lambda self: FIXED_LINK)
     monkeypatch.setattr("mcpcli.state.store.new_session_id", lambda: "5e55104d0001")
     app = make_app(dashboard(), server=apps_server())
 

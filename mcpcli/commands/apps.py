@@ -1,7 +1,7 @@
 """``call TOOL --app`` and ``resume ID --app``: the tool's view in the user's browser, bridged through this run's
 own connection, while the call runs and until the view is closed.
 
-The loopback host (``mcpcli.net.apphost``) shows the view; the bridge (``mcpcli.engine.apps``) answers it. This
+The loopback host (``mcpcli.apphost.host``) shows the view; the bridge (``mcpcli.apphost.bridge``) answers it. This
 body joins them to a flow: the launching call runs as every call does (asked at the terminal, or answered by
 ``--answer``; stored round by round), the view gets its input at once and its result when final; a ``tools/call``
 from the view is a flow of its own (its rounds asked and stored alike, the view sees only the final result). What
@@ -26,22 +26,23 @@ import anyio
 from mcp import Client
 
 from mcpcli import __version__
+from mcpcli.apphost.bridge import AppRefused, Bridge, app_tools
+from mcpcli.apphost.resource import AppResource, load_app
+from mcpcli.apphost.resource import resource_uri_of as app_uri
 from mcpcli.commands.app_events import AppEvents, CliEvents
 from mcpcli.commands.discovery import all_pages, at_terminal
 from mcpcli.commands.run import build_flow, presets_of
 from mcpcli.display import sanitize
-from mcpcli.engine.apps import AppRefused, AppResource, Bridge, app_tools, load_app
-from mcpcli.engine.apps import resource_uri_of as app_uri
 from mcpcli.engine.arguments import build_arguments, no_such, usable_schema
 from mcpcli.engine.endings import ending_of
 from mcpcli.engine.steps import Call, NeedInput, Outcome, dump
 from mcpcli.errors import ExitCode, McpcliError, UsageError
 
 if TYPE_CHECKING:
+    from mcpcli.apphost.host import AppHost, View
     from mcpcli.commands.jobs import AppOptions, CallJob, ResumeJob
     from mcpcli.commands.run import Run
     from mcpcli.engine.flow import Flow
-    from mcpcli.net.apphost import AppHost, View
     from mcpcli.runtime import AnswerOptions, Runtime
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,7 @@ async def _with_view(
     """The view shown while ``launch`` runs and until it is closed: the loopback host serves it, the bridge
     answers it on ``client``; the launching call's result (or error) goes to the view and to the front end's events.
     However it ends, a view that initialized is told to tear down and its trace is kept with the session."""
-    from mcpcli.net.apphost import AppHost, ViewSpec
+    from mcpcli.apphost.host import AppHost, ViewSpec
 
     uri = app_uri(tool)
     if uri is None:

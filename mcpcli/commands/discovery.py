@@ -81,7 +81,7 @@ async def discover(rt: Runtime, what: str) -> int:
 def _described(tool: dict[str, Any]) -> str:
     """A tool's description, marked ``[app]`` when it has an interactive view (``mcpcli call TOOL --app``) and
     ``[app only]`` when its server keeps it for views (MCP Apps visibility without ``model``)."""
-    from mcpcli.engine.apps import resource_uri_of, visibility_of
+    from mcpcli.apphost.resource import resource_uri_of, visibility_of
 
     text = str(tool.get("description") or "")
     marks = ["[app]"] * bool(resource_uri_of(tool)) + ["[app only]"] * ("model" not in visibility_of(tool))
@@ -255,7 +255,7 @@ async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
     """What the start screen lists: every tool, prompt, resource and resource template (a kind refused: none)."""
     creds = credentials(rt, interactive=False)  # the app owns the terminal: sign in with `mcpcli auth login`
     tracer = rt.tracer(summaries=False)
-    from mcpcli.engine.apps import SHOWS_VIEWS  # the app shows views: it lists what a server offers such a client
+    from mcpcli.apphost.resource import SHOWS_VIEWS  # the app shows views: it lists what a server offers such a client
 
     async with connect(
         tui_target(rt)[0],

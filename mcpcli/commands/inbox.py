@@ -3,7 +3,7 @@
 finishes or fails.
 
 What may be answered, by whom, is ``state.inbox``'s; how the store says a session changed is ``store.watch``'s; how an
-announcement reaches people is ``net.announce``'s. Here they meet the runtime: options, the store, output.
+announcement reaches people is ``mcpcli.announce``'s. Here they meet the runtime: options, the store, output.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def announce(
     if rt.announcer is None:
         import sys
 
-        from mcpcli.net.announce import Announcer
+        from mcpcli.announce import Announcer
 
         terminal = sys.stderr if ring and sys.stderr.isatty() else None
         rt.announcer = announcer = Announcer(config, terminal=terminal, warn=rt.out.warning)

@@ -25,6 +25,7 @@ from mcp import Client
 from pydantic import ValidationError
 
 from mcpcli import telemetry
+from mcpcli.apphost.resource import SHOWS_VIEWS
 from mcpcli.commands.discovery import (
     credentials,
     declared,
@@ -37,7 +38,6 @@ from mcpcli.commands.discovery import (
 from mcpcli.commands.jobs import CallJob, ResumeJob
 from mcpcli.commands.targets import resume_target
 from mcpcli.engine.answers import Presets, Roots
-from mcpcli.engine.apps import SHOWS_VIEWS
 from mcpcli.engine.arguments import build_arguments
 from mcpcli.engine.askers import Asked
 from mcpcli.engine.endings import ending_of, error_result, refused_hint, wanted_back_channel

@@ -331,7 +331,7 @@ def _app_watch(rt: Runtime, want: Want, changed: Any, note: Callable[[str], None
     target = tui_target(rt)[0]
     creds = credentials(rt, interactive=False)  # the app owns the terminal
     tracer = rt.tracer(summaries=False)
-    from mcpcli.engine.apps import SHOWS_VIEWS
+    from mcpcli.apphost.resource import SHOWS_VIEWS
 
     connection = {**declared(rt), "bounds": replace(rt.bounds(), idle_timeout=STREAM_IDLE), "extensions": SHOWS_VIEWS}
 

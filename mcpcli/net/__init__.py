@@ -9,8 +9,6 @@
 - ``tap``: the SDK client's streams wrapped so every message reaches a tracer; ``serverlog``: a stdio server's
   stderr, kept in a private log, its tail explaining a failed start.
 - ``attach`` and ``relayed``: reaching a server the warm worker keeps, over its socket.
-- ``announce``: the inbox's news (a flow waits, is answered, finishes, fails) told through the terminal, the
-  desktop, a webhook or a command.
 
 Importing this package imports nothing (no SDK): take the module you need.
 """

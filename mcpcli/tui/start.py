@@ -23,7 +23,7 @@ from textual.widgets import Button, Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from mcpcli import forms
-from mcpcli.engine.apps import resource_uri_of
+from mcpcli.apphost.resource import resource_uri_of
 from mcpcli.engine.arguments import usable_schema
 from mcpcli.tui.fields import NOT_GIVEN, FieldWidget, field_widget
 from mcpcli.tui.host import host

@@ -71,18 +71,18 @@ def keep_logs_open(worker_socket: str) -> None:
 
 def send_spans_later() -> None:
     """Before the command runs: its OpenTelemetry spans, if it makes any, wait for ``send_spans``."""
-    from mcpcli import traceexport  # preloaded; light (the OpenTelemetry SDK is imported only when tracing is on)
+    from mcpcli.telemetry import export  # preloaded; light (the OpenTelemetry SDK is imported only when tracing is on)
 
-    traceexport.LATER = True
+    export.LATER = True
 
 
 def send_spans() -> None:
     """As the command ends (its exit status already with the front end): the spans it made go to its collector, with
-    its own settings (``mcpcli.traceexport``: bounded by the OTLP timeout). Nobody waits for this."""
-    from mcpcli import traceexport
+    its own settings (``mcpcli.telemetry.export``: bounded by the OTLP timeout). Nobody waits for this."""
+    from mcpcli.telemetry import export
 
-    traceexport.LATER = False
-    traceexport.stop()
+    export.LATER = False
+    export.stop()
 
 
 def hang_up_with(conn: socket.socket) -> None:

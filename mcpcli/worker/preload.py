@@ -23,7 +23,7 @@ PRELOADED_LIBRARIES = (
     "httpcore2",  # httpx2's transport imports it when a command connects direct (~20 ms, with h11 and h2)
     "jsonschema",
     "mcp.client.auth",
-    # Tracing, when the otel extra is installed (mcpcli.traceexport imports them only when a command traces): ~0.15 s
+    # Tracing, when the otel extra is installed (telemetry.export imports them only when a command traces): ~0.15 s
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.sdk.resources",
     "opentelemetry.sdk.trace.export",

@@ -1,6 +1,6 @@
 """The app host's HTTP/1.1 on 127.0.0.1: one bounded request per connection, checked before anything is served.
 
-Small on purpose: the app host's servers (``mcpcli.net.apphost``) answer a handful of fixed paths to one local
+Small on purpose: the app host's servers (``apphost.host``) answer a handful of fixed paths to one local
 browser, so this reads one request (request line and headers within ``HEAD_MAX``, a ``Content-Length`` body within
 ``BODY_MAX``, all within ``READ_TIMEOUT``), refuses what a browser would never send, and answers with
 ``Connection: close``. Every answer carries ``Cache-Control: no-store``, ``X-Content-Type-Options: nosniff`` and
@@ -174,6 +174,8 @@ async def serve(
                 limiter.release()
 
     async def _one(stream: Stream) -> None:
+        """One connection's one request: read within ``READ_TIMEOUT`` and the bounds, then the handler's answer.
+        A refusal, at either step, is its status alone, logged at debug with the path's first segment only."""
         try:
             with anyio.fail_after(READ_TIMEOUT):
                 request = await read_request(stream, port, origins)

@@ -5,17 +5,18 @@
 ``Referer``; the page removes it from the address bar at once and trades it (``POST /attach``) for a session key that
 every later request carries in ``X-Mcpcli-Session``. A token works once, within ``TOKEN_TTL`` seconds; one page at a
 time. Every request to every server of the host must name ``127.0.0.1:<its port>`` as ``Host`` (DNS rebinding) and,
-when it has an ``Origin``, that server's own (``mcpcli.net.apphttp``).
+when it has an ``Origin``, that server's own (``apphost.http``).
 
 Each view gets two more servers, so two more origins: its sandbox proxy's (the host page's iframe) and its own (the
 proxy's iframe). The view can thus read neither the host page, nor its proxy, nor another view (``parent.document``
 throws, storage is its own). The proxy's page, address and permissions are fixed by mcpcli's server, never by a
-message; the view's HTML is served once, with the policy of ``mcpcli.net.appcsp`` as its HTTP
+message; the view's HTML is served once, with the policy of ``apphost.csp`` as its HTTP
 ``Content-Security-Policy`` header, whose ``report-uri`` comes back here as ``{"mcpcli/csp-violation": {…}}`` items of
 ``View.receive()``.
 
 Messages: view ⇄ postMessage ⇄ proxy ⇄ postMessage ⇄ host page ⇄ ``/events`` (NDJSON, mcpcli → page) and
-``/messages`` (page → mcpcli). The host carries them and does not read them: the bridge above (the engine) does.
+``/messages`` (page → mcpcli). The host carries them and does not read them: the bridge above (``apphost.bridge``)
+does.
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from mcpcli.net import apphttp
-from mcpcli.net.appcsp import allow_attribute, content_security_policy, delegated_allow
-from mcpcli.net.apphttp import HttpRefusal, Request, Response
+from mcpcli.apphost import http
+from mcpcli.apphost.csp import allow_attribute, content_security_policy, delegated_allow
+from mcpcli.apphost.http import HttpRefusal, Request, Response
 
-__all__ = ["TOKEN_TTL", "AppHost", "View", "ViewClosed", "ViewSpec", "allow_attribute", "content_security_policy"]
+__all__ = ["TOKEN_TTL", "AppHost", "View", "ViewClosed", "ViewSpec"]
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ class ViewSpec:
 
 @cache
 def _site(name: str) -> bytes:
-    return (files("mcpcli.net") / "appsite" / name).read_bytes()
+    return (files("mcpcli.apphost") / "site" / name).read_bytes()
 
 
 def _json(body: bytes) -> Any:
@@ -132,6 +133,9 @@ class View:
     """One view shown in the page: ``send`` to it, ``receive`` from it, ``close`` it."""
 
     def __init__(self, host: AppHost, spec: ViewSpec, proxy: anyio.abc.SocketListener, own: anyio.abc.SocketListener):
+        """A view on two listeners of its own (its proxy's origin and its own), with three one-time keys: the proxy
+        page's, the document's and the CSP reports' path. Its policy and ``allow`` are fixed here, from ``spec``
+        alone: nothing the view or the page says later changes them."""
         self.id = secrets.token_hex(8)
         self.spec = spec
         self._host = host
@@ -156,7 +160,7 @@ class View:
             raise ValueError("not a JSON-RPC 2.0 message")
         if str(message.get("method", "")).startswith(SANDBOX_PREFIX):
             raise ValueError("sandbox-* messages are the page's own")
-        if len(json.dumps(message)) > apphttp.BODY_MAX:
+        if len(json.dumps(message)) > http.BODY_MAX:
             raise ValueError("message too large")
         await self._command({"type": "send", "message": message})
 
@@ -200,9 +204,9 @@ class View:
         with self._scope:
             async with anyio.create_task_group() as group:
                 group.start_soon(
-                    apphttp.serve, self._proxy_listener, self._proxy_page, frozenset({self.proxy_origin}), limiter
+                    http.serve, self._proxy_listener, self._proxy_page, frozenset({self.proxy_origin}), limiter
                 )
-                group.start_soon(apphttp.serve, self._view_listener, self._view_page, frozenset({self.origin}), limiter)
+                group.start_soon(http.serve, self._view_listener, self._view_page, frozenset({self.origin}), limiter)
 
     def _once(self, request: Request, prefix: str, attribute: str) -> bool:
         """Whether ``request`` is a GET of ``prefix + key`` with this view's one-time ``key`` (spent if so)."""
@@ -214,7 +218,10 @@ class View:
         setattr(self, attribute, "")
         return True
 
-    async def _proxy_page(self, request: Request, stream: apphttp.Stream) -> Response:
+    async def _proxy_page(self, request: Request, stream: http.Stream) -> Response:
+        """The sandbox proxy's server: its shipped script and style, and its page once, by its one-time key, with
+        the host's and the view's origins and the view's ``allow`` written in by mcpcli (escaped), never by a
+        message; its policy lets it frame the view's origin only, and be framed by the host page only."""
         if static := _static(request, ("sandbox.js", "sandbox.css")):
             return static
         if not self._once(request, "/sandbox/", "_proxy_key"):
@@ -235,7 +242,9 @@ class View:
             body=page.encode(), content_type="text/html; charset=utf-8", headers=[("Content-Security-Policy", policy)]
         )
 
-    async def _view_page(self, request: Request, stream: apphttp.Stream) -> Response:
+    async def _view_page(self, request: Request, stream: http.Stream) -> Response:
+        """The view's own server: its document once, by its one-time key, under its policy; then only the
+        browser's CSP reports, by their secret path and at most ``CSP_REPORTS_MAX``. Anything else is a 404."""
         if self._once(request, "/view/", "_view_key"):
             logger.debug(
                 "view %s served with Content-Security-Policy: %s", self.id, self.csp.rsplit("; report-uri", 1)[0]
@@ -280,19 +289,21 @@ class AppHost:
         """The host page's origin, ``http://127.0.0.1:PORT``."""
 
     async def __aenter__(self) -> AppHost:
+        """Serve the host page on a fresh loopback port until ``__aexit__``; a start that fails half-way closes what
+        it opened. Views' servers start with each ``open_view``."""
         self.attached = anyio.Event()
         """Set when a page traded a token for a session."""
         self.closed = anyio.Event()
         """Set when the attached page went away (its event stream dropped, or it said goodbye)."""
         self._said_stopped = anyio.Event()
-        self._limiter = anyio.CapacityLimiter(apphttp.CONNECTIONS_MAX)
+        self._limiter = anyio.CapacityLimiter(http.CONNECTIONS_MAX)
         self._events_in, self._events_out = anyio.create_memory_object_stream[dict[str, Any]](EVENTS_BUFFER)
         listener = await _listen()
         self.port, self.origin = _origin(listener)
         await self._stack.__aenter__()
         try:
             self._group = await self._stack.enter_async_context(anyio.create_task_group())
-            self._group.start_soon(apphttp.serve, listener, self._page, frozenset({self.origin}), self._limiter)
+            self._group.start_soon(http.serve, listener, self._page, frozenset({self.origin}), self._limiter)
             self._group.start_soon(self._end_views_when_closed)
         except BaseException:
             await listener.aclose()
@@ -358,7 +369,10 @@ class AppHost:
         if self._session is None or given is None or not hmac.compare_digest(given.encode(), self._session.encode()):
             raise HttpRefusal(403, "no session")
 
-    async def _page(self, request: Request, stream: apphttp.Stream) -> Response | None:
+    async def _page(self, request: Request, stream: http.Stream) -> Response | None:
+        """The host page's server: the page and its shipped files to anyone who passed ``http``'s checks, the token
+        trade to a holder of a link, and the event stream, the messages and the goodbye only with the session key.
+        Every other path or method is refused."""
         route = (request.method, request.path)
         if route == ("GET", "/"):
             headers = [("Content-Security-Policy", HOST_CSP), ("X-Frame-Options", "DENY")]
@@ -383,6 +397,8 @@ class AppHost:
         raise HttpRefusal(405 if known else 404, "wrong method" if known else "no such page")
 
     def _attach(self, request: Request) -> Response:
+        """Trade a link's token for the one session: a token is spent by its first use, whatever follows (expired,
+        or a page already attached), and compared in constant time."""
         body = _json(request.body)
         given = body.get("token") if isinstance(body, dict) else None
         if not isinstance(given, str):
@@ -399,13 +415,13 @@ class AppHost:
         self.attached.set()
         return Response(body=json.dumps({"session": self._session}).encode(), content_type="application/json")
 
-    async def _stream_events(self, stream: apphttp.Stream) -> None:
+    async def _stream_events(self, stream: http.Stream) -> None:
         """Streams the page's commands until the page goes (then ``closed``) or the host stops."""
         if self._streaming or self.closed.is_set():
             raise HttpRefusal(409, "already streaming")
         self._streaming = True
         try:
-            await stream.send(apphttp.head(200, "application/x-ndjson; charset=utf-8", [], None))
+            await stream.send(http.head(200, "application/x-ndjson; charset=utf-8", [], None))
             async with anyio.create_task_group() as group:
 
                 async def page_gone() -> None:
@@ -428,6 +444,8 @@ class AppHost:
             self.closed.set()
 
     async def _take_messages(self, body: Any) -> None:
+        """The page's batch of view messages, each handed to its open view: what is not JSON-RPC 2.0 for an open
+        view is dropped, and so is a ``sandbox-*`` method (the page's own business, never a view's)."""
         batch = body.get("messages") if isinstance(body, dict) else None
         if not isinstance(batch, list):
             raise HttpRefusal(400, "no messages")

@@ -153,6 +153,8 @@ def _seconds(text: str | None) -> float | None:
 
 
 def _facts_processor() -> Any:
+    """The processor that names the ``mcp`` SDK's request spans and gives them the facts only mcpcli knows. Built
+    here, not at import, so importing this module costs nothing of the SDK until tracing starts."""
     from opentelemetry.sdk.trace import SpanProcessor
     from opentelemetry.trace import SpanKind
 
@@ -173,11 +175,15 @@ def _facts_processor() -> Any:
 
 
 def _scrubbed(exporter: Any) -> Any:
+    """``exporter`` behind the one way out: every span is copied with only ``ALLOWED`` attribute keys (its events'
+    too), a status without description and links without attributes, whatever any library put on it; nothing else
+    ever reaches the exporter."""
     from opentelemetry.sdk.trace import Event, ReadableSpan
     from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.trace import Status
 
     def clean(span: ReadableSpan) -> ReadableSpan:
+        """A copy of ``span`` that keeps what may leave (ids, names, kinds, counts) and nothing of what may not."""
         attributes = {k: v for k, v in (span.attributes or {}).items() if k in ALLOWED}
         events = [
             Event(e.name, {k: v for k, v in (e.attributes or {}).items() if k in ALLOWED}, e.timestamp)

@@ -2,7 +2,7 @@
 
 A ``ui://`` resource declares, in ``_meta.ui.csp``, the origins its view needs (``connectDomains``,
 ``resourceDomains``, ``frameDomains``, ``baseUriDomains``) and, in ``_meta.ui.permissions``, the browser features it
-asks for. The app host (``mcpcli.net.apphost``) sends the policy built here as the view's HTTP
+asks for. The app host (``apphost.host``) sends the policy built here as the view's HTTP
 ``Content-Security-Policy`` header, and sets ``allow`` on the view's iframe. Both are made from what was declared and
 nothing else (SEP-1865 "No Loosening"): a declaration that is not a plain origin — a CSP keyword such as
 ``'unsafe-eval'``, a ``;`` or ``,`` that would start another directive, a space, a bare ``*`` — is dropped, never

@@ -1,21 +1,17 @@
-"""MCP Apps (SEP-1865, ``io.modelcontextprotocol/ui``): a tool's view, found, checked and bridged.
+"""The bridge between an MCP App view and the server connection (SEP-1865, ``io.modelcontextprotocol/ui``).
 
-A tool names its view in ``_meta.ui.resourceUri`` (a ``ui://`` resource of type ``text/html;profile=mcp-app``). This
-module reads and checks that resource (``load_app``: one clear line for each way it fails), and runs the bridge
-between the view — JSON-RPC over the loopback host's message path (``mcpcli.net.apphost``) — and the server
-connection: ``ui/initialize`` with the host context, the tool's input and result, ``tools/call`` (refused before any
-server traffic when the tool's visibility excludes the app; otherwise driven by mcpcli's own loop, multi-round
-and stored, through the command's ``call_tool``), ``resources/read``, ``ui/open-link`` (the user's consent first),
-``ui/message`` and model-context updates (told to the command, which shows them), display mode, logging, and
-``ui/resource-teardown``.
+The view — read and checked by ``apphost.resource``, shown by ``apphost.host`` — speaks JSON-RPC over the loopback
+host's message path. This module answers it through the run's server connection: ``ui/initialize`` with the host
+context, the tool's input and result, ``tools/call`` (refused before any server traffic when the tool's visibility
+excludes the app; otherwise driven by mcpcli's own loop, multi-round and stored, through the command's
+``call_tool``), ``resources/read``, ``ui/open-link`` (the user's consent first), ``ui/message`` and model-context
+updates (told to the command, which shows them), display mode, logging, and ``ui/resource-teardown``.
 
 The bridge words no command and never prompts: what a person must see or decide goes to the command's callbacks.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,169 +19,24 @@ from typing import Any, Protocol
 
 import anyio
 
+from mcpcli.apphost.resource import visibility_of
 from mcpcli.errors import McpcliError
 
 log = logging.getLogger(__name__)
 
-UI_EXTENSION = "io.modelcontextprotocol/ui"
-"""The extension's identifier, declared (with ``UI_SETTINGS``) only by a run that can show a view."""
-APP_MIME = "text/html;profile=mcp-app"
-UI_SETTINGS: dict[str, Any] = {"mimeTypes": [APP_MIME]}
-SHOWS_VIEWS: dict[str, dict[str, Any]] = {UI_EXTENSION: UI_SETTINGS}
-"""``connect(extensions=…)`` of a run that can show a view: ``call --app``, ``resume --app`` and the whole TUI."""
 APPS_PROTOCOL = "2026-01-26"
 """The MCP Apps protocol version the bridge speaks to a view (``ui/initialize``)."""
 
 HOST_MODES = ("inline", "fullscreen")
 """The display modes the host page can show: in its flow, or filling the tab."""
-CSP_KEYS = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
-PERMISSIONS = ("camera", "microphone", "geolocation", "clipboardWrite")
-APP_HTML_MAX = 8 * 1024 * 1024
-"""The largest view document accepted (decoded): beyond it the app is refused, not shown."""
 TEARDOWN_WAIT = 2.0
 """Seconds the view gets to answer ``ui/resource-teardown`` before it is closed anyway."""
 
 JsonRpc = dict[str, Any]
 
 
-class AppUnavailable(McpcliError):
-    """Why a tool's view cannot be shown: one line (exit 4: the server's app is not what the spec asks)."""
-
-    default_title = "App not shown"
-
-
-def resource_uri_of(tool: Mapping[str, Any]) -> str | None:
-    """The tool's view: ``_meta.ui.resourceUri`` (or the deprecated flat ``_meta["ui/resourceUri"]``)."""
-    meta = tool.get("_meta") or tool.get("meta") or {}
-    if not isinstance(meta, Mapping):
-        return None
-    ui = meta.get("ui")
-    uri = ui.get("resourceUri") if isinstance(ui, Mapping) else None
-    if uri is None:
-        uri = meta.get("ui/resourceUri")
-    return uri if isinstance(uri, str) and uri else None
-
-
-def visibility_of(tool: Mapping[str, Any]) -> tuple[str, ...]:
-    """Who may call the tool: ``_meta.ui.visibility``, ``("model", "app")`` when absent or malformed."""
-    meta = tool.get("_meta") or tool.get("meta") or {}
-    ui = meta.get("ui") if isinstance(meta, Mapping) else None
-    seen = ui.get("visibility") if isinstance(ui, Mapping) else None
-    if not isinstance(seen, list) or not all(isinstance(v, str) for v in seen):
-        return ("model", "app")
-    return tuple(seen)
-
-
-@dataclass(frozen=True)
-class AppResource:
-    """A view, read and checked: its document and what its ``_meta.ui`` declares."""
-
-    uri: str
-    html: str
-    csp: dict[str, list[str]] = field(default_factory=dict)
-    permissions: dict[str, Any] = field(default_factory=dict)
-    prefers_border: bool | None = None
-    domain: str | None = None
-
-
-async def load_app(read: Callable[[str], Awaitable[Mapping[str, Any]]], uri: str) -> AppResource:
-    """Read ``uri`` with ``read`` (``resources/read``, wire JSON) and check it is one MCP App view; else one line
-    saying why (``AppUnavailable``)."""
-    from mcpcli.display import sanitize
-
-    shown = sanitize(uri)[:200]
-    if not uri.startswith("ui://"):
-        raise AppUnavailable(f"The tool's view is {shown}, not a ui:// resource.", hint=_ASK_AUTHOR)
-    try:
-        result = await read(uri)
-    except McpcliError as exc:
-        raise AppUnavailable(f"The view {shown} could not be read: {exc.message}", hint=_UNKNOWN_HINT) from None
-    except Exception as exc:  # boundary: the SDK raises MCPError, a transport may raise its own
-        message = getattr(getattr(exc, "error", None), "message", None) or str(exc) or type(exc).__name__
-        raise AppUnavailable(
-            f"The view {shown} could not be read: {sanitize(str(message))}", hint=_UNKNOWN_HINT
-        ) from None
-    contents = result.get("contents")
-    if not isinstance(contents, list) or not contents:
-        raise AppUnavailable(f"The server returned no content for the view {shown}.", hint=_ASK_AUTHOR)
-    if len(contents) > 1:
-        raise AppUnavailable(
-            f"The server returned {len(contents)} contents for the view {shown}; a view is exactly one.",
-            hint=_ASK_AUTHOR,
-        )
-    content = contents[0] if isinstance(contents[0], Mapping) else {}
-    mime = content.get("mimeType")
-    if not isinstance(mime, str) or mime.replace(" ", "").lower() != APP_MIME:
-        said = sanitize(mime) if isinstance(mime, str) else "no MIME type"
-        raise AppUnavailable(f"The view {shown} is {said}, not {APP_MIME}: not an MCP App view.", hint=_ASK_AUTHOR)
-    html = _document(content, shown)
-    meta = content.get("_meta") or content.get("meta") or {}
-    ui = meta.get("ui") if isinstance(meta, Mapping) else None
-    ui = ui if isinstance(ui, Mapping) else {}
-    border = ui.get("prefersBorder")
-    domain = ui.get("domain")
-    return AppResource(
-        uri=uri,
-        html=html,
-        csp=_csp(ui.get("csp")),
-        permissions=_permissions(ui.get("permissions")),
-        prefers_border=border if isinstance(border, bool) else None,
-        domain=domain if isinstance(domain, str) else None,
-    )
-
-
-_ASK_AUTHOR = (
-    "The server's app does not follow the MCP Apps spec; tell its author (the tool's result is still printed)."
-)
-_UNKNOWN_HINT = "Check the tool's _meta.ui.resourceUri against the server's resources: mcpcli resources"
-
-
-def _document(content: Mapping[str, Any], shown: str) -> str:
-    text, blob = content.get("text"), content.get("blob")
-    if isinstance(text, str):
-        raw = text.encode("utf-8", "surrogatepass")
-    elif isinstance(blob, str):
-        try:
-            raw = base64.b64decode(blob, validate=True)
-        except (binascii.Error, ValueError):
-            raise AppUnavailable(f"The view {shown} is a blob that is not base64.", hint=_ASK_AUTHOR) from None
-    else:
-        raise AppUnavailable(f"The view {shown} has neither text nor blob.", hint=_ASK_AUTHOR)
-    if len(raw) > APP_HTML_MAX:
-        raise AppUnavailable(
-            f"The view {shown} is {len(raw) // 1024 // 1024} MiB; views up to {APP_HTML_MAX // 1024 // 1024} MiB "
-            "are shown.",
-            hint=_ASK_AUTHOR,
-        )
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise AppUnavailable(f"The view {shown} is not UTF-8 text.", hint=_ASK_AUTHOR) from None
-
-
-def _csp(declared: Any) -> dict[str, list[str]]:
-    """The CSP declarations as lists of strings (shape only: the host refuses what is not a plain origin)."""
-    if not isinstance(declared, Mapping):
-        return {}
-    kept: dict[str, list[str]] = {}
-    for key in CSP_KEYS:
-        values = declared.get(key)
-        if isinstance(values, list):
-            kept[key] = [v for v in values if isinstance(v, str)][:64]
-    return kept
-
-
-def _permissions(declared: Any) -> dict[str, Any]:
-    if not isinstance(declared, Mapping):
-        return {}
-    return {key: {} for key in PERMISSIONS if isinstance(declared.get(key), Mapping)}
-
-
-# --- the bridge ------------------------------------------------------------------------------------------------------
-
-
 class ViewChannel(Protocol):
-    """What the bridge needs of a shown view (``mcpcli.net.apphost.View``)."""
+    """What the bridge needs of a shown view (``apphost.host.View``)."""
 
     async def send(self, message: JsonRpc) -> None: ...
 
@@ -262,7 +113,7 @@ class Bridge:
     async def _deliver(self) -> None:
         """Nothing before the view's ``initialized``; then the input once, then the result or the cancellation. A
         view whose page closed meanwhile (before ``run`` read that) is noted closed: nobody is left to tell."""
-        from mcpcli.net.apphost import ViewClosed
+        from mcpcli.apphost.host import ViewClosed
 
         async with self._lock:
             if not self.initialized.is_set() or self.closed.is_set():
@@ -327,7 +178,7 @@ class Bridge:
     async def run(self) -> None:
         """Serve the view until it is gone: each request answered in its own task (a tool call that waits on a
         person must not hold a ``ping``). ``closed`` is set when the view or its page went away."""
-        from mcpcli.net.apphost import ViewClosed
+        from mcpcli.apphost.host import ViewClosed
 
         self._serving = True
         try:
@@ -346,6 +197,9 @@ class Bridge:
             self._serving = False
 
     def _take(self, message: JsonRpc, tg: Any) -> None:
+        """Sort one message from the view without waiting on it: a CSP report is told to the command, an answer
+        wakes the host's request it answers, a request or notification gets a task of its own. What is not JSON-RPC
+        2.0, or has an id that cannot be answered, is dropped: a view cannot make the host raise."""
         violation = message.get("mcpcli/csp-violation")
         if isinstance(violation, Mapping):
             self.on_event("csp-violation", dict(violation))
@@ -376,6 +230,8 @@ class Bridge:
         # size-changed: the page resized the frame itself; the rest is recorded, nothing to do
 
     async def _answer(self, msg_id: str | int, method: str, params: dict[str, Any]) -> None:
+        """Every request gets one reply, result or JSON-RPC error, whatever its handler raised (a refusal keeps its
+        code, a server's error goes back as the server said it); a view already closed is not written to."""
         try:
             result = await self._handle(method, params)
             reply: JsonRpc = {"jsonrpc": "2.0", "id": msg_id, "result": result}
@@ -406,6 +262,9 @@ class Bridge:
         return await handler(self, params)
 
     async def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``ui/initialize``: the host context the command gave, with the launching tool and the display modes,
+        and only the capabilities the bridge serves; the sandbox granted is what the host already enforces. The
+        display modes the view says it has bound what it may later ask for."""
         caps = params.get("appCapabilities")
         modes = caps.get("availableDisplayModes") if isinstance(caps, Mapping) else None
         if isinstance(modes, list):
@@ -435,6 +294,9 @@ class Bridge:
         }
 
     async def _call(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A view's ``tools/call``: refused before any server traffic unless the server lists the tool and lets
+        apps call it (``_meta.ui.visibility``); otherwise the command's own flow runs it (rounds asked and stored)
+        and the view gets only the final result."""
         name = params.get("name")
         if not isinstance(name, str):
             raise AppRefused("tools/call needs a tool name.", code=-32602)

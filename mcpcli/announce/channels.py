@@ -1,239 +1,41 @@
-"""Announcements: a flow that parks for a person, gets an answer, finishes or fails, told through the channels
-``[inbox] notify`` names — the terminal, the desktop, a webhook, a command.
+"""The announcement's channels: the terminal, the desktop, a webhook, a command — each sanitizes for its reader.
 
-The threat is twofold. What is announced leaves mcpcli: a terminal acts on escape sequences, a notification daemon
-on markup, Slack on ``<!channel>``; and the text (an ask's title, a server name) came from a server. So every channel
-sanitizes for its reader, and the announcer adds nothing of its own but a title made of the event's kind and id:
-no environment, no headers beyond ``Content-Type``, never the webhook's URL in a diagnostic (a Slack URL or an ntfy
-topic is a password). The event itself holds no answers or secrets; its caller guarantees that.
+A terminal acts on escape sequences, a notification daemon on markup, Slack on ``<!channel>``, and the text came
+from a server: so the terminal's text loses every control and every character that would end its escape, the
+desktop's body is markup-escaped where the service reads markup, the webhook's Slack text has ``&``, ``<`` and ``>``
+escaped. A channel adds no environment, no headers beyond ``Content-Type``, and never names the webhook's URL in a
+diagnostic (a Slack URL or an ntfy topic is a password): it fails with ``Undelivered``, one line for ``warn``.
 
-And an announcement must never cost the flow: ``announce`` returns at once (the terminal's few bytes are written
-there, everything else by one daemon thread per channel), never raises, and a channel that fails says so once, in
-one line, through ``warn``. ``close`` waits a bounded time for what is still being delivered.
+The desktop, webhook and command channels run in the announcer's threads (``mcpcli.announce``); ``terminal_bytes``
+is written by the announcer itself. Their libraries (``jeepney``, ``httpx2``) are imported only when one delivers.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import queue
 import re
 import subprocess
-import sys
 import threading
-import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from mcpcli.announce.message import BODY_MAX, TEXT_MAX, Event, bounded, json_bytes, one_line, title_of
 from mcpcli.display import json_text, sanitize
 from mcpcli.platform import split_command
 
 if TYPE_CHECKING:
     from mcpcli.settings.config import InboxConfig
 
-Event = Mapping[str, Any]
-Warn = Callable[[str], None]
 Osc = Literal["osc9", "osc777"]
 
-TEXT_MAX = 200
-"""Characters of an announcement's text on a terminal or a desktop notification: a glance, not a page."""
 COMMAND_TIMEOUT = 10.0
 """Seconds a ``notify_command`` may run before it is stopped."""
-BODY_MAX = 8000
-"""Bytes of a webhook body: ntfy reads at most twice its 4 KiB message limit of JSON."""
-QUEUE_MAX = 64
-"""Announcements one channel may have waiting; past it, new ones are dropped (and said so once)."""
 
-_TITLES = {"waiting": "waits for an answer", "answered": "was answered", "done": "finished", "failed": "failed"}
 _NTFY_TAGS = {"waiting": "bell", "answered": "speech_balloon", "done": "white_check_mark", "failed": "x"}
-
-
-def _to_stderr(line: str) -> None:
-    print(f"mcpcli: {line}", file=sys.stderr, flush=True)
 
 
 class Undelivered(Exception):
     """A channel could not deliver an announcement; the message is the one line ``warn`` gets."""
-
-
-class Announcer:
-    """Delivers announcements through the channels an ``InboxConfig`` names.
-
-    ``terminal`` is the stream of the waiting command's terminal (None: there is none); ``environ`` the environment
-    the terminal, the session bus, a proxy and the command are found in (default ``os.environ``). ``warn`` is
-    called, from a background thread too, at most once per channel with one line saying what failed and how to fix
-    it — once per process, since a process makes one announcer. Use it as a context manager, or ``close`` it.
-    """
-
-    def __init__(
-        self,
-        config: InboxConfig,
-        *,
-        terminal: TextIO | None = None,
-        warn: Warn = _to_stderr,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        self._environ: Mapping[str, str] = os.environ if environ is None else environ
-        self._warn = warn
-        self._warned: set[str] = set()
-        self._lock = threading.Lock()
-        self._closed = False
-        self._give_up = threading.Event()
-        channels = list(dict.fromkeys(config.notify))
-        self._terminal = terminal if "terminal" in channels else None
-        self._lanes = [
-            _Lane(name, deliver, self._warn_once)
-            for name in channels
-            if (deliver := self._deliverer(name, config)) is not None
-        ]
-
-    def _deliverer(self, channel: str, config: InboxConfig) -> Callable[[Event], None] | None:
-        if channel == "desktop":
-            return _Desktop(self._environ)
-        if channel == "webhook":
-            return _Webhook(config, self._environ, self._give_up)
-        if channel == "command":
-            return _Command(config.notify_command, self._environ)
-        return None
-
-    def announce(self, event: Event) -> None:
-        """Deliver ``event`` through every channel; returns within milliseconds and never raises."""
-        if self._closed:
-            return
-        try:
-            tidy = bounded(event)
-            if self._terminal is not None:
-                self._ring(tidy)
-            for lane in self._lanes:
-                lane.put(tidy)
-        except Exception as exc:  # an announcement never costs the flow
-            self._warn_once("announce", f"an announcement failed: {type(exc).__name__}: {exc}")
-
-    def _ring(self, event: Event) -> None:
-        """The terminal channel, written here rather than by a thread: a few hundred bytes, and written between the
-        caller's own writes they cannot cut one of its escape sequences in two."""
-        stream = self._terminal
-        try:
-            if stream is None or not stream.isatty():
-                return
-            with self._lock:
-                stream.write(terminal_bytes(terminal_kind(self._environ), title_of(event), str(event.get("text", ""))))
-                stream.flush()
-        except (OSError, ValueError) as exc:  # a closed stream, a terminal gone, an encoding that lacks a character
-            self._warn_once("terminal", f"terminal: the notification could not be written ({type(exc).__name__})")
-
-    def close(self, timeout: float = 3.0) -> None:
-        """Wait up to ``timeout`` seconds for the announcements still being delivered, then give the rest up."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        deadline = time.monotonic() + timeout
-        for lane in self._lanes:
-            lane.stop()
-        for lane in self._lanes:
-            lane.join(deadline)
-        self._give_up.set()
-
-    def __enter__(self) -> Announcer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _warn_once(self, channel: str, line: str) -> None:
-        with self._lock:
-            if channel in self._warned:
-                return
-            self._warned.add(channel)
-        with contextlib.suppress(Exception):  # the diagnostic is best effort too; the flow goes on
-            self._warn(line)
-
-
-_STOP = object()
-
-
-class _Lane:
-    """One channel's queue and the daemon thread that empties it, so that a webhook that hangs delays no desktop
-    notification. The thread starts with the first announcement."""
-
-    def __init__(self, name: str, deliver: Callable[[Event], None], warn_once: Callable[[str, str], None]) -> None:
-        self.name = name
-        self._deliver = deliver
-        self._warn_once = warn_once
-        self._queue: queue.Queue[object] = queue.Queue(QUEUE_MAX)
-        self._thread: threading.Thread | None = None
-
-    def put(self, event: Event) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"mcpcli-announce-{self.name}", daemon=True)
-            self._thread.start()
-        try:
-            self._queue.put_nowait(event)
-        except queue.Full:
-            self._warn_once(self.name, f"{self.name}: announcements are arriving faster than they can be delivered")
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            with contextlib.suppress(queue.Full):  # join's deadline bounds the wait all the same
-                self._queue.put_nowait(_STOP)
-
-    def join(self, deadline: float) -> None:
-        if self._thread is not None:
-            self._thread.join(max(0.0, deadline - time.monotonic()))
-
-    def _run(self) -> None:
-        while isinstance(item := self._queue.get(), Mapping):  # until _STOP
-            try:
-                self._deliver(item)
-            except Undelivered as exc:
-                self._warn_once(self.name, str(exc))
-            except Exception as exc:  # a daemon thread has nobody to raise to
-                self._warn_once(self.name, f"{self.name}: {type(exc).__name__}: {exc}")
-
-
-def bounded(event: Event) -> dict[str, Any]:
-    """``event`` as plain JSON values in half a webhook body: strings cut, lists and tables shortened, nesting
-    flattened; what still does not fit leaves only the event's kind, session, server, call, command, time and text."""
-    for text_max in (500, 120):
-        tidy = _tidy_table(event, 3, text_max)
-        if len(_json_bytes(tidy)) <= BODY_MAX // 2:
-            return tidy
-    keep = ("event", "session_id", "server", "call", "command", "time", "text")
-    return {key: _tidy(event[key], 0, 200) for key in keep if key in event} | {"cut": True}
-
-
-def _tidy(value: Any, depth: int, text_max: int) -> Any:
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if isinstance(value, Mapping) and depth > 0:
-        return _tidy_table(value, depth, text_max)
-    if isinstance(value, list | tuple) and depth > 0:
-        return [_tidy(v, depth - 1, text_max) for v in value[:20]]
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= text_max else text[: text_max - 1] + "…"
-
-
-def _tidy_table(table: Mapping[Any, Any], depth: int, text_max: int) -> dict[str, Any]:
-    return {str(key)[:64]: _tidy(value, depth - 1, text_max) for key, value in list(table.items())[:30]}
-
-
-def _json_bytes(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
-
-
-def title_of(event: Event) -> str:
-    """A one-line title from the event's kind and session id: the only words the announcer adds."""
-    what = _TITLES.get(str(event.get("event")), "changed")
-    return f"mcpcli: {event.get('session_id', '?')} {what}"
-
-
-def one_line(text: str, limit: int = TEXT_MAX) -> str:
-    """``text`` on one line (whitespace runs become one space), at most ``limit`` characters."""
-    joined = " ".join(text.split())
-    return joined if len(joined) <= limit else joined[: limit - 1] + "…"
 
 
 # --- terminal -------------------------------------------------------------------------------------------------------
@@ -302,7 +104,7 @@ def terminal_bytes(kind: Osc | None, title: str, text: str) -> str:
 _NOTIFICATIONS = "org.freedesktop.Notifications"
 
 
-class _Desktop:
+class Desktop:
     """The freedesktop notification service (``org.freedesktop.Notifications.Notify``) on the D-Bus session bus,
     through ``jeepney`` (the ``notify`` extra): pure Python, no libnotify, no ``notify-send`` to find.
 
@@ -337,6 +139,8 @@ class _Desktop:
             self._notify(connection, event)
 
     def _notify(self, connection: Any, event: Event) -> None:
+        """One ``Notify`` on an open bus, replacing the session's previous notification: the service's markup
+        capability is asked once, and its absence or silence is one ``Undelivered`` line, never a traceback."""
         from jeepney import DBusAddress, new_method_call
         from jeepney.wrappers import DBusErrorResponse, unwrap_msg
 
@@ -399,10 +203,10 @@ def webhook_body(event: Event, topic: str | None) -> bytes:
     body: dict[str, Any] = {}
     for limit in (1000, 300, 80):
         body = _webhook_fields(event, topic, limit)
-        if len(data := _json_bytes(body)) <= BODY_MAX:
+        if len(data := json_bytes(body)) <= BODY_MAX:
             return data
     body["mcpcli"] = {key: body["mcpcli"].get(key) for key in ("event", "session_id", "command")}
-    return _json_bytes(body)
+    return json_bytes(body)
 
 
 def _webhook_fields(event: Event, topic: str | None, text_max: int) -> dict[str, Any]:
@@ -416,7 +220,7 @@ def _webhook_fields(event: Event, topic: str | None, text_max: int) -> dict[str,
     }
 
 
-class _Webhook:
+class Webhook:
     """An HTTP POST of ``webhook_body`` with ``httpx2``: ``webhook_timeout`` per try, no redirect followed (the
     body goes only where the user said), proxies from the environment as for servers.
 
@@ -454,6 +258,9 @@ class _Webhook:
         return httpx2.Client(timeout=self._timeout, follow_redirects=False, trust_env=False, proxy=proxy)
 
     def _post(self, client: Any, target: str, body: bytes, where: str) -> None:
+        """POST ``body`` until it is taken: what may not have arrived is tried again (backing off, stopped by the
+        announcer's close), what may have arrived (a read timeout) never is, and a redirect is refused, not followed
+        (the body goes only where the user said). Failing, one ``Undelivered`` line naming ``where`` alone."""
         import httpx2
 
         failed, wait = "", 0.0
@@ -484,7 +291,7 @@ class _Webhook:
 # --- command --------------------------------------------------------------------------------------------------------
 
 
-class _Command:
+class Command:
     """``notify_command``, split as the system's shell would (``platform.split_command``) but run without one, the
     event as one JSON line on its stdin, its output discarded, stopped after ``COMMAND_TIMEOUT`` seconds."""
 
@@ -493,6 +300,9 @@ class _Command:
         self._environ = environ
 
     def __call__(self, event: Event) -> None:
+        """Run the command once with ``event`` on its stdin, in the given environment and without a shell: a
+        command that cannot start, hangs past ``COMMAND_TIMEOUT`` (then it is killed) or exits non-zero is one
+        ``Undelivered`` line naming the program only."""
         try:
             argv = split_command(self._line or "")
         except ValueError as exc:

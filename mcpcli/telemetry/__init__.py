@@ -22,9 +22,12 @@ environment (a CI job's span) parents a new flow.
 
 **The threat and the rule.** Spans leave for a collector other people read. Nothing secret may go: no answer value,
 secret, header, token, request state or result body. The spans made here carry keys, kinds, counts and sizes only;
-and the one way out (``traceexport``, around the exporter) keeps only the attribute keys it allows and drops status
+and the one way out (``telemetry.export``, around the exporter) keeps only the attribute keys it allows and drops status
 descriptions and exception messages and stack traces, whatever a library put there (a server's error text can quote
 what was sent to it; an exception's message can hold a URL with a key).
+
+Here: the hooks every layer calls (each a no-op while off). ``telemetry.export``, imported only once tracing is on,
+gives the ``mcp`` SDK and these hooks a provider, and is the one way out.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 ON = False
-"""Whether this process traces (``traceexport.start`` turned it on)."""
+"""Whether this process traces (``export.start`` turned it on)."""
 
 SCOPE = "mcpcli"
 """The instrumentation scope of mcpcli's own spans (the ``mcp`` SDK's are ``mcp-python-sdk``)."""
@@ -155,6 +158,9 @@ def flow_run(method: str, name: str, session: Any = None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _run_span(method: str, name: str, session: Any, *, claimed: bool) -> Iterator[None]:
+    """A flow run's own span, current while it runs: a resume's under the stored trace and linked to the run that
+    parked it, a new flow's linked to the span around it (a batch's). A run that raises says how it ended
+    (``_ended``); ``claimed`` False leaves it for ``flow_run`` to name once the request is known."""
     from opentelemetry import trace
     from opentelemetry.trace import Link, SpanKind
 
@@ -363,7 +369,7 @@ def _kind(wire: Mapping[str, Any]) -> str:
 
 
 def request_facts(method: str, target: str) -> dict[str, Any]:
-    """What the ``mcp`` SDK's span for a request is given (``traceexport``): the connection's facts, the tool or
+    """What the ``mcp`` SDK's span for a request is given (``export``): the connection's facts, the tool or
     prompt it names, the running flow's session."""
     facts = dict(_CONNECTION.get() or {})
     facts.update(_target_attributes(method, target))
