@@ -77,3 +77,11 @@ def test_every_link_between_the_documents_reaches_a_file_of_the_repository() -> 
         if "://" not in target and not (path.parent / target).exists()
     ]
     assert not broken, broken
+
+
+def test_the_readme_is_short_and_keeps_the_test_command_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 320, "the README is the way in; the details belong in docs/"
+    ci = (ROOT / ".ci" / "run").read_text()
+    command = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test,postgres]' && .venv/bin/python -m pytest -q"
+    assert command in readme and command in ci
