@@ -35,7 +35,7 @@ class NextStep:
 
 
 class ExitCode(IntEnum):
-    """The exit codes the README's table documents."""
+    """The exit codes docs/exit-codes.md documents."""
 
     OK = 0
     TOOL_ERROR = 1

@@ -250,7 +250,7 @@ def coerce(field: FieldSpec, raw: Any) -> Any:
     """The typed, validated value for ``raw``: text from a flag or prompt, or a JSON value from an answers file.
 
     Strings are kept verbatim (``"012"`` stays ``"012"``); everything else is
-    parsed by the value syntax the README documents for answers. Raises ``FieldError``.
+    parsed by the value syntax docs/sessions.md documents for answers. Raises ``FieldError``.
     """
     if field.kind in ("number", "integer"):
         value: Any = _coerce_number(field, raw)

@@ -56,3 +56,32 @@ def test_the_changelog_has_a_release_entry_for_the_version_mcpcli_prints() -> No
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert re.search(rf"^## \[{re.escape(printed)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M), printed
     assert changelog.index("## [Unreleased]") < changelog.index(f"## [{printed}]")
+
+
+def test_the_command_reference_is_what_the_command_line_says_today() -> None:
+    from mcpcli.cli.reference import REFRESH
+
+    fresh = subprocess.run(
+        [sys.executable, "-m", "mcpcli.cli.reference"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    committed = (ROOT / "docs" / "reference.md").read_text()
+    assert committed == fresh, f"docs/reference.md is stale: refresh it with `{REFRESH}`"
+
+
+def test_every_link_between_the_documents_reaches_a_file_of_the_repository() -> None:
+    documents = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")]
+    broken = [
+        f"{path.relative_to(ROOT)} → {target}"
+        for path in documents
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text())
+        if "://" not in target and not (path.parent / target).exists()
+    ]
+    assert not broken, broken
+
+
+def test_the_readme_is_short_and_keeps_the_test_command_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 320, "the README is the way in; the details belong in docs/"
+    ci = (ROOT / ".ci" / "run").read_text()
+    command = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test,postgres]' && .venv/bin/python -m pytest -q"
+    assert command in readme and command in ci

@@ -136,7 +136,7 @@ def test_the_default_rule_starts_on_the_second_cold_command_within_five_minutes(
     from mcpcli.warm import START_WINDOW, another_in_a_row
     from mcpcli.worker.server import EARLY_IDLE, FEW, IDLE_TIMEOUT, Worker
 
-    assert (START_WINDOW, EARLY_IDLE, FEW, IDLE_TIMEOUT) == (300, 60, 3, 900)  # the README's numbers
+    assert (START_WINDOW, EARLY_IDLE, FEW, IDLE_TIMEOUT) == (300, 60, 3, 900)  # docs/worker.md's numbers
     directory = tmp_path / "w"
     stamp = str(directory / "worker-x.last")
     assert another_in_a_row(stamp, START_WINDOW, now=1000.0) is False  # the first: no stamp yet

@@ -361,7 +361,7 @@ def test_an_update_of_a_ten_kilobyte_part_of_a_watched_uri_prints_only_the_uri_a
 
 @pytest.mark.parametrize("json_out", [False, True])
 def test_a_read_of_a_two_megabyte_line_is_cut_at_the_line_bound(json_out: bool) -> None:
-    # README: a line is cut at 1,000 characters, a --json line at 1 MiB (the result left out, "cut" its length).
+    # docs/watch.md: a line is cut at 1,000 characters, a --json line at 1 MiB (the result left out, "cut" its length).
     ticker = server("ticker", "--big", "2000000")
     result = watch("note://a", "--read", "--count", "1", *(["--json"] if json_out else []), "-s", ticker)
     assert result.code == 0, result.err

@@ -225,7 +225,7 @@ class ServerEntry(BaseModel):
         return self
 
 
-# --- LLM providers and sampling (README §Sampling) --------------------------------------------------------------------
+# --- LLM providers and sampling (docs/sampling.md) --------------------------------------------------------------------
 
 PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """A provider name: it names the key file ``keys/llm-NAME.key``, so nothing that could leave that directory."""

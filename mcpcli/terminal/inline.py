@@ -133,7 +133,7 @@ def ask_form(
 
 def refuse_form(term: Terminal, message: str, why: str, *, server_label: str | None = None) -> FormOutcome:
     """A form mcpcli cannot fill in (a nested object, an impossible bound...): say why, and offer what is always
-    offered — decline or cancel (the README's answering rules) — rather than end the run with the server's mistake."""
+    offered — decline or cancel (docs/sessions.md, Answering) — rather than end the run with the server's mistake."""
     _print_header(term.console, message, server_label, with_help=False)
     term.console.print(Text.assemble(("  This form cannot be filled in here: ", "yellow"), shown(why)))
     while True:
