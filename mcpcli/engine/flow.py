@@ -171,6 +171,13 @@ class Flow:
             return await self._resumed(session)
 
     async def _resumed(self, session: SessionRecord) -> Outcome:
+        """Pick up an adopted session where its last round left it, and run the loop from there.
+
+        A task is followed as a task. No stored round, a pre-2026 server (a back-channel question cannot be
+        answered once its call ended) or a protocol that changed since: the call is sent again, answers replayed.
+        A round answered by someone else is checked first; a complete round is re-sent as stored; otherwise what
+        is still pending (and ``lost`` secrets) is asked and saved before the retry.
+        """
         if session.task is not None:
             return await taskflow.resume(self)
         found = await self.keeper.last_round()
@@ -231,6 +238,13 @@ class Flow:
             self.deadline = time.monotonic() + self.limits.timeout
 
     async def _loop(self, responses: dict[str, Any] | None = None, state: str | None = None) -> Outcome:
+        """The flow's heart: send, answer the round the server asks for (durably), retry with its state — until
+        a result (``finish``), a task (``taskflow``) or an error. Every error leaves the session resumable.
+
+        A stale ``request_state`` starts over with the same arguments (at most ``MAX_RESTARTS`` times); a round
+        that asks nothing is retried after a backoff (``STATE_ONLY_BACKOFF``); past ``max_rounds`` the round is
+        stored unanswered and ``LimitReached`` raised. The lease is checked before every send (``SessionBusy``).
+        """
         call = self.call
         assert call is not None
         rounds = restarts = 0
@@ -308,6 +322,12 @@ class Flow:
             await self.mid_call.settle(finished=finished, wait=self._waiting)
 
     async def _leg(self, call: Call, responses: dict[str, Any] | None, state: str | None) -> Any:
+        """One request on the wire, within the flow's deadline: the call's method with these responses and state
+        (the first leg of an ``as_task`` tool call asks for a task). Returns the SDK's parsed result.
+
+        ``MCPError`` and ``McpcliError`` pass through for ``_loop`` to judge; the deadline raises ``timed_out()``'s
+        error; a malformed result or a failing transport becomes ``fail()``'s ``ServerError`` (session kept waiting).
+        """
         typed = typed_responses(for_server(responses)) if responses is not None else None
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
