@@ -441,6 +441,8 @@ class Flow:
         return answers
 
     def _questions(self, requests: dict[str, dict[str, Any]], *, back_channel: bool = False) -> list[Question]:
+        """A round's requests as questions for the answer sources, each knowing its session (built now if this is the
+        first round) and the rest of its round."""
         session = self.session_record()
         return [
             Question(key, parse_request(wire), wire, session.id, self.server, requests, back_channel=back_channel)
@@ -541,6 +543,8 @@ class Flow:
     async def _record(
         self, requests: dict[str, Any], state: str | None, answers: dict[str, Any] | None = None
     ) -> RoundRecord:
+        """Save a round as received (with its answers, when known) in one durable write; the first round saves the
+        session with it."""
         self.session_record()
         return await self.keeper.record_round(requests, state, self._attempt, answers)
 
@@ -553,6 +557,8 @@ class Flow:
         return self.session
 
     async def finish(self, result: dict[str, Any], **changes: Any) -> Outcome:
+        """The flow ends with ``result``: the session (if one was saved) is marked done with its exit code and its lease
+        given back in the same write. The outcome carries the refusals of questions asked mid-call."""
         assert self.call is not None
         code = result_exit_code(self.call.method, result)
         self.event("result", session=self.session.id if self.session and self._saved else None, exit_code=int(code))
@@ -582,9 +588,12 @@ class Flow:
         return await self._loop()
 
     async def fail(self, message: str) -> ServerError:
+        """The error to raise for a failure that a later resume may get past: the session goes back to waiting with
+        ``message`` as its error, and the error's next step continues it."""
         await self._keep("waiting", error=message)
         return ServerError(message, next_step=self.next_step())
 
     async def timed_out(self) -> LimitReached:
+        """The error to raise when ``--timeout`` ran out: the session goes back to waiting, resumable."""
         await self._keep("waiting")
         return LimitReached(f"The flow did not finish within {self.limits.timeout:g} s.", next_step=self.next_step())

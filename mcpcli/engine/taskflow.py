@@ -349,6 +349,8 @@ async def _result_2025(flow: FlowSteps, state: TaskState) -> Outcome:
 
 
 async def _ended(flow: FlowSteps, state: TaskState, detailed: DetailedTask) -> TaskEnded:
+    """The error for a task that failed or was cancelled on the server (a failure past its ttl is expiry,
+    ``_expired``): the session is stored failed, the lease given back in that write; the next step is to look at it."""
     if detailed.status == "failed":
         error = detailed.error or {}
         why = str(error.get("message") or detailed.status_message or "no reason given")
