@@ -196,6 +196,9 @@ def invalid_shape(errors: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _problem(errors: list[dict[str, Any]], at: tuple[Any, ...]) -> str:
+    """The one problem worth telling from pydantic's errors under ``at``: follow the location down; where a union has
+    several arms, the arm the data meant (its tag fits, and none of its own fields is missing) — or, when no tag fits,
+    which tags were expected. Empty when nothing failed there."""
     depth = len(at)
     here = [e for e in errors if tuple(e["loc"][:depth]) == at]
     if not here:

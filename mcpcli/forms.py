@@ -138,6 +138,9 @@ def parse_schema_lenient(schema: Mapping[str, Any]) -> tuple[list[FieldSpec], li
 
 
 def _parse_property(name: str, prop: Any, required: bool) -> FieldSpec:
+    """One property as a field: its kind and choices, title (else the name), bounds, and whether its value is secret (a
+    typed-in value with a secret-sounding name, ``format: password`` or ``writeOnly``). Raises ``SchemaError`` for a
+    property no form can ask, including bounds no value fits."""
     if not isinstance(prop, Mapping):
         raise SchemaError(f"{name}: the property schema is not a JSON object")
     kind, choices = _kind_and_choices(name, prop)
@@ -175,6 +178,9 @@ def _parse_property(name: str, prop: Any, required: bool) -> FieldSpec:
 
 
 def _kind_and_choices(name: str, prop: Mapping[str, Any]) -> tuple[Kind, tuple[Choice, ...]]:
+    """A property's kind — a string with ``enum``/``oneOf`` is a select, an array of choices a multiselect — and its
+    choices. Anything else a form cannot hold (a nested object, an array of free values, no type) is a ``SchemaError``
+    that names the property."""
     kind = prop.get("type")
     if kind == "string" and ("enum" in prop or "oneOf" in prop):
         return "select", _choices(name, prop)
@@ -292,6 +298,8 @@ def _coerce_boolean(field: FieldSpec, raw: Any) -> Any:
 
 
 def _coerce_multiselect(field: FieldSpec, raw: Any) -> Any:
+    """A multiselect answer as a list of choice values, each once: from a list, a JSON array or comma-separated text, a
+    title matching its value. What is not a list of strings is handed on as it is, for ``validate`` to say why."""
     if isinstance(raw, str):
         text = raw.strip()
         if text.startswith("["):

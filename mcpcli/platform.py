@@ -230,6 +230,8 @@ def _signal_state(pid: int) -> tuple[str, float | None] | None:
 
 
 def _proc_state(pid: int) -> tuple[str, float | None] | None:
+    """Linux: the process's state from ``/proc`` — ``gone``, ``zombie`` or ``running`` — and its start time (epoch
+    seconds) when it can be read; ``None`` when this user may not signal it (it may still run)."""
     if (state := _signal_state(pid)) is None or state[0] == "gone":
         return state
     try:

@@ -56,6 +56,8 @@ class _Storage:
     def __init__(
         self, vault: TokenVault, login: Login, preset: OAuthClientInformationFull | None, *, fresh: bool = False
     ) -> None:
+        """``preset``: the client registration configured for the server (none: dynamic registration); ``fresh``: ``auth
+        login``, which ignores the stored tokens until new ones arrive."""
         self.vault = vault
         self.fresh = fresh
         """``auth login``: start without the stored tokens (they stay stored until new ones arrive)."""
@@ -151,6 +153,8 @@ class _Provider(OAuthClientProvider):
         return await super()._refresh_token()
 
     async def _initialize(self) -> None:
+        """The SDK's setup, plus what the login record knows: the tokens' expiry, and the authorization server discovery
+        found last time (a damaged record is ignored: discovery runs again on the next 401)."""
         await super()._initialize()
         if self.context.current_tokens is not None and self._login.expires_at is not None:
             self.context.token_expiry_time = self._login.expires_at
@@ -180,6 +184,8 @@ class Browser:
         self.storage: _Storage | None = None
 
     async def redirect(self, url: str) -> None:
+        """Start a sign-in: listen for the redirect on 127.0.0.1, then open the browser at ``url`` (or print it,
+        ``--no-browser``). A run that cannot open a browser raises ``LoginRequired`` with the command that signs in."""
         if not self.interactive:
             raise LoginRequired(
                 f"{self.label} needs you to sign in (OAuth), and this run cannot open a browser.",
@@ -202,6 +208,9 @@ class Browser:
             _say(f"To sign in to {sanitize(self.label)}, open this URL in a browser on this machine:\n  {shown}")
 
     async def callback(self) -> AuthorizationCodeResult:
+        """The authorization code the browser brought back to the listener, waited for up to ``login_timeout()``
+        seconds; the listener is closed however it ends. A timeout or a refusal by the authorization server is
+        ``LoginFailed``."""
         import anyio
 
         receiver = self.receiver
@@ -285,10 +294,14 @@ class _Receiver:
         self._server: HTTPServer | None = None
 
     def start(self) -> None:
+        """Listen on 127.0.0.1 at the port, in a daemon thread, until the first redirect to ``CALLBACK_PATH`` (then
+        ``done``). A port in use is ``LoginFailed``. The redirect's query holds the code: nothing is logged."""
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                """The one redirect: its code (and state, issuer) or its error, kept for ``callback``, and a page
+                telling the user to close the tab. Any other path, or a second redirect, gets 404."""
                 parts = urlsplit(self.path)
                 if parts.path != CALLBACK_PATH or receiver.done.is_set():
                     self._page(404, "Not found", "This is mcpcli's sign-in listener.")

@@ -46,6 +46,8 @@ def _quiet(callback: F) -> F:
 
     @functools.wraps(callback)
     def wrapper(*args: Any, **kwargs: Any) -> list[Item]:
+        """The callback's items, or none: logging off, warnings ignored and stderr swallowed while it runs, any failure
+        an empty list."""
         import io
         import logging
         import warnings
@@ -356,6 +358,8 @@ def glue(words: list[str]) -> tuple[list[str], str]:
 
 
 def _register_bash() -> None:
+    """Register a bash completer that glues back the words bash split at ``=`` and ``:`` (``--arg name=…``,
+    ``server:tool``), and hands bash back only the part after the last break, which is all bash replaces."""
     from typer._click.shell_completion import add_completion_class
     from typer._completion_classes import BashComplete
 

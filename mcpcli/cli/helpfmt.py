@@ -86,6 +86,8 @@ class Formatter(HelpFormatter):
         self.write(wrap(text, self.width, indent, indent, preserve_paragraphs=True) + "\n")
 
     def write_dl(self, rows: Sequence[tuple[str, str]], col_max: int = 30, col_spacing: int = 2) -> None:
+        """A definition list (options, commands) with its second column wrapped to the width; a first column wider than
+        ``col_max`` puts its text on the next line."""
         rows = list(rows)
         widths = measure_table(rows)
         first_col = min(widths[0], col_max) + col_spacing

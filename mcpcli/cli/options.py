@@ -187,6 +187,8 @@ def shared(*groups: dict[str, tuple[Any, Any]]) -> Callable[[Callable[..., None]
     options = {name: spec for group in groups for name, spec in group.items()}
 
     def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        """``command`` with the groups' options added to its signature (for Typer to read) after its own; called, they
+        are taken out of the keyword arguments and handed over as ``shared``."""
         hints = typing.get_type_hints(command, include_extras=True)
         own = [
             p.replace(annotation=hints.get(p.name, p.annotation))

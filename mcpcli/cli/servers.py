@@ -172,6 +172,8 @@ def paths(ctx: typer.Context, json: Json = False) -> None:
     """
 
     def body() -> int:
+        """Where each place lives (the project's servers file only when there is one), as JSON or as aligned lines on
+        stdout."""
         from mcpcli.settings.config import Paths
         from mcpcli.settings.servers import project_file
 

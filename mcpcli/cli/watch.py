@@ -62,6 +62,8 @@ def watch(
     json_out = bool(shared["json"]) or g.json
 
     def body() -> int:
+        """The watch, until its count, its time or a signal ends it (``until_stopped``); one JSON line per change with
+        ``--json``."""
         from mcpcli.commands.watch import WatchOptions
         from mcpcli.commands.watch import watch as watch_body
 

@@ -24,6 +24,9 @@ def parse_address(value: str) -> tuple[str, int]:
 
 
 async def mock(rt: Runtime, files: list[str], *, http: str | None, max_mb: float | None) -> int:
+    """``mock``: serve the finished flows and listings of the recordings, on stdio or at ``--http HOST:PORT``, until
+    stopped. Bad files or an address are refused before anything is served; recordings with nothing to serve are a
+    ``UsageError``."""
     address = parse_address(http) if http else None
     recordings = [load(path, max_mb) for path in files]
     from mcpcli.engine.mock import build_server, serve_http, serve_stdio, served

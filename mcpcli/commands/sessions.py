@@ -222,6 +222,9 @@ def session_document(
 
 
 def show_session(rt: Runtime, id_or_prefix: str, *, reveal: bool) -> int:
+    """``sessions show``: the session as a timeline (a line cut on a terminal past ``TERMINAL_TEXT_MAX``) and, when
+    done, its result on stdout — or the session document with ``--json``. Secrets are masked unless ``reveal`` (a
+    sealed one shows only where this machine has the store key)."""
     record = rt.store.get(id_or_prefix)
     rounds = rt.store.rounds(record.id)
 
@@ -296,6 +299,9 @@ def _field_line(label: str, value: object) -> Text:
 
 
 def _timeline(doc: Mapping[str, Any]) -> Iterable[Text]:
+    """The session document as lines for a person: the session's facts (its lease, task, error; interrupted when its
+    driver is gone), then each round — what was asked, what was answered, by whom and when, what is still open — and the
+    result's exit code."""
     from rich.text import Text
 
     s = doc["session"]
@@ -402,6 +408,8 @@ def _connection_line(connection: Mapping[str, Any]) -> str:
 
 
 def _question(key: str, wire: Any) -> Iterable[Text]:
+    """One stored request as lines: a form's message and fields (secret ones marked), a URL with invisible characters
+    revealed, or what else it asks for."""
     from rich.text import Text
 
     what = describe_request(wire)
@@ -422,6 +430,8 @@ def _question(key: str, wire: Any) -> Iterable[Text]:
 
 
 def _answer(key: str, answer: Any, wire: Any) -> Iterable[Text]:
+    """One stored answer as lines: an action and its content (masked secrets and secrets sealed on another machine said
+    as such), roots, a sampling reply, or the value compact."""
     from rich.text import Text
 
     from mcpcli.state.vault import is_marker
@@ -499,6 +509,9 @@ def parse_duration(text: str) -> timedelta:
 
 
 def prune_sessions(rt: Runtime, older_than: str, statuses: Sequence[str] | None) -> int:
+    """``sessions prune``: delete the sessions of ``statuses`` (default ``PRUNE_STATUSES``) not updated within
+    ``older_than`` (``30d``, ``1d12h``); a session being driven is never pruned. A bad duration or status is a
+    ``UsageError``."""
     age = parse_duration(older_than)
     chosen = list(dict.fromkeys(statuses or PRUNE_STATUSES))
     if unknown := [s for s in chosen if s not in STATUSES]:

@@ -64,6 +64,9 @@ class Presets:
         accept_defaults: bool = False,
         stdin: Callable[[], str] | None = None,
     ) -> Presets:
+        """The presets of one run, from its options: the ``--answers`` file first, each ``--answer`` laid over it, then
+        ``--decline``/``--cancel``/``--accept``. A malformed item or file is a ``UsageError`` (exit 2); values are
+        checked against their field only when a question meets them (``answer``)."""
         presets = cls(accept_defaults=accept_defaults)
         if answers_file is not None:
             presets._load_file(answers_file, stdin or (lambda: read_input("-", "--answers -")))
@@ -138,6 +141,13 @@ class Presets:
     # -- answering --
 
     async def answer(self, question: Question) -> t.InputResponse | None:
+        """The preset answer to one question, or ``None`` to leave it (or the rest of its form) to the next source.
+
+        A declined or cancelled request is answered as such; an accepted form gets its defaults under the values given.
+        Values are coerced to their field before anything is sent: a bad one, ``--accept`` without a value for a
+        required field, or an accepted link that is no web page is a ``UsageError``. Records what was asked (``asked``,
+        ``used``) for the unused-preset warning.
+        """
         request = question.request
         self.asked.setdefault(question.key, [str(name) for name in _properties(question.wire)])
         action = self.actions.get(question.key)

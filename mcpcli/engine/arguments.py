@@ -146,6 +146,8 @@ _FAIL = object()
 
 
 def _parse(kind: str, raw: str) -> Any:
+    """``raw`` as a value of the JSON type ``kind``, or ``_FAIL`` when it is not one (never raises): a boolean by its
+    words, the rest as JSON of exactly that type."""
     text = raw.strip()
     if kind == "boolean":
         return _BOOLS.get(text.lower(), _FAIL)
@@ -198,6 +200,8 @@ def read_input(path: str, origin: str) -> str:
 
 
 def _load_args(source: str, read_stdin: Callable[[], str]) -> dict[str, Any]:
+    """The object ``--args`` gives: inline JSON, ``@FILE`` or ``-`` (stdin). Anything but a JSON object is a
+    ``UsageError`` naming where it came from."""
     if source == "-":
         text, where = read_stdin(), "--args - (stdin)"
     elif source.startswith("@"):
@@ -244,6 +248,9 @@ def _plain_type(kind: Any) -> bool:
 
 
 def _check_simple(schema: Mapping[str, Any], arguments: Mapping[str, Any], what: str) -> None:
+    """Judge arguments against a ``_simple`` schema without jsonschema: required names present, no unnamed one where
+    ``additionalProperties`` is false, each value of its plain type (a bool is no number). Raises the first
+    ``UsageError``."""
     props: Mapping[str, Any] = schema.get("properties") or {}
     for name in schema.get("required") or []:
         if name not in arguments:

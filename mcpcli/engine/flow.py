@@ -168,6 +168,13 @@ class Flow:
             return await self._resumed(session)
 
     async def _resumed(self, session: SessionRecord) -> Outcome:
+        """Pick up an adopted session where its last round left it, and run the loop from there.
+
+        A task is followed as a task. No stored round, a pre-2026 server (a back-channel question cannot be
+        answered once its call ended) or a protocol that changed since: the call is sent again, answers replayed.
+        A round answered by someone else is checked first; a complete round is re-sent as stored; otherwise what
+        is still pending (and ``lost`` secrets) is asked and saved before the retry.
+        """
         if session.task is not None:
             return await taskflow.resume(self)
         found = await self.keeper.last_round()
@@ -228,6 +235,13 @@ class Flow:
             self.deadline = time.monotonic() + self.limits.timeout
 
     async def _loop(self, responses: dict[str, Any] | None = None, state: str | None = None) -> Outcome:
+        """The flow's heart: send, answer the round the server asks for (durably), retry with its state — until
+        a result (``finish``), a task (``taskflow``) or an error. Every error leaves the session resumable.
+
+        A stale ``request_state`` starts over with the same arguments (at most ``MAX_RESTARTS`` times); a round
+        that asks nothing is retried after a backoff (``STATE_ONLY_BACKOFF``); past ``max_rounds`` the round is
+        stored unanswered and ``LimitReached`` raised. The lease is checked before every send (``SessionBusy``).
+        """
         call = self.call
         assert call is not None
         rounds = restarts = 0
@@ -305,6 +319,12 @@ class Flow:
             await self.mid_call.settle(finished=finished, wait=self._waiting)
 
     async def _leg(self, call: Call, responses: dict[str, Any] | None, state: str | None) -> Any:
+        """One request on the wire, within the flow's deadline: the call's method with these responses and state
+        (the first leg of an ``as_task`` tool call asks for a task). Returns the SDK's parsed result.
+
+        ``MCPError`` and ``McpcliError`` pass through for ``_loop`` to judge; the deadline raises ``timed_out()``'s
+        error; a malformed result or a failing transport becomes ``fail()``'s ``ServerError`` (session kept waiting).
+        """
         typed = typed_responses(for_server(responses)) if responses is not None else None
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
@@ -412,6 +432,8 @@ class Flow:
         return answers
 
     def _questions(self, requests: dict[str, dict[str, Any]], *, back_channel: bool = False) -> list[Question]:
+        """A round's requests as questions for the answer sources, each knowing its session (built now if this is the
+        first round) and the rest of its round."""
         session = self.session_record()
         return [
             Question(key, parse_request(wire), wire, session.id, self.server, requests, back_channel=back_channel)
@@ -484,6 +506,8 @@ class Flow:
     async def _record(
         self, requests: dict[str, Any], state: str | None, answers: dict[str, Any] | None = None
     ) -> RoundRecord:
+        """Save a round as received (with its answers, when known) in one durable write; the first round saves the
+        session with it."""
         self.session_record()
         return await self.keeper.record_round(requests, state, self._attempt, answers)
 
@@ -496,6 +520,8 @@ class Flow:
         return self.session
 
     async def finish(self, result: dict[str, Any], **changes: Any) -> Outcome:
+        """The flow ends with ``result``: the session (if one was saved) is marked done with its exit code and its lease
+        given back in the same write. The outcome carries the refusals of questions asked mid-call."""
         assert self.call is not None
         code = result_exit_code(self.call.method, result)
         self.event("result", session=self.session.id if self.session and self._saved else None, exit_code=int(code))
@@ -525,9 +551,12 @@ class Flow:
         return await self._loop()
 
     async def fail(self, message: str) -> ServerError:
+        """The error to raise for a failure that a later resume may get past: the session goes back to waiting with
+        ``message`` as its error, and the error's next step continues it."""
         await self._keep("waiting", error=message)
         return ServerError(message, next_step=self.next_step())
 
     async def timed_out(self) -> LimitReached:
+        """The error to raise when ``--timeout`` ran out: the session goes back to waiting, resumable."""
         await self._keep("waiting")
         return LimitReached(f"The flow did not finish within {self.limits.timeout:g} s.", next_step=self.next_step())

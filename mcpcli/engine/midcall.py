@@ -48,6 +48,10 @@ class MidCall:
         that the user is not available, and the flow waits once the leg is over."""
 
         async def handle(request: t.InputRequest) -> t.InputResponse | t.ErrorData:
+            """One back-channel question: the roots asked before the call go to ``before_call``; anything else becomes a
+            round of its own (``take_round``), answered while the call is open. Nobody to answer, or a decline: the
+            server gets the spec's error and the key is kept for ``settle``; a bad answer is kept as the refusal and
+            re-raised."""
             if (early := await before_call(request)) is not None:
                 answer: t.InputResponse | t.ErrorData = early
                 return answer

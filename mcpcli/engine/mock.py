@@ -202,6 +202,9 @@ class Mock:
     # flows
 
     def candidates(self, method: str, name: str, arguments: Mapping[str, Any] | None) -> list[int]:
+        """The recorded flows a call may be replaying: same method, name and arguments. None is an ``MCPError`` that
+        says what the recording has instead (its names, or the first difference in arguments), as a server would refuse
+        the call."""
         named = [i for i, f in enumerate(self.what.flows) if f.method == method and f.name == name]
         kind = {"tools/call": "tool", "prompts/get": "prompt", "resources/read": "resource"}[method]
         if not named:

@@ -119,6 +119,14 @@ class Sampler:
         return self.policy in ("ask", "session") and not self._session_approved
 
     async def answer(self, question: Question) -> t.InputResponse | None:
+        """The model's completion for a sampling request (``None`` for anything else, or when a gated request has no
+        approver: the flow waits).
+
+        Policy ``never`` and a spent budget raise ``SamplingPaused``; under ``ask`` (every time) or ``session`` (once)
+        the approver sees the request before it goes to the provider and the reply before it goes to the server, and may
+        edit either; a refusal is ``UserStopped``. Nothing reaches the provider before policy, budget and approver allow
+        it.
+        """
         request = question.request
         if not isinstance(request, t.CreateMessageRequest):
             return None

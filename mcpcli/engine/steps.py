@@ -105,6 +105,9 @@ class NeedInput(McpcliError):
         deferred: bool = True,
         confirm_from: str | None = None,
     ) -> None:
+        """Worded by what the flow waits for: answers for later (``deferred``), a question asked mid-call that cannot
+        wait, or its owner's confirmation of another person's answers (``confirm_from``). The next step follows: answer,
+        sample, visit, confirm or answer here."""
         what = some_of(list(pending), 10) or "input"
         if confirm_from is not None:
             message = (

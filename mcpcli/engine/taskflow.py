@@ -127,6 +127,13 @@ async def _drive(flow: FlowSteps, state: TaskState, *, first: bool = False) -> O
 
 
 async def _follow(flow: FlowSteps, state: TaskState, feed: TaskFeed | None, first: bool) -> Outcome:
+    """The task's loop, until a result, a detach or cancel, or an error: wait (poll pace, or the status stream's
+    update), poll when nothing was pushed, record what changed, deliver answers to new input requests.
+
+    Each status change is saved before anyone is asked (durable ``input_required``); a completed task finishes the flow,
+    a failed or cancelled one raises ``_ended``'s error; a 2025-11-25 task leaves for ``tasks/result`` once it stops
+    working; past ``max_rounds`` rounds of input it is stored waiting and ``LimitReached`` raised.
+    """
     delay: float | None = None
     changed = True
     answered_rounds = 0
@@ -259,6 +266,9 @@ async def _asked(flow: FlowSteps, state: TaskState) -> Outcome | None:
 
 
 async def _poll(flow: FlowSteps, state: TaskState) -> DetailedTask:
+    """One ``tasks/get`` within the flow's deadline. An unknown task (its ttl ran out, the server restarted) raises
+    ``_unknown``'s error; any other failure becomes ``flow.fail``'s ``ServerError`` (the session kept waiting); the
+    deadline raises ``timed_out``'s."""
     import anyio
 
     assert flow.client is not None
@@ -339,6 +349,8 @@ async def _result_2025(flow: FlowSteps, state: TaskState) -> Outcome:
 
 
 async def _ended(flow: FlowSteps, state: TaskState, detailed: DetailedTask) -> TaskEnded:
+    """The error for a task that failed or was cancelled on the server (a failure past its ttl is expiry,
+    ``_expired``): the session is stored failed, the lease given back in that write; the next step is to look at it."""
     if detailed.status == "failed":
         error = detailed.error or {}
         why = str(error.get("message") or detailed.status_message or "no reason given")

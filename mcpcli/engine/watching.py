@@ -253,6 +253,9 @@ class Watch:
         liveness: float = 5.0,
         backoff: Backoff | None = None,
     ) -> None:
+        """``want`` falls back to every list when it names nothing. ``connector`` opens one connection whose
+        notifications go to the watch; ``reconnect`` false ends the watch at the first interruption; ``liveness`` is how
+        often a pre-2026 connection is pinged."""
         self.want = want.or_every_list()
         self.stats = Stats()
         self.backlog = Backlog(self.stats)
@@ -294,6 +297,9 @@ class Watch:
                 self.stats.shown += 1
 
     async def _connections(self) -> None:
+        """Connect, serve, and when the connection ends listen again after a backoff (reset after a steady connection),
+        until cancelled. Returns only by raising: a ``ServerError`` under ``--no-reconnect``, or what ``_ended`` judges
+        no reconnection can mend."""
         while True:
             started = anyio.current_time()
             try:
@@ -355,6 +361,9 @@ class Watch:
     # --- 2026-07-28: subscriptions/listen --------------------------------------------------------------------------
 
     async def _listen(self, client: Client, again: bool) -> None:
+        """2026-07-28: one ``subscriptions/listen`` stream, acknowledged (what it honours told to ``_ready``), then held
+        open while its events arrive through ``_intake``. Always ends by raising ``StreamEnded`` with why (broken,
+        unacknowledged, ended by the server)."""
         from mcp.client.subscriptions import ResourceUpdated, SubscriptionLost
 
         want = self.want
@@ -391,6 +400,9 @@ class Watch:
     # --- before 2026-07-28: resources/subscribe and the notifications ----------------------------------------------
 
     async def _subscribe(self, client: Client, again: bool) -> None:
+        """Before 2026-07-28: what the capabilities promise for the lists, then ``resources/subscribe`` per URI
+        (refusals kept as why), then a ping every ``liveness`` seconds to notice a dead connection (``StreamEnded``).
+        The URIs taken are unsubscribed however it ends, shielded and within 2 s."""
         from mcp.shared.exceptions import MCPDeprecationWarning
 
         caps = client.server_capabilities

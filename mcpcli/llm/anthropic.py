@@ -87,6 +87,8 @@ def _message(message: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _block(block: Mapping[str, Any], role: str) -> dict[str, Any]:
+    """One MCP content block as the Anthropic API takes it in a message of ``role``: text, an image (user), a tool use
+    (assistant), a tool result (user). Anything else is an ``LlmError`` before anything is sent."""
     kind = block["type"]
     if kind == "text":
         return {"type": "text", "text": text_of(block)}

@@ -100,6 +100,8 @@ def _message(message: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _assistant(content: list[dict[str, Any]]) -> dict[str, Any]:
+    """An assistant message in openai-chat's shape: its texts as content, its tool uses as ``tool_calls`` (arguments as
+    a JSON string). Any other block is an ``LlmError`` before anything is sent."""
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for block in content:

@@ -112,6 +112,9 @@ async def _post(
     timeout: float,
     sleep: Sleep,
 ) -> dict[str, Any]:
+    """POST ``body`` to the provider, up to ``TRIES`` times: a timeout, a network failure, a 429 or a 5xx is tried again
+    after a backoff (or the server's ``Retry-After``, capped at ``MAX_WAIT``). Redirects are never followed, so the key
+    goes nowhere else. The API key never appears in an error; any other answer is ``_reply``'s."""
     import httpx2  # deferred: only a command that reaches an LLM pays for the HTTP stack
 
     from mcpcli.net.transports import direct_transport  # the CA settings and proxies every mcpcli connection has
@@ -149,6 +152,8 @@ async def _post(
 
 
 def _reply(name: str, provider: ProviderConfig, response: httpx2.Response, api_key: str | None) -> dict[str, Any]:
+    """The reply's JSON object for a 2xx; for anything else an ``LlmError`` that says what to fix: a redirect (not
+    followed), a refused or missing key, a wrong model or URL, or the provider's own words."""
     status = response.status_code
     message = _message(response, api_key)
     detail = f"{status} {_reason(response)}" + (f": {message}" if message else "")

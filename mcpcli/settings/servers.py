@@ -273,6 +273,9 @@ class ServerTable(Mapping[str, ServerEntry]):
         return self._layers[source]
 
     def _read(self, source: Source) -> dict[str, Found]:
+        """The server entries one source defines: ``config.toml``'s ``[mcp_servers]``, ``servers.json``, or the
+        project's file (converted from its client's format, what was dropped and why kept with each entry); none when
+        the project has no file."""
         if source == "config":
             file = self.paths.config_file
             return {n: Found(n, source, file, e) for n, e in self.settings.mcp_servers.items()}

@@ -81,6 +81,8 @@ def expand_references(text: str, server: str, environ: Mapping[str, str]) -> str
     """
 
     def one(match: re.Match[str]) -> str:
+        """One reference's value: the variable's, or the default when it is unset or empty. A prompt (``${input:…}``) or
+        an unset variable without a default is a ``ConfigError`` that says how to give it."""
         prompt = match.group(1).startswith("input:")
         ref = None if prompt else _ENV_REFERENCE.fullmatch(match.group(1))
         if ref is None:

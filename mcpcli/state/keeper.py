@@ -429,6 +429,8 @@ class Keeper:
         return await self._read(lambda store: [self._opened(r) for r in store.rounds(session_id)])
 
     async def last_round(self) -> tuple[RoundRecord, set[str]] | None:
+        """The session's newest round with its sealed answers opened, and the keys whose secret this machine cannot open
+        (``lost``: to be asked again); None before the first round."""
         assert self.session is not None
         session_id = self.session.id
 
@@ -480,6 +482,8 @@ class Keeper:
         return seal_answers(answers, secret, self.session.id, self._key_now())
 
     def _opened(self, record: RoundRecord) -> tuple[RoundRecord, set[str]]:
+        """The round with its sealed answers opened by this machine's store key, and the keys whose secret could not be
+        (sealed elsewhere, or the key is gone)."""
         from mcpcli.state.vault import is_marker, open_answers
 
         if not record.answers or not _has_marker(record.answers, is_marker):

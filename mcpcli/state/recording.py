@@ -209,6 +209,8 @@ _REDO = "Record it again (--record FILE), or use the file as it was written."
 
 
 def _read_bounded(path: str, max_bytes: int) -> bytes:
+    """The bytes of ``path`` (``-``: stdin), at most ``max_bytes``: a larger file is refused before it is read
+    (``Malformed``), a missing or unreadable one is a ``UsageError`` that says which."""
     import sys
 
     if path == "-":
@@ -350,6 +352,13 @@ def _message_of(path: str, n: int, entry: dict[str, Any]) -> dict[str, Any] | No
 
 
 def _assemble(path: str, entries: list[tuple[int, dict[str, Any]]]) -> Recording:
+    """The recording's lines put back together as exchanges: each listing, and each flow with its legs in order — a
+    retry joins the flow its ``requestState`` came from (flows of a ``batch`` interleave), a back-channel question joins
+    the last leg still open, a response its request by id.
+
+    The facts (target, handshake, answer sources) and the sessions named are kept beside; notes are skipped; a malformed
+    line raises ``Malformed`` naming its line.
+    """
     recording = Recording(path)
     sent: dict[Any, Leg] = {}
     """Requests the client sent, awaiting their response, by id."""
@@ -430,6 +439,9 @@ def _state_hash(state: Any) -> str | None:
 
 
 def _fact(recording: Recording, path: str, n: int, entry: dict[str, Any]) -> None:
+    """Keep one fact line on the recording: the target connected to (checked: a command is a list of words), what the
+    handshake said, or which source gave an answer. Unknown facts are ignored; a malformed target raises ``Malformed``.
+    """
     kind = entry["fact"]
     if kind == "connect":
         target = entry.get("target")

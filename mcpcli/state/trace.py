@@ -265,6 +265,8 @@ class TraceSinks:
         *,
         record: str | None = None,
     ) -> TraceSinks:
+        """The sinks of one command: the ``--trace`` file (``-``: stdout), the console's summaries, and the ``--record``
+        file, both opened private (0600). A recording starts with its version line."""
         file = (sys.stdout if path == "-" else open_trace_file(Path(path))) if path else None
         recording = open_trace_file(Path(record), option="--record") if record else None
         sinks = cls(file=file, path=path, console=console, summarize=summarize, recording=recording)
@@ -359,6 +361,8 @@ class Tracer:
     """
 
     def __init__(self, sinks: TraceSinks | None = None, *, record: bool = False, summaries: bool = True) -> None:
+        """``record``: keep the lines for the flow's session as well; ``summaries``: one-line summaries on the console
+        (only when it has one)."""
         self.sinks = sinks if sinks is not None else TraceSinks()
         self.record = record
         """Keep lines for the flow's session (``drain``)."""

@@ -65,6 +65,9 @@ class TerminalUser:
         return reply in ("y", "yes")
 
     def _ask(self, question: Question, request: t.ElicitRequest) -> t.ElicitResult:
+        """One elicitation asked at the terminal: a URL request as consent to visit, a form as inline prompts (prefilled
+        with what presets gave), a form that cannot be filled in as a decline-or-cancel choice. Returns the person's
+        action and content."""
         if isinstance(request.params, t.ElicitRequestURLParams):
             return self._url_consent(question, request.params)
         # Asked on the event loop's own thread, on purpose: Ctrl-C then lands in input() and unwinds cleanly,
@@ -81,6 +84,8 @@ class TerminalUser:
         return t.ElicitResult(action=outcome.action)
 
     def _url_consent(self, question: Question, params: t.ElicitRequestURLParams) -> t.ElicitResult:
+        """Show the message, the link (sanitized, its host emphasised) and its warnings, and ask: open it (then wait for
+        Enter), already done, decline or cancel. A link that is not a web page is declined without asking."""
         console = self.term.console
         check = check_url(params.url)
         console.print(Text.assemble(("? ", "bold cyan"), shown(params.message)))
@@ -233,6 +238,8 @@ def _text_of(message: Mapping[str, Any]) -> str:
 
 
 def _editor(initial: str, suffix: str) -> str:
+    """The text ``initial`` as the user left it in their editor (``$VISUAL``, ``$EDITOR``, else the platform's), edited
+    in a temporary file that is removed afterwards. The editor's exit status is not judged."""
     import os
     import subprocess
     import tempfile
@@ -251,6 +258,8 @@ def _editor(initial: str, suffix: str) -> str:
 
 
 def _edit_json(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A sampling request's params as edited in the user's editor: still a JSON object with its ``messages``, or a
+    ``UsageError``."""
     import json
 
     from mcpcli.errors import UsageError

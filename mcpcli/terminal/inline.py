@@ -178,6 +178,8 @@ def _ask_field(term: Terminal, field: FieldSpec, current: Any) -> Any:
 
 
 def _print_field(console: Console, field: FieldSpec) -> None:
+    """A field's heading (title, optional, description, constraints; server text cut and made safe) and its first
+    ``CHOICES_SHOWN`` choices, with how to reach the rest."""
     line = Text()
     line.append(shown(field.title, NAME_SHOWN), style="bold")
     if not field.required:

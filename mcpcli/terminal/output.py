@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
-from mcpcli.display import json_text, progress_numbers, reveal_invisible, safe, sanitize
+from mcpcli.display import TERMINAL_TEXT_MAX, clip, json_text, progress_numbers, reveal_invisible, safe, sanitize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -82,6 +82,8 @@ class Output:
         write(stream, text)
 
     def table(self, title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], empty: str) -> None:
+        """A table on stdout (server text made safe), or ``empty`` dimmed on stderr when there are no rows. The first
+        column (what a user copies into the next command) keeps to one line when it fits in half the width."""
         from rich.table import Table  # deferred: most commands print no table
         from rich.text import Text
 
@@ -220,6 +222,8 @@ def _escaped(char: str) -> str:
 
 
 def _result_lines(method: str, result: Mapping[str, Any]) -> Iterable[str]:
+    """A result as plain lines: a prompt's description and messages, a resource's texts (binary parts described), a
+    tool's content blocks — or its structured content as JSON when it has no blocks."""
     if method == "prompts/get":
         if result.get("description"):
             yield str(result["description"])
@@ -266,81 +270,117 @@ def describe_pending(err: Console, session_id: str, pending: Mapping[str, Mappin
     """
     from rich.text import Text
 
-    from mcpcli import forms
-    from mcpcli.display import TERMINAL_TEXT_MAX, clip
-
-    terminal = err.is_terminal  # asked once: Rich looks at the environment each time
-
-    def text(value: Any, limit: int = TERMINAL_TEXT_MAX) -> str:
-        shown = sanitize(str(value))
-        return clip(shown, "all of it: --json", limit) if terminal else shown
-
-    def name_of(value: Any) -> str:
-        return text(value, NAME_MAX).replace("\n", " ")
-
+    lines = _PendingLines(err, pending, terminal=err.is_terminal)  # asked once: Rich looks at the environment each time
     err.print(Text.assemble(("Input required", "bold yellow"), f" — session {session_id} saved."))
-    example = refusal = None
-    hidden = False
     for index, (raw_key, wire) in enumerate(pending.items()):
-        if terminal and index == LISTED_MAX:
+        if lines.terminal and index == LISTED_MAX:
             err.print(Text(f"  … and {len(pending) - index:,} more requests (all of them: --json)", style="dim"))
             break
-        key = name_of(raw_key)  # the server chose the key: it is as untrusted as the message
-        typable = _typable(str(raw_key))
-        hidden = hidden or not typable
+        lines.request(str(raw_key), wire)
+    err.print(Text(f"Answer with: mcpcli resume {session_id} {lines.how(session_id) or ''}".rstrip(), style="bold"))
+
+
+@dataclass
+class _PendingLines:
+    """The exit-3 text's lines for each kind of request, and what they gather for the command that answers them."""
+
+    err: Console
+    pending: Mapping[str, Mapping[str, Any]]
+    terminal: bool
+    """Whether stderr is a terminal: server text and lists are cut there (``--json`` has them whole)."""
+    example: str | None = None
+    """The first option that answers a request as shown (``--answer FIELD=VALUE``, ``--accept KEY``)."""
+    refusal: str | None = None
+    """``--decline KEY`` for the first request that can only be refused: suggested when nothing answers one."""
+    hidden: bool = False
+    """Whether a key or a field cannot be typed as shown: then an answers file is the way to name it."""
+
+    def text(self, value: Any, limit: int = TERMINAL_TEXT_MAX) -> str:
+        shown = sanitize(str(value))
+        return clip(shown, "all of it: --json", limit) if self.terminal else shown
+
+    def name_of(self, value: Any) -> str:
+        return self.text(value, NAME_MAX).replace("\n", " ")
+
+    def request(self, raw_key: str, wire: Mapping[str, Any]) -> None:
+        """One request's lines, by its kind."""
+        from rich.text import Text
+
+        key = self.name_of(raw_key)  # the server chose the key: it is as untrusted as the message
+        typable = _typable(raw_key)
+        self.hidden = self.hidden or not typable
         params = wire.get("params") or {}
         method = wire.get("method")
         if method == "elicitation/create" and params.get("mode", "form") == "form":
-            err.print(Text.assemble(f"  {key}: ", text(params.get("message", ""))))
-            schema = params.get("requestedSchema") or {}
-            required = set(schema.get("required") or [])
-            properties = schema.get("properties") or {}
-            for number, (name, prop) in enumerate(properties.items()):
-                if terminal and number == LISTED_MAX:
-                    err.print(Text(f"    … and {len(properties) - number:,} more fields", style="dim"))
-                    break
-                kind = prop.get("type", "?") if isinstance(prop, Mapping) else "?"
-                flag = "required" if name in required else "optional"
-                err.print(Text(f"    {name_of(name)}  {name_of(kind)}, {flag}", style="dim"))
-            try:
-                fields = forms.parse_schema(schema)
-            except forms.SchemaError as exc:  # nothing can fill it in: it can only be declined or cancelled
-                err.print(Text.assemble(("    cannot be filled in: ", "yellow"), text(exc)))
-                refusal = refusal or (f"--decline {shell_word(str(raw_key))}" if typable else None)
-                continue
-            field = next((f for f in fields if _typable(f.name)), None)
-            hidden = hidden or any(not _typable(f.name) for f in fields)
-            if field is not None and example is None:
-                shared = sum(field.name in _field_names(other) for other in pending.values())
-                if shared <= 1:
-                    example = f"--answer {shell_word(field.name)}=VALUE"
-                elif typable:
-                    example = f"--answer {shell_word(f'{raw_key}.{field.name}')}=VALUE"
+            self.form(raw_key, key, typable, params)
         elif method == "elicitation/create":
-            from mcpcli.terminal.asking import check_url  # deferred: URL requests are rare
-
-            url = str(params.get("url"))
-            checked = check_url(url)
-            link = reveal_invisible(url)
-            link = clip(link, "all of it: --json", TERMINAL_TEXT_MAX) if terminal else link
-            err.print(Text.assemble(f"  {key}: ", text(params.get("message", "")), " — visit ", link))
-            for warning in checked.warnings:  # the same warnings as at a terminal: nobody is there to see them
-                err.print(Text(f"    {warning}", style="yellow"))
-            if checked.refused:  # a link refused at a terminal is not one to say you have visited: decline it
-                refusal = refusal or (f"--decline {shell_word(str(raw_key))}" if typable else None)
-                continue
-            example = example or (f"--accept {shell_word(str(raw_key))}" if typable else None)
+            self.link(raw_key, key, typable, params)
         elif method == "sampling/createMessage":
-            err.print(Text(f"  {key}: an LLM completion (sampling)"))
+            self.err.print(Text(f"  {key}: an LLM completion (sampling)"))
         else:
-            err.print(Text(f"  {key}: {name_of(method)}"))
-    how = example or refusal
-    if how is None and hidden:
-        how = (
-            "--answers FILE  (its keys or fields hold what a command line cannot show; a template:"
-            f" mcpcli resume {session_id} --no-input --json)"
-        )
-    err.print(Text(f"Answer with: mcpcli resume {session_id} {how or ''}".rstrip(), style="bold"))
+            self.err.print(Text(f"  {key}: {self.name_of(method)}"))
+
+    def form(self, raw_key: str, key: str, typable: bool, params: Mapping[str, Any]) -> None:
+        """A form: its message and fields; the example is ``--answer`` on its first typable field (qualified by the
+        key when another request has a field of that name), or ``--decline`` when the form cannot be filled in."""
+        from rich.text import Text
+
+        from mcpcli import forms
+
+        self.err.print(Text.assemble(f"  {key}: ", self.text(params.get("message", ""))))
+        schema = params.get("requestedSchema") or {}
+        required = set(schema.get("required") or [])
+        properties = schema.get("properties") or {}
+        for number, (name, prop) in enumerate(properties.items()):
+            if self.terminal and number == LISTED_MAX:
+                self.err.print(Text(f"    … and {len(properties) - number:,} more fields", style="dim"))
+                break
+            kind = prop.get("type", "?") if isinstance(prop, Mapping) else "?"
+            flag = "required" if name in required else "optional"
+            self.err.print(Text(f"    {self.name_of(name)}  {self.name_of(kind)}, {flag}", style="dim"))
+        try:
+            fields = forms.parse_schema(schema)
+        except forms.SchemaError as exc:  # nothing can fill it in: it can only be declined or cancelled
+            self.err.print(Text.assemble(("    cannot be filled in: ", "yellow"), self.text(exc)))
+            self.refusal = self.refusal or (f"--decline {shell_word(raw_key)}" if typable else None)
+            return
+        field = next((f for f in fields if _typable(f.name)), None)
+        self.hidden = self.hidden or any(not _typable(f.name) for f in fields)
+        if field is not None and self.example is None:
+            shared = sum(field.name in _field_names(other) for other in self.pending.values())
+            if shared <= 1:
+                self.example = f"--answer {shell_word(field.name)}=VALUE"
+            elif typable:
+                self.example = f"--answer {shell_word(f'{raw_key}.{field.name}')}=VALUE"
+
+    def link(self, raw_key: str, key: str, typable: bool, params: Mapping[str, Any]) -> None:
+        """A URL request: its message and link with the warnings a terminal would show; the example is ``--accept``
+        (the user visits it), or ``--decline`` for a link a terminal would refuse."""
+        from rich.text import Text
+
+        from mcpcli.terminal.asking import check_url  # deferred: URL requests are rare
+
+        url = str(params.get("url"))
+        checked = check_url(url)
+        link = reveal_invisible(url)
+        link = clip(link, "all of it: --json", TERMINAL_TEXT_MAX) if self.terminal else link
+        self.err.print(Text.assemble(f"  {key}: ", self.text(params.get("message", "")), " — visit ", link))
+        for warning in checked.warnings:  # the same warnings as at a terminal: nobody is there to see them
+            self.err.print(Text(f"    {warning}", style="yellow"))
+        if checked.refused:  # a link refused at a terminal is not one to say you have visited: decline it
+            self.refusal = self.refusal or (f"--decline {shell_word(raw_key)}" if typable else None)
+            return
+        self.example = self.example or (f"--accept {shell_word(raw_key)}" if typable else None)
+
+    def how(self, session_id: str) -> str | None:
+        """The options to suggest: the example, else the refusal, else an answers file when names are hidden."""
+        how = self.example or self.refusal
+        if how is None and self.hidden:
+            how = (
+                "--answers FILE  (its keys or fields hold what a command line cannot show; a template:"
+                f" mcpcli resume {session_id} --no-input --json)"
+            )
+        return how
 
 
 NAME_MAX = 200

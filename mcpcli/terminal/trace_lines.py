@@ -28,6 +28,8 @@ SUMMARY_MAX = 1000
 
 
 def _message_text(entry: Mapping[str, Any]) -> str:
+    """One message line of a trace as a person reads it: direction, kind, method and name or id, with round, cut mark,
+    size and time when the line has them."""
     arrow = "→" if entry.get("dir") == "send" else "←"
     kind = entry.get("kind")
     message = _obj(entry.get("message"))
@@ -83,6 +85,8 @@ def _notification_detail(message: Mapping[str, Any]) -> str:
 
 
 def _event_text(entry: Mapping[str, Any]) -> str:
+    """One flow event of a trace (start, round, resume, restart, result, lines dropped) as a ``·`` line; an unknown
+    event by its name."""
     name = entry.get("event")
     elapsed = f"  {float(entry['elapsed_ms']):.0f} ms" if entry.get("elapsed_ms") is not None else ""
     if name == "round":

@@ -244,6 +244,8 @@ class UrlPanel(RequestPanel):
             self.decide(UrlDecision("decline" if name == "decline" else "cancel"))
 
     def decide(self, decision: UrlDecision | None) -> None:
+        """The person's choice on the consent screen (``None``: backed out, nothing decided). The browser opens only
+        here, after an explicit "Open in browser"; the panel then says what submitting will send."""
         if decision is None:
             return
         if decision.open:
@@ -279,6 +281,8 @@ class RoundScreen(Screen[RoundAnswers | None]):
         open_url: Callable[[str], object],
         left: Sequence[tuple[str, str]] = (),
     ) -> None:
+        """``presets`` gives each form its pre-filled values; ``open_url`` is called only on an explicit choice;
+        ``left`` lists the round's requests this screen does not answer (key, what becomes of it)."""
         super().__init__()
         self.info = info
         self.questions = list(questions)
@@ -291,6 +295,8 @@ class RoundScreen(Screen[RoundAnswers | None]):
         """``time.perf_counter()`` at the screen's first paint (how fast a form appears is a target: 0.5 s)."""
 
     def compose(self) -> ComposeResult:
+        """The header (who asks, the call, the session), a panel per request (server text never read as markup) and a
+        note for each request left to others, then the submit row: disabled until every answer fits."""
         info = self.info
         with Vertical(id="round-header"):
             asked = len(self.questions) + len(self.left)
@@ -335,6 +341,8 @@ class RoundScreen(Screen[RoundAnswers | None]):
             self.call_after_refresh(self._show_field, widget, holder)
 
     def _show_field(self, control: Widget, holder: FieldWidget) -> None:
+        """Scroll so that the focused control shows with its label — and, for a form's first field, its question — as
+        far as the view holds them; the control always wins. Nothing when the focus moved on meanwhile."""
         if self.focused is not control:
             return
         panels = self.query_one("#round-panels", VerticalScroll)
@@ -380,6 +388,8 @@ class RoundScreen(Screen[RoundAnswers | None]):
         self.action_submit()
 
     def action_submit(self) -> None:
+        """Dismiss with every answer when all of them fit; else every panel shows its errors, the focus goes to the
+        first field to fix (at once, so keys typed after Ctrl-S land there), and nothing is sent."""
         answers = {p.question.key: p.answer() for p in self.panels()}
         if all(answer is not None for answer in answers.values()):
             self.dismiss({key: answer for key, answer in answers.items() if answer is not None})

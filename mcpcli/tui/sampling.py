@@ -75,6 +75,8 @@ class SamplingReview(ModalScreen[Decision]):
         self.reply = reply
 
     def compose(self) -> ComposeResult:
+        """The request as it will be sent (facts, system prompt, messages) — editable at the first gate only — and, at
+        the second, the model's reply, editable; then Approve, Edit, Reject."""
         view, params = self.view, self.view.params
         with Vertical() as box:
             box.border_title = "Send this to your LLM?" if self.reply is None else "Return this reply to the server?"

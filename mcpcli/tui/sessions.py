@@ -161,6 +161,8 @@ class SessionsScreen(Screen[None]):
     # --- the lists ---------------------------------------------------------------------------------------------------
 
     def action_reload(self) -> None:
+        """Read both lists again from the store: the inbox (waiting, and running sessions whose driver is gone, shown
+        interrupted) and the recent others. The cursors stay on the sessions they were on."""
         store = host(self.app).rt.store
         waiting = self.query_one("#waiting", DataTable)
         recent = self.query_one("#recent", DataTable)

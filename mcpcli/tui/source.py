@@ -58,6 +58,9 @@ class TuiUser:
         return None
 
     async def answer_round(self, questions: Sequence[Question]) -> dict[str, t.InputResponse]:
+        """Every form and URL request of a round on one screen, answered together. Sampling and roots are left (noted on
+        the screen); more than ``ROUND_PANELS_MAX`` requests wait for an answers file instead. Leaving the screen is
+        ``UserStopped`` (the session is kept)."""
         shown = [q for q in questions if isinstance(q.request, t.ElicitRequest)]
         if not shown:
             return {}  # sampling and roots are for the sampler and --root; unanswered, the flow waits (exit 3)

@@ -58,6 +58,8 @@ class UrlConsent(ModalScreen[UrlDecision | None]):
         self.check = check_url(url)
 
     def compose(self) -> ComposeResult:
+        """The message, the link (host emphasised) and its warnings; for a link that is not a web page, only Decline and
+        Cancel can be pressed."""
         with Vertical() as box:
             box.border_title = "Open a link?"
             yield Static(plain(f"{self.server} asks: {self.message}"), classes="url--message")

@@ -288,6 +288,8 @@ class SessionBusy(SessionError):
         holder: Liveness = "unknown",
         now: datetime | None = None,
     ) -> None:
+        """``holder`` says whether the store can tell the holder is alive; ``now`` is the store's clock at the refusal,
+        from which the message counts when the lease runs out. Its next step is ``--steal``."""
         self.session_id: str = session_id
         self.host = host
         """The holder's host name."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -70,81 +71,90 @@ class SqlLeases:
         steal: bool = False,
         seen: SessionRecord | None = None,
     ) -> Lease:
+        """Take the session's lease for ``owner`` (default: a new one for this host and pid) for ``ttl`` seconds, in
+        one compare-and-set: of concurrent claims exactly one wins. The lease is free when unheld, expired, this
+        owner's already, or its holder is proven gone (its database lock could be taken); ``steal`` takes it anyway.
+
+        Raises ``SessionBusy`` (held: whether the holder is known alive), ``SessionChanged`` when ``seen`` is no
+        longer the stored session (version, status, round), ``not_found`` for no such session, and ``StoreError``
+        when the lease kept changing hands over ``_CLAIM_TRIES`` tries. A lock taken for a claim not won is given back.
+        """
         length = check_ttl(ttl)
         if seen is not None and seen.id != session_id:
             raise ValueError(f"the session read is {seen.id}, not {session_id}")
-        owner = owner or new_lease_owner(host, pid)
+        want = _Claim(session_id, host, pid, owner or new_lease_owner(host, pid), steal, seen)
         for _ in range(_CLAIM_TRIES):
             now = self.clock()
             expires = now + length
-            won: builtins.list[dict[str, Any]] = []
-            holder: dict[str, Any] | None = None
-            taken, committed = Taken(), False
-            try:
-                with self._transaction(write=True) as tx:
-                    # The lock first (where the engine has one): got while a lock-holding lease is on the row, it
-                    # proves that holder gone — its connection ended — so its lease is free without waiting it out.
-                    taken = self._take_lock(tx, session_id, owner)
-                    conditions = ""
-                    params: builtins.list[Any] = [host, pid, owner, self._time(now), self._time(expires)]
-                    params += [taken.locked, session_id]
-                    if not steal:  # free, expired, this owner's already (never merely this host and pid's), or gone
-                        conditions += " AND (lease_expires IS NULL OR lease_expires < ? OR lease_owner = ?"
-                        conditions += " OR (lease_locked AND ?))"
-                        params += [self._time(now), owner, taken.proves_gone]
-                    if seen is not None:  # still the session the caller decided from
-                        conditions += " AND version = ? AND status = ? AND round = ?"
-                        params += [seen.version, seen.status, seen.round]
-                    # One conditional UPDATE: concurrent claims serialise on the row, and only one finds it free.
-                    won = tx.all(
-                        "UPDATE sessions SET version = version + 1, lease_host = ?, lease_pid = ?, lease_owner = ?,"
-                        f" lease_acquired = ?, lease_expires = ?, lease_locked = ? WHERE id = ?{conditions}"
-                        " RETURNING version",
-                        params,
-                    )
-                    if not won:
-                        holder = tx.one(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
-                committed = True
-            finally:
-                if taken.new and not (committed and won):  # refused, or failed: the lock goes back with it
-                    self._drop_lock(session_id, owner)
-            if won:
+            version, holder, taken = self._try_claim(want, now, expires)
+            if version is not None:
                 return Lease(
                     session_id=session_id,
-                    version=won[0]["version"],
+                    version=version,
                     host=host,
                     pid=pid,
-                    owner=owner,
+                    owner=want.owner,
                     acquired=now,
                     expires=expires,
                 )
             if holder is None:
                 raise not_found(session_id)
-            held = self._session_from_row(holder)
-            if seen is not None and (held.version, held.status, held.round) != (seen.version, seen.status, seen.round):
-                raise SessionChanged(held)
-            if (
-                not steal
-                and held.lease_host is not None
-                and held.lease_pid is not None
-                and held.lease_acquired is not None
-                and held.lease_expires is not None
-                and held.lease_expires >= now
-            ):
-                raise SessionBusy(
-                    session_id,
-                    host=held.lease_host,
-                    pid=held.lease_pid,
-                    since=held.lease_acquired,
-                    expires=held.lease_expires,
-                    # Its lock is held by someone else (or by another flow of this process): it is alive.
-                    holder="alive" if held.lease_locked and not taken.proves_gone else "unknown",
-                    now=now,
-                )
+            refused = _refusal(want, self._session_from_row(holder), taken, now)
+            if refused is not None:
+                raise refused
             # Released or expired between the UPDATE and the SELECT (PostgreSQL reads the latest commit): again.
         raise StoreError(f"Could not claim session {session_id}: its lease kept changing hands.", hint="Try again.")
 
+    def _try_claim(
+        self, want: _Claim, now: datetime, expires: datetime
+    ) -> tuple[int | None, dict[str, Any] | None, Taken]:
+        """One try, in one write transaction: the lock (where the engine has one), then the conditional UPDATE.
+        Returns the new version when won; else the row as it stands (None: no such session) to say why not. The
+        lock taken for this try is dropped unless the claim was won and committed (refused, or failed)."""
+        won: builtins.list[dict[str, Any]] = []
+        holder: dict[str, Any] | None = None
+        taken, committed = Taken(), False
+        try:
+            with self._transaction(write=True) as tx:
+                # The lock first (where the engine has one): got while a lock-holding lease is on the row, it
+                # proves that holder gone — its connection ended — so its lease is free without waiting it out.
+                taken = self._take_lock(tx, want.session_id, want.owner)
+                # One conditional UPDATE: concurrent claims serialise on the row, and only one finds it free.
+                won = tx.all(*self._claim_update(want, now, expires, taken))
+                if not won:
+                    holder = tx.one(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", [want.session_id])
+            committed = True
+        finally:
+            if taken.new and not (committed and won):  # refused, or failed: the lock goes back with it
+                self._drop_lock(want.session_id, want.owner)
+        return (won[0]["version"] if won else None), holder, taken
+
+    def _claim_update(
+        self, want: _Claim, now: datetime, expires: datetime, taken: Taken
+    ) -> tuple[str, builtins.list[Any]]:
+        """The claim's UPDATE and its parameters: it sets the lease and bumps the version only where the lease is
+        free (unless ``steal``) and the session is still the one ``seen``; it returns the new version."""
+        conditions = ""
+        params: builtins.list[Any] = [want.host, want.pid, want.owner, self._time(now), self._time(expires)]
+        params += [taken.locked, want.session_id]
+        if not want.steal:  # free, expired, this owner's already (never merely this host and pid's), or gone
+            conditions += " AND (lease_expires IS NULL OR lease_expires < ? OR lease_owner = ?"
+            conditions += " OR (lease_locked AND ?))"
+            params += [self._time(now), want.owner, taken.proves_gone]
+        if want.seen is not None:  # still the session the caller decided from
+            conditions += " AND version = ? AND status = ? AND round = ?"
+            params += [want.seen.version, want.seen.status, want.seen.round]
+        sql = (
+            "UPDATE sessions SET version = version + 1, lease_host = ?, lease_pid = ?, lease_owner = ?,"
+            f" lease_acquired = ?, lease_expires = ?, lease_locked = ? WHERE id = ?{conditions}"
+            " RETURNING version"
+        )
+        return sql, params
+
     def heartbeat(self, lease: Lease, ttl: float) -> Lease:
+        """Extend the lease to ``ttl`` seconds from now, and take its database lock if it lacks one and the holder
+        before let go. Raises ``LeaseLost`` when the session's version or owner moved on (someone claimed it),
+        ``not_found`` when it is gone."""
         expires = self.clock() + check_ttl(ttl)
         taken, extended = Taken(), 0
         try:
@@ -169,3 +179,47 @@ class SqlLeases:
         with self._transaction(write=True) as tx:
             tx.run(f"UPDATE sessions SET {RELEASED} WHERE id = ? AND version = ?", (lease.session_id, lease.version))
         self._drop_lock(lease.session_id, lease.owner)
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """What one ``claim`` asks for, the same on every try."""
+
+    session_id: str
+    host: str
+    """The claimant's host name."""
+    pid: int
+    """The claimant's process id."""
+    owner: str
+    """The lease owner the claim is for (one flow): the lease is already its own when it holds it."""
+    steal: bool
+    """Take the lease even from a live holder."""
+    seen: SessionRecord | None
+    """The session as the caller read it: the claim fails (``SessionChanged``) when it is no longer so."""
+
+
+def _refusal(want: _Claim, held: SessionRecord, taken: Taken, now: datetime) -> SessionChanged | SessionBusy | None:
+    """Why a claim that found the session was not won: it changed since ``seen``, or its lease is held and unexpired
+    (busy). None when neither: the lease was let go between the UPDATE and the read, and the claim tries again."""
+    seen = want.seen
+    if seen is not None and (held.version, held.status, held.round) != (seen.version, seen.status, seen.round):
+        return SessionChanged(held)
+    if (
+        not want.steal
+        and held.lease_host is not None
+        and held.lease_pid is not None
+        and held.lease_acquired is not None
+        and held.lease_expires is not None
+        and held.lease_expires >= now
+    ):
+        return SessionBusy(
+            want.session_id,
+            host=held.lease_host,
+            pid=held.lease_pid,
+            since=held.lease_acquired,
+            expires=held.lease_expires,
+            # Its lock is held by someone else (or by another flow of this process): it is alive.
+            holder="alive" if held.lease_locked and not taken.proves_gone else "unknown",
+            now=now,
+        )
+    return None

@@ -79,6 +79,9 @@ class Broker:
             self.on_gone()
 
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        """One request to the keeper and its answer, connecting (and watching the socket) on first use. Any failure
+        closes the connection and raises ``BrokerGone``: from then on the store takes its locks on its own connection.
+        """
         if self.failed:
             raise BrokerGone
         try:

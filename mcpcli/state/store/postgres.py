@@ -229,6 +229,9 @@ class PostgresStore(SqlStore):
     migrations: Mapping[int, Sequence[str]] = _MIGRATIONS
 
     def __init__(self, url: str) -> None:
+        """Connect, and create or migrate the schema (the connection is closed if that fails). A URL psycopg cannot read
+        is a ``StoreError`` with the password left out. In a command the worker runs, the session locks go to its keeper
+        and this connection is closed while idle."""
         super().__init__()
         self.url = redact_url(url)
         """The store URL, without its password (if it had one)."""
@@ -345,6 +348,9 @@ class PostgresStore(SqlStore):
     # -- session locks: every flow of this process holds its sessions' locks on this one connection --------------------
 
     def _take_lock(self, tx: Tx, session_id: str, owner: str) -> Taken:
+        """A session-level advisory lock for ``owner``: on the worker's keeper while it lives, else on this connection
+        (taking back first what a gone keeper held for this process). Counted per owner, since PostgreSQL counts a lock
+        taken twice on one connection; ``proves_gone`` only when no other flow of this process held it."""
         if self._broker is not None and not self._broker.gone():
             if owner in self._brokered.get(session_id, ()):
                 return Taken(locked=True)
@@ -390,6 +396,9 @@ class PostgresStore(SqlStore):
                     self._locks.setdefault(session_id, set()).add(owner)
 
     def _drop_lock(self, session_id: str, owner: str) -> None:
+        """Give back ``owner``'s lock where it was taken (the keeper, or this connection); nothing when it holds none.
+        Never raises for the lock: a keeper that is gone, or a connection that broke, took the lock with it, and a
+        failed unlock is only logged."""
         with self._lock:
             brokered = self._brokered.get(session_id)
             if brokered is not None and owner in brokered:
@@ -415,6 +424,8 @@ class PostgresStore(SqlStore):
                 log.warning("could not give up the lock of session %s", session_id, exc_info=True)
 
     def gone_holders(self, sessions: Sequence[SessionRecord]) -> set[str]:
+        """The ids of ``sessions`` with an unexpired lock-backed lease whose lock nobody holds any more (``pg_locks``):
+        their drivers' connections ended, so a listing shows them interrupted at once (``inbox.gone_drivers``)."""
         now = self.clock()
         watched = [s for s in sessions if s.lease_locked and s.lease_expires is not None and s.lease_expires >= now]
         if not watched:

@@ -229,6 +229,7 @@ class SqlStore(SqlLeases):
             raise StoreError(f"A session with id {session.id} already exists.")
 
     def _insert_round(self, tx: Tx, record: RoundRecord) -> None:
+        """Insert one round as it is, in the caller's transaction (a new round, or an imported one)."""
         tx.run(
             f"INSERT INTO rounds ({_ROUND_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -272,6 +273,9 @@ class SqlStore(SqlLeases):
             self._insert_session(tx, session)
 
     def get(self, id_or_prefix: str) -> SessionRecord:
+        """The session whose id is ``id_or_prefix`` or starts with it (case-insensitive, at least ``MIN_PREFIX``
+        characters): an exact id wins over longer ones. Too short is a ``UsageError``, none ``not_found``, several a
+        ``SessionError`` naming some."""
         given = id_or_prefix.strip()
         key = given.lower()
         if len(key) < MIN_PREFIX:
@@ -321,6 +325,9 @@ class SqlStore(SqlLeases):
         lease: Lease | None = None,
         trace: Sequence[str] = (),
     ) -> RoundRecord:
+        """One transaction: the new session (when this is its first round, with the lease), the round numbered after the
+        last one, the session moved to it (waiting, or running when ``answers`` came with it), the trace lines. Refuses
+        a lost lease (``LeaseLost``)."""
         now = self.clock()
         with self._transaction(write=True) as tx:
             if new_session is not None:
@@ -360,6 +367,9 @@ class SqlStore(SqlLeases):
         trace: Sequence[str] = (),
         partial: bool = False,
     ) -> None:
+        """Store a round's answers and the session's status with them, in one transaction under the lease: ``partial``
+        keeps the round open (waiting) for the rest. Durable once it returns — the retry may be sent. ``SessionError``
+        when the round does not exist."""
         now = self._time(self.clock())
         with self._transaction(write=True) as tx:
             self._hold(tx, session_id, lease)
@@ -385,6 +395,9 @@ class SqlStore(SqlLeases):
         complete: bool,
         trace: Sequence[str] = (),
     ) -> RoundRecord:
+        """Answer a waiting round as ``by`` (not its driver), atomically: of two answerers one wins, whole; the other
+        gets ``AlreadyAnswered``. ``NotWaiting`` when the session moved past this round or it is complete. The answers
+        are merged over what the round kept; ``complete`` marks it answered."""
         now = self.clock()
         with self._transaction(write=True) as tx:
             row = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?{self.for_update}", [session_id])
@@ -470,6 +483,9 @@ class SqlStore(SqlLeases):
         release: bool = False,
         trace: Sequence[str] = (),
     ) -> SessionRecord:
+        """Change the given fields (``None`` leaves one as it is) in one transaction under the lease, with the trace
+        lines; ``release`` gives the lease back in the same write, and a finished status clears who answered. Returns
+        the session as stored after the change."""
         if status is not None and status not in STATUSES:
             raise ValueError(f"unknown session status {status!r}")
         changes: dict[str, Any] = {
@@ -549,6 +565,8 @@ class SqlStore(SqlLeases):
                 self._insert_round(tx, record)
 
     def prune(self, *, older_than: datetime, statuses: Sequence[Status]) -> int:
+        """Delete the sessions of ``statuses`` not updated since ``older_than`` whose lease is free or expired (a driven
+        session is never pruned); the number deleted. An unknown status is a ``UsageError``."""
         if older_than.tzinfo is None:
             raise ValueError("prune needs an aware datetime")
         unknown = [status for status in statuses if status not in STATUSES]

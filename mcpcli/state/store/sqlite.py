@@ -263,6 +263,8 @@ class SqliteStore(SqlStore):
     migrations = _MIGRATIONS
 
     def __init__(self, path: Path) -> None:
+        """Open the store file (made private first); where this user cannot write, open it read-only instead, keeping
+        why in ``read_only`` so that reading commands still work and every write raises it."""
         super().__init__()
         self.path = path
         """The database file."""
@@ -280,6 +282,9 @@ class SqliteStore(SqlStore):
             self.read_only = exc
 
     def _open(self, *, read_only: bool = False) -> sqlite3.Connection:
+        """Connect and prepare the file (WAL, the schema), retrying a few times when a concurrent first open answers
+        busy. ``read_only``: an immutable snapshot. The connection is closed on any failure; a ``StoreError`` says what
+        failed."""
         target: str | Path = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1" if read_only else self.path
         try:
             conn = sqlite3.connect(

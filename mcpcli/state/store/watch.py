@@ -97,6 +97,9 @@ class PostgresWatch:
         return True
 
     def wait(self, timeout: float) -> set[str] | None:
+        """The sessions notified within ``timeout`` seconds (a burst folded into one set); empty when nothing came. None
+        means "anything may have changed" (the listening connection was lost, or just came back): read the store again.
+        Reconnects with backoff."""
         import psycopg
 
         deadline = time.monotonic() + max(0.0, timeout)
