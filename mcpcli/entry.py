@@ -24,6 +24,8 @@ def _names_a_server_command(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    """The executable: a server command goes to the warm worker when one serves (its exit code is this process's),
+    else the command line runs here; a plain sessions list skips Typer."""
     argv = sys.argv[1:]
     if _names_a_server_command(argv):
         hold_collector()  # no collection while the SDK imports, until its connection is up (a front end

@@ -117,6 +117,8 @@ class Runtime:
     """What a command needs, built lazily: paths, settings, store, output."""
 
     def __init__(self, g: Globals, *, json_out: bool = False) -> None:
+        """Everything is read lazily except the paths, the settings and the output (a bad config exits 2 here, before
+        anything runs); logging goes to the private log file."""
         from mcpcli.settings.config import Paths, load_settings
         from mcpcli.terminal.output import Output
 

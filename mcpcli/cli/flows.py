@@ -142,6 +142,8 @@ def flow_command(
     as_json = bool(values["json"] or g.json)
 
     def body() -> int:
+        """The command's body under the runtime's guard: options checked (a bad value exits 2), the job built and run
+        inline or in the app, a stop said where the flow can be picked up."""
         opts = answer_options(values, no_input=values["no_input"], json=as_json)  # a bad value: one line, exit 2
         rt = Runtime(g, json_out=opts.json)
         rt.json_lines = lines and rt.json

@@ -275,6 +275,8 @@ def _view_calls(
     assert isinstance(where, AppViews)
 
     async def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Run the view's call as a flow on the launching connection, one flow asking at a time; the view gets the
+        result, or an error saying the call waits as a session."""
         async with asking:
             flow = build_flow(
                 run.rt, run.opts, run.seat, launching.server, run.flows, launching.connection, presets_of(run.opts)

@@ -134,6 +134,9 @@ def _bounded_lines(stream: IO[Any], where: str) -> Iterator[str]:
 
 
 def _check(number: int, text: str, where: str) -> Line:
+    """One input line checked whole before anything runs: a JSON object naming a tool, its arguments an object, its
+    id and answers well-typed; else a usage error naming the line (exit 2, nothing sent)."""
+
     def bad(what: str) -> UsageError:
         return UsageError(f"Batch input ({where}), line {number}: {what}; nothing was sent.", hint=HINT)
 
@@ -190,6 +193,7 @@ class Tally:
         return max(self.codes, default=0)
 
     def summary(self) -> str:
+        """The summary line's words: how many flows finished, erred, wait for input, failed, or never ran."""
         done = self.codes.count(ExitCode.OK)
         tool_errors = self.codes.count(ExitCode.TOOL_ERROR)
         waiting = self.codes.count(ExitCode.INPUT_REQUIRED)
@@ -261,6 +265,9 @@ class Batch:
                 tasks.start_soon(worker)
 
     async def run_line(self, line: Line) -> None:
+        """Run one line to its JSON line: a server that wants to call back on the shared connection gets the line
+        again on a connection of its own (and so does every later line); the flow leaves flows once its line is
+        out."""
         from mcpcli.commands.run import CallsBack
 
         for _ in range(2):  # a second time only on its own connection, for a server that wants to call back
@@ -361,6 +368,8 @@ class Batch:
                 raise  # Ctrl-C, a signal, the batch being cancelled (the session was put back to waiting)
 
     async def _start(self, flow: Flow, line: Line, client: Client) -> Outcome:
+        """Start the line's call (or continue its adopted session) on client: a tool the shared listing does not name
+        is refused before anything is sent, and the listing says whether it runs as a task."""
         from mcpcli.engine.arguments import no_such
         from mcpcli.engine.endings import error_result
         from mcpcli.engine.steps import Call
@@ -391,6 +400,8 @@ class Batch:
             raise
 
     async def _on_own(self, flow: Flow, line: Line) -> Outcome:
+        """The line's flow on a connection of its own (a pre-2026 server asks over the back-channel, per connection):
+        a question mcpcli refused to answer is the news, not what the server made of the refusal."""
         from mcpcli.commands.run import Run
         from mcpcli.net.connection import back_channel_failure
 

@@ -144,6 +144,8 @@ async def until_answered(store: Store, parked: SessionRecord, deadline: float, *
         return (now.status, now.round, now.answered_by) != (parked.status, parked.round, parked.answered_by)
 
     def wait() -> SessionRecord | None:
+        """In a thread: the store's watch woken by a change or each second, until the session moved, is gone (None),
+        the deadline passed (None) or the command stopped."""
         watch = store.watch()
         try:
             while not stop.is_set():
@@ -225,6 +227,8 @@ def list_inbox(rt: Runtime, *, everyone: bool) -> int:
 
 
 def _row(doc: dict[str, Any]) -> list[str]:
+    """One flow as an inbox row: session, waited, server, call, what it asks, who asked; every server-chosen string
+    sanitized."""
     asks = doc["asks"]
     first = (
         asks[0]["title"] or asks[0]["key"]

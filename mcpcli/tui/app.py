@@ -92,6 +92,8 @@ class McpcliApp(App[TuiExit]):
         open_url: Callable[[str], object] = webbrowser.open,
         blink: bool = True,
     ) -> None:
+        """The app for one command: its runtime and answer options, its mode and job, and the list of flows the CLI's
+        Ctrl-C handler reads too."""
         super().__init__()
         self.rt = rt
         self.opts = opts
@@ -111,6 +113,8 @@ class McpcliApp(App[TuiExit]):
         """The workers that follow the server's changes (``commands.watch``): ended with the app."""
 
     def on_mount(self) -> None:
+        """Start what the mode asks for: the job's flow, the answer form, the sessions, or the start screen and its
+        catalog."""
         from mcpcli.commands.jobs import AnswerJob
 
         if isinstance(self.job, AnswerJob):
@@ -131,6 +135,8 @@ class McpcliApp(App[TuiExit]):
     # --- workers -----------------------------------------------------------------------------------------------------
 
     async def _load_catalog(self) -> None:
+        """List the server's catalog for the start screen in a worker, then follow its changes; a failure is one
+        notification, the app stays usable."""
         from mcpcli.commands.discovery import catalog
         from mcpcli.tui.start import StartScreen
 
@@ -311,6 +317,8 @@ class McpcliApp(App[TuiExit]):
         self.run_worker(self._answer(session_id), name="answer", group="answer", exclusive=True, exit_on_error=False)
 
     async def _answer(self, session_id: str) -> None:
+        """Answer session_id's round on its form in a worker: the answers stored, or one line why not; in answer mode
+        the app ends with the CLI's outcome."""
         from mcpcli.tui.inbox import answer_here
         from mcpcli.tui.sessions import SessionsScreen
 

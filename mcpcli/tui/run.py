@@ -152,6 +152,8 @@ class RunScreen(Screen[None]):
         self.refresh_bindings()
 
     def show_result(self, method: str, outcome: Outcome) -> None:
+        """The final result in the result panel, an error result marked as one; the header says done and the keys
+        that close."""
         session = outcome.session
         if (outcome.detached or outcome.cancelled) and session is not None:
             task = str((session.task or {}).get("id"))

@@ -241,6 +241,8 @@ class StartScreen(Screen[None]):
         self.action_run(app=True)
 
     def action_run(self, app: bool = False) -> None:
+        """Run the highlighted entry as a job (a tool call, a prompt, a resource read) once its form is valid; with
+        app, the tool opens with its view."""
         from mcpcli.commands.jobs import AppOptions, CallJob
 
         form = self._form()
