@@ -31,6 +31,7 @@ from mcpcli.apphost.resource import AppResource, load_app
 from mcpcli.apphost.resource import resource_uri_of as app_uri
 from mcpcli.commands.app_events import AppEvents, CliEvents
 from mcpcli.commands.discovery import all_pages, at_terminal
+from mcpcli.commands.jobs import ResumeJob
 from mcpcli.commands.run import build_flow, presets_of
 from mcpcli.display import sanitize
 from mcpcli.engine.arguments import build_arguments, no_such, usable_schema
@@ -40,7 +41,7 @@ from mcpcli.errors import ExitCode, McpcliError, UsageError
 
 if TYPE_CHECKING:
     from mcpcli.apphost.host import AppHost, View
-    from mcpcli.commands.jobs import AppOptions, CallJob, ResumeJob
+    from mcpcli.commands.jobs import AppOptions, CallJob
     from mcpcli.commands.run import Run
     from mcpcli.engine.flow import Flow
     from mcpcli.runtime import AnswerOptions, Runtime
