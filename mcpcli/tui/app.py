@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import webbrowser
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -220,8 +220,9 @@ class McpcliApp(App[TuiExit]):
         screen = RunScreen(_title(job), standalone=standalone)
         if _method(job) == "resources/read":
             screen.follow_uri = getattr(job, "name", None)
-        self.push_screen(screen, self._run_closed)
-        self.run_worker(self._drive(job, screen), name="flow", group="flow", exclusive=True, exit_on_error=False)
+        mounted = self.push_screen(screen, self._run_closed)
+        drive = self._drive(job, screen, mounted)
+        self.run_worker(drive, name="flow", group="flow", exclusive=True, exit_on_error=False)
 
     def _seat(self, screen: RunScreen, views: Views | None = None) -> Seat:
         """The app's seat for a flow shown on ``screen``: its forms ask (after the presets), its dialog approves
@@ -242,10 +243,12 @@ class McpcliApp(App[TuiExit]):
             always_views=True,
         )
 
-    async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen) -> None:
-        """The flow of ``job`` (``commands.run.run_job``), its outcome on ``screen``."""
+    async def _drive(self, job: CallJob | ResumeJob, screen: RunScreen, mounted: Awaitable[Any]) -> None:
+        """The flow of ``job`` (``commands.run.run_job``), its outcome on ``screen`` — once the screen is mounted: a
+        stored result is shown at once, before the screen would otherwise have its widgets."""
         from mcpcli.commands.run import run_job
 
+        await mounted
         try:
             await run_job(self.rt, self.opts, job, self._seat(screen), self.flows)
         except BaseException as exc:  # shown, or the app exits with the CLI's code
