@@ -289,7 +289,7 @@ def test_jobs_flows_are_in_flight_at_the_server_at_once(tmp_path: Path, jobs: st
 def test_a_batch_runs_warm_in_one_worker_child_and_prints_what_the_cold_one_does(home: Path, http_demo: Any) -> None:
     from test_worker import mcpcli, served
 
-    from mcpcli.wire import socket_path
+    from mcpcli.userdirs import socket_path
 
     server = http_demo()
     stdin = provisions(20)

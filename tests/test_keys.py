@@ -13,7 +13,7 @@ from mcpcli.demo import DamagedKey, load_or_create_key
 from mcpcli.errors import ConfigError
 from mcpcli.settings.config import Paths
 from mcpcli.state.vault import load_store_key
-from mcpcli.wire import private_dirs
+from mcpcli.userdirs import private_dirs
 
 ROUNDS = 25
 PROCESSES = 8

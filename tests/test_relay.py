@@ -394,7 +394,7 @@ def test_a_connection_failure_reads_as_on_the_cold_path_and_no_token_reaches_the
     cold = mcpcli(*args, "--no-worker")
     assert hot.returncode == cold.returncode == 4
     assert hot.stderr == cold.stderr
-    from mcpcli.wire import worker_file
+    from mcpcli.userdirs import worker_file
 
     log = Path(worker_file(".log")).read_text()
     assert "ConnectError" in log  # the relay said what happened (method, origin, error type)...

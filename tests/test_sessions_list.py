@@ -28,7 +28,7 @@ from mcpcli.state.store import SessionRecord
 from mcpcli.state.store.base import STATUSES
 from mcpcli.state.store.sql import SCHEMA_VERSION
 from mcpcli.terminal.session_lines import ago, cells, cut, render
-from mcpcli.wire import config_home, state_home
+from mcpcli.userdirs import config_home, state_home
 
 
 def _config(home: Path) -> Path:

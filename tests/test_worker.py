@@ -20,7 +20,8 @@ from conftest import PY, ROOT, cannot_run_here, gone, stdio_server, wait_until
 from test_durability import wait_for_legs
 from test_flows import only_session, store
 
-from mcpcli.wire import receive, send, socket_path
+from mcpcli.framing import receive, send
+from mcpcli.userdirs import socket_path
 
 pytestmark = pytest.mark.slow
 
@@ -250,7 +251,7 @@ def test_a_busy_worker_is_waited_for_where_a_silent_one_is_given_up(
 ) -> None:
     """A hundred commands at once load the machine: a worker slower than the front end's answer timeout but busy
     must not send each command to run in-process too (each fallback loads the machine more)."""
-    from mcpcli.warm import ANSWER_TIMEOUT
+    from mcpcli.worker.front import ANSWER_TIMEOUT
 
     monkeypatch.setenv("MCPCLI_WORKER", "1")
     monkeypatch.delenv("CI", raising=False)
@@ -400,7 +401,7 @@ def test_the_warm_front_end_imports_neither_the_sdk_nor_the_cli_layers(warm: Pat
     costly = ("pathlib", "typing", "platformdirs", "json", "socket", "signal", "selectors", "enum", "re", "zlib")
     for name in (*costly, "encodings.ascii"):
         assert name not in imported, name
-    assert "mcpcli.warm" in imported
+    assert "mcpcli.worker.front" in imported
 
 
 @pytest.mark.parametrize(
@@ -415,7 +416,7 @@ def test_the_front_end_finds_the_worker_where_platformdirs_says(env: dict[str, s
     """The warm path computes the user dirs itself (platformdirs costs it ~18 ms); both must name one place."""
     script = (
         "import json, platformdirs\n"
-        "from mcpcli.wire import user_dir\n"
+        "from mcpcli.userdirs import user_dir\n"
         "print(json.dumps([user_dir('state'), platformdirs.user_state_dir('mcpcli'),"
         " user_dir('config'), platformdirs.user_config_dir('mcpcli')]))\n"
     )

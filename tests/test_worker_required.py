@@ -12,7 +12,7 @@ import pytest
 from conftest import run_inprocess, stdio_server
 from test_worker import mcpcli, served, warm, worker_dir  # noqa: F401  — the fixtures
 
-from mcpcli.wire import socket_path
+from mcpcli.userdirs import socket_path
 
 pytestmark = pytest.mark.slow
 

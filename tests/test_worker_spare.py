@@ -15,7 +15,8 @@ from conftest import gone, stdio_server, wait_until
 from test_worker import mcpcli, worker_dir  # noqa: F401  # the fixture: a worker directory of each test's own
 from test_worker import warm as _warm  # noqa: F401  # the fixture, used by every test here
 
-from mcpcli.wire import receive, send, socket_path
+from mcpcli.framing import receive, send
+from mcpcli.userdirs import socket_path
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("_warm")]
 

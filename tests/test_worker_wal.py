@@ -16,7 +16,7 @@ import pytest
 from conftest import wait_until
 from test_worker import mcpcli, worker_dir  # noqa: F401  (worker_dir: a worker directory of each test's own)
 
-from mcpcli.wire import socket_path
+from mcpcli.userdirs import socket_path
 
 pytestmark = [pytest.mark.slow, pytest.mark.cold_only]
 

@@ -134,7 +134,7 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
         at = words.index("--wait-for-answer")
         argv = [*argv[:at], f"--wait-for-answer={WAIT_FOR_ANSWER_DEFAULT:g}", *argv[at + 1 :]]
         words = argv[: argv.index("--")] if "--" in argv else argv
-    from mcpcli.warm import subcommand
+    from mcpcli.worker.front import subcommand
 
     stream = subcommand(argv) in STREAMS
     if "--json" not in words and subcommand(argv) != "batch":
@@ -168,7 +168,7 @@ def command_for(argv: list[str]) -> Any:
     """The Click command that runs ``argv``: for a plain ``mcpcli [GLOBALS] COMMAND …`` line, the root with that one
     command only — Typer converts every command's signature when it builds the tree, a cold ``call`` paid that
     for forty — else the whole tree. The one command parses, helps and fails exactly as in the whole tree."""
-    from mcpcli.warm import subcommand
+    from mcpcli.worker.front import subcommand
 
     name = subcommand(argv)
     whole = typer.main.get_command

@@ -26,7 +26,7 @@ app.add_typer(worker_app, name="worker")
 
 
 def _path() -> object:
-    from mcpcli.wire import socket_path
+    from mcpcli.userdirs import socket_path
 
     return socket_path()
 
@@ -34,7 +34,7 @@ def _path() -> object:
 def _home() -> str:
     from pathlib import Path
 
-    from mcpcli.wire import state_home
+    from mcpcli.userdirs import state_home
 
     return str(Path(state_home()).absolute())
 
@@ -47,7 +47,7 @@ def _unusable() -> str | None:
     """Why no worker can run in this user's worker directory (another user's, or open to others), with how to pick
     another one; None when one can. Such a directory is never written to, so nothing in it (a log) is named."""
     from mcpcli.platform import WORKERLESS
-    from mcpcli.wire import WORKER_DIR_ENV, private_dir_problem, worker_dir
+    from mcpcli.userdirs import WORKER_DIR_ENV, private_dir_problem, worker_dir
 
     if WORKERLESS is not None:
         return f"No worker can run here: {WORKERLESS}. Every command runs in-process, as with --no-worker."
@@ -68,7 +68,7 @@ def status(json_out: Json = False) -> None:
 
     Example: mcpcli worker status --json
     """
-    from mcpcli.warm import ask
+    from mcpcli.worker.front import ask
 
     path = _path()
     reply = ask(path, "status")  # type: ignore[arg-type]
@@ -124,7 +124,7 @@ def _relay_use() -> str | None:
     command runs with its caller's environment), when they do not all."""
     import os
 
-    from mcpcli.wire import OFF
+    from mcpcli.userdirs import OFF
 
     choice = os.environ.get("MCPCLI_HTTP_RELAY", "").strip().lower()
     if choice in OFF and choice:
@@ -154,7 +154,7 @@ def start() -> None:
 
     Example: mcpcli worker start
     """
-    from mcpcli.warm import ask, start
+    from mcpcli.worker.front import ask, start
 
     path = _path()
     if ask(path, "status") is not None:  # type: ignore[arg-type]
@@ -170,7 +170,7 @@ def start() -> None:
             _say(f"Started the worker (pid {reply['pid']}).")
             return
         time.sleep(0.05)
-    from mcpcli.wire import worker_file
+    from mcpcli.userdirs import worker_file
 
     _say(f"The worker did not come up; see {worker_file('.log')}.")
     raise typer.Exit(4)
@@ -183,7 +183,7 @@ def stop() -> None:
 
     Example: mcpcli worker stop
     """
-    from mcpcli.warm import stop as stop_worker
+    from mcpcli.worker.front import stop as stop_worker
 
     _say("Stopped the worker." if stop_worker(_path()) else "No worker was running.")  # type: ignore[arg-type]
 
@@ -195,7 +195,7 @@ def ps(json_out: Json = False) -> None:
 
     Example: mcpcli worker ps --json
     """
-    from mcpcli.warm import ask
+    from mcpcli.worker.front import ask
 
     reply = ask(_path(), "ps", home=_home())  # type: ignore[arg-type]
     servers = list((reply or {}).get("servers") or [])  # type: ignore[call-overload]
@@ -222,9 +222,9 @@ def restart(
 
     Example: mcpcli worker restart files
     """
-    from mcpcli.warm import ask
-    from mcpcli.warm import start as start_worker
-    from mcpcli.warm import stop as stop_worker
+    from mcpcli.worker.front import ask
+    from mcpcli.worker.front import start as start_worker
+    from mcpcli.worker.front import stop as stop_worker
 
     path = _path()
     if name is None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mcpcli.runtime import Globals, guarded
 from mcpcli.state.listing import read
-from mcpcli.wire import config_home, state_home
+from mcpcli.userdirs import config_home, state_home
 
 
 def quick_list(

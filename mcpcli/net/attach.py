@@ -36,7 +36,7 @@ def worker_socket() -> str | None:
     reaches it."""
     if given := os.environ.get(SOCKET_ENV):
         return given
-    from mcpcli.wire import OFF, socket_path
+    from mcpcli.userdirs import OFF, socket_path
 
     if os.environ.get("MCPCLI_WORKER", "").strip().lower() in OFF:
         return None
@@ -53,7 +53,7 @@ def server_key(target: Target) -> dict[str, Any]:
     programs, and ``FOO=1`` and ``FOO=2 mcpcli -s "python server.py"``."""
     import shutil
 
-    from mcpcli.wire import state_home
+    from mcpcli.userdirs import state_home
 
     assert target.command is not None
     cwd = Path.cwd() / Path(target.cwd).expanduser() if target.cwd else Path.cwd()

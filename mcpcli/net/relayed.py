@@ -34,8 +34,8 @@ import httpx2
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcpcli import __version__
-from mcpcli.platform import uid, unix_socket
-from mcpcli.wire import WireError, peer, read_exactly
+from mcpcli.framing import FramingError, read_exactly
+from mcpcli.platform import peer, uid, unix_socket
 
 READY_TIMEOUT = 3.0
 """Seconds a command waits for the relay's ``A`` before sending the request direct (a stopped or hung relay costs
@@ -324,7 +324,7 @@ def relay_status(path: str, timeout: float = 2.0) -> dict[str, Any] | None:
             sock.sendall(frame(b"S"))
             kind, payload = _read_frame_blocking(sock)
             return loads(payload) if kind == b"S" else None
-        except (OSError, WireError, FrameError, struct.error):
+        except (OSError, FramingError, FrameError, struct.error):
             return None
 
 

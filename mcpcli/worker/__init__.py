@@ -1,7 +1,7 @@
 """The warm engine: a per-user background worker that keeps mcpcli and the SDK loaded, so a command that talks
 to a server starts in a fraction of the cold time — and changes nothing else.
 
-How (``mcpcli.warm`` is the front end, ``server`` the worker): the front end hands the worker its argv, environment,
+How (``front`` is the front end, ``server`` the worker): the front end hands the worker its argv, environment,
 working directory and its own stdin/stdout/stderr file descriptors over a Unix socket (``SCM_RIGHTS``). The
 worker forks a child that already has everything imported; the child puts those descriptors on 0/1/2, takes the
 caller's environment and directory, and runs the very same command body as the cold path would. So prompts are
@@ -15,13 +15,14 @@ version, or does not answer in time.
 
 One worker per user and install of mcpcli, serving every ``MCPCLI_HOME`` (each command has its caller's
 environment; what the worker keeps is keyed by home): a 0600 socket in a 0700 directory of the user's
-(``wire.socket_file``), same-uid peers only (``platform.peer``). It starts when a second server command comes soon
+(``userdirs.socket_file``), same-uid peers only (``platform.peer``). It starts when a second server command comes soon
 after a first that ran without it (a lone command leaves nothing behind), exits after an idle period (short until
 it has served a few commands), when the homes it served are gone, or when its socket is removed, and is off
 where a background process would surprise (``CI`` set), or with ``--no-worker`` / ``MCPCLI_WORKER=0`` /
 ``[worker] enabled = false``. ARCHITECTURE.md (The worker) has the rules and their numbers.
 
-The front end's side lives in ``mcpcli.warm`` and ``mcpcli.wire`` (standard library only: the warm path);
+The front end's side lives in ``front`` (standard library only: the warm path, which imports this package
+too, so it stays as light), over ``mcpcli.framing`` (the messages) and ``mcpcli.userdirs`` (where the socket is);
 a kept-alive server's transport in ``mcpcli.net.attach``.
 """
 
@@ -30,6 +31,18 @@ from __future__ import annotations
 import os
 import sys
 import time
+
+
+def env_seconds(name: str, default: float, *, least: float = 1.0) -> float:
+    """A number of seconds from the environment variable ``name`` (at least ``least``); ``default`` when it is
+    unset or not a number."""
+    raw = os.environ.get(name)
+    if raw:
+        try:
+            return max(least, float(raw))
+        except ValueError:
+            pass
+    return default
 
 
 def log_line(role: str, text: str) -> None:

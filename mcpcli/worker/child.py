@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcpcli.platform import POSIX
-from mcpcli.wire import OFF
+from mcpcli.userdirs import OFF
 
 assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 
@@ -51,13 +51,13 @@ def keep_logs_open(worker_socket: str) -> None:
     rounds to to the lock keeper, which keeps the store's write-ahead log open for the next command (``worker.locks``).
     Best effort and bounded: a worker or keeper that does not answer costs at most a second. (Nobody waits for this:
     the front end has the status, and the worker counts the child as running until it exits.)"""
+    from mcpcli.framing import FramingError, receive, send
     from mcpcli.state.store import sqlite  # preloaded
     from mcpcli.state.store.pglocks import keeper_path
-    from mcpcli.wire import WireError, receive, send
 
     if not sqlite.ROUNDS_WRITTEN:
         return
-    with contextlib.suppress(OSError, WireError):
+    with contextlib.suppress(OSError, FramingError):
         where = keeper_path(worker_socket, 1.0)  # started on first need
         if where is None:
             return

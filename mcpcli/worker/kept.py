@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpcli.framing import send
 from mcpcli.net.serverenv import sharing_key
 from mcpcli.platform import POSIX
-from mcpcli.wire import private_dirs, send
+from mcpcli.userdirs import private_dirs
 
 assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 

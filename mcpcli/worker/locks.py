@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpcli.platform import POSIX
-from mcpcli.wire import WireError, env_seconds, peer, receive, send
-from mcpcli.worker import log_line
+from mcpcli.framing import FramingError, receive, send
+from mcpcli.platform import POSIX, peer
+from mcpcli.worker import env_seconds, log_line
 
 assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 
@@ -203,7 +203,7 @@ class Keeper:
     def serve(self, channel: Channel) -> None:
         try:
             ask, _ = receive(channel.sock)
-        except (OSError, WireError):
+        except (OSError, FramingError):
             self.drop(channel)  # the command exited, or was killed: its locks go now
             return
         import psycopg

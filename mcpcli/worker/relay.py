@@ -43,8 +43,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcpcli import __version__
 from mcpcli.net.relayed import MAX_BODY, MAX_HEAD, FrameError, error_of, frame, loads, read_frame
 from mcpcli.net.transports import connection_settings, direct_transport
-from mcpcli.platform import POSIX, open_descriptors
-from mcpcli.wire import peer
+from mcpcli.platform import POSIX, open_descriptors, peer
 from mcpcli.worker import log_line
 
 assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"

@@ -3,7 +3,7 @@
 ``python -m mcpcli.worker.server [STATE_DIR] [--asked]`` (the front end starts it; ``mcpcli worker start`` too,
 with ``--asked``). One worker per user and install serves every ``MCPCLI_HOME``: each command runs with its
 caller's environment, and what the worker itself keeps — kept-alive servers, their logs — is keyed by the home of
-the command that asked for it. It binds the socket (``wire.socket_file``: a 0700 directory of this user's, a
+the command that asked for it. It binds the socket (``userdirs.socket_file``: a 0700 directory of this user's, a
 0600 socket, under a lock so two starting workers cannot both bind), imports
 what a command needs (the SDK, the CLI, the flow, the store engines), and then accepts: each connection is
 checked (same uid, ``platform.peer``), greeted (same mcpcli version and install, or it is told to restart us),
@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 import mcpcli
 from mcpcli import __version__
-from mcpcli.platform import POSIX, status_lines
-from mcpcli.wire import WireError, env_seconds, own_private_dir, peer, receive, send, socket_path, state_home
-from mcpcli.worker import child, log_line, spare
+from mcpcli.framing import FramingError, receive, send
+from mcpcli.platform import POSIX, peer, status_lines
+from mcpcli.userdirs import own_private_dir, socket_path, state_home
+from mcpcli.worker import child, env_seconds, log_line, spare
 
 assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 
@@ -279,7 +280,7 @@ class Worker:
             if stage == "greeting":
                 return self.handle(conn)
             self.run(conn)
-        except (OSError, WireError, ValueError, TypeError, KeyError) as exc:
+        except (OSError, FramingError, ValueError, TypeError, KeyError) as exc:
             log(f"a connection failed: {type(exc).__name__}: {exc}")
         return "close"
 
@@ -451,7 +452,7 @@ def _spare(control: socket.socket, path: str) -> int:
     goes first."""
     try:
         message, fds = receive(control, with_fds=True)
-    except (OSError, WireError):
+    except (OSError, FramingError):
         return 0
     if len(fds) != 4:
         return 0

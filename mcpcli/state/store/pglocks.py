@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from mcpcli.framing import FramingError, receive, send
 from mcpcli.platform import closed_by_peer, unix_socket
-from mcpcli.wire import WireError, receive, send
 
 WORKER_ENV = "MCPCLI_WORKER_SOCKET"
 """The worker's socket, set by the worker in the commands it runs (``net.attach.SOCKET_ENV``): asked where the
@@ -44,7 +44,8 @@ def libpq_environment() -> dict[str, str]:
 
 def keeper_path(worker_socket: str, timeout: float) -> str | None:
     """Where the lock keeper listens, asked of the worker at ``worker_socket`` (which starts the keeper if it is not
-    running); ``None`` when the worker has none. The socket's errors (``OSError``, ``WireError``) are the caller's."""
+    running); ``None`` when the worker has none. The socket's errors (``OSError``, ``FramingError``) are the
+    caller's."""
     with unix_socket() as worker:
         worker.settimeout(timeout)
         worker.connect(worker_socket)
@@ -93,7 +94,7 @@ class Broker:
                 self._exchange({"op": "open", "url": self.url, "params": self.params})
                 threading.Thread(target=self._watch, args=(sock,), name="mcpcli-lock-keeper", daemon=True).start()
             return self._exchange(message)
-        except (OSError, WireError, BrokerGone):
+        except (OSError, FramingError, BrokerGone):
             self.close()
             raise BrokerGone from None
 

@@ -1,11 +1,12 @@
 """The front end's side of the warm path: hand a command to the worker, relay signals, exit with its status.
 
-Standard library only (its cheapest modules, as ``wire``), and nothing of mcpcli but ``wire``: this runs
-before anything heavy is imported, so a warm ``mcpcli call`` costs a bare interpreter plus one round trip to the
-worker. When the worker cannot take the command (none yet, stale socket, another version, no answer in time)
-``delegate`` returns ``None`` and the caller runs it in-process, as without a worker; nothing has run then — the
-worker's child runs only once this side says "go". With ``MCPCLI_WORKER_REQUIRED=1`` (the test suite's warm pass)
-that fallback is an error instead: one line, exit 4, nothing run.
+Standard library only (its cheapest modules), and nothing of mcpcli but the ground it needs (``framing``,
+``userdirs``, ``platform``) and this package's light ``__init__``: this runs before anything heavy is imported, so a
+warm ``mcpcli call`` costs a bare interpreter plus one round trip to the worker. When the worker cannot take the
+command (none yet, stale socket, another version, no answer in time) ``delegate`` returns ``None`` and the caller
+runs it in-process, as without a worker; nothing has run then — the worker's child runs only once this side says
+"go". With ``MCPCLI_WORKER_REQUIRED=1`` (the test suite's warm pass) that fallback is an error instead: one line,
+exit 4, nothing run.
 """
 
 from __future__ import annotations
@@ -18,23 +19,20 @@ import sys
 import time
 
 from mcpcli import SERVER_COMMANDS, __version__
-from mcpcli.platform import O_NOFOLLOW, WORKERLESS, bare_unix_socket, cpu_ticks, current_umask, signals, uid
-from mcpcli.wire import (
+from mcpcli.framing import FramingError, receive, send
+from mcpcli.platform import O_NOFOLLOW, WORKERLESS, bare_unix_socket, cpu_ticks, current_umask, peer, signals, uid
+from mcpcli.userdirs import (
     OFF,
     ON,
-    WireError,
     config_home,
-    env_seconds,
     own_private_dir,
     package_dir,
-    peer,
-    receive,
-    send,
     socket_file,
     state_home,
     worker_dir,
     worker_file,
 )
+from mcpcli.worker import env_seconds
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
 
@@ -214,7 +212,7 @@ def _run_through(sock: _socket.socket, path: str, argv: Sequence[str]) -> int | 
         sock.settimeout(START_TIMEOUT)
         started, _ = receive(sock)
         child = int(started["started"])
-    except (OSError, WireError, KeyError, ValueError, TypeError):
+    except (OSError, FramingError, KeyError, ValueError, TypeError):
         return NO_ANSWER
     with _Forwarding(child):
         send(sock, {"go": True})  # from here on the command is the worker's: no fallback, ever
@@ -222,7 +220,7 @@ def _run_through(sock: _socket.socket, path: str, argv: Sequence[str]) -> int | 
         try:
             ended, _ = receive(sock)
             return int(ended["exit"])
-        except (OSError, WireError, KeyError, ValueError, TypeError):
+        except (OSError, FramingError, KeyError, ValueError, TypeError):
             _note(
                 "the background worker's run of this command died before it finished; a session it was"
                 " driving is intact: mcpcli sessions list --waiting"
@@ -344,7 +342,7 @@ def ask(path: str | os.PathLike[str], op: str, *, home: str | None = None) -> di
         send(sock, {"op": op, "version": __version__, "package": package_dir(), "home": home})
         reply, _ = receive(sock)
         return reply
-    except (OSError, WireError):
+    except (OSError, FramingError):
         return None
     finally:
         sock.close()
