@@ -6,25 +6,95 @@ No Typer here and nothing heavy at import: ``cli.py`` parses, this builds.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mcpcli.errors import ExitCode, McpcliError, UsageError, lone
 from mcpcli.platform import signals
 
 if TYPE_CHECKING:
+    import logging
+
     from mcpcli.net.bounds import Bounds
     from mcpcli.settings.config import Paths, Settings
+    from mcpcli.settings.servers import ServerTable
     from mcpcli.settings.targets import Target
     from mcpcli.state.store import Store
     from mcpcli.state.trace import Tracer, TraceSinks
     from mcpcli.terminal.output import Output
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """What a command runs in — its environment variables, working directory, streams and where its log lines go —
+    handed to it (``Globals.surroundings``, ``cli.app.run_command``) instead of read from the process, so that one
+    process can run a command in surroundings of its own (the worker's rehearsal) and keep its own as they were. A
+    command run the usual way gets the process's own (``of_process``).
+
+    What the runtime reads goes through this: the homes (``Paths``), ``MCPCLI_STORE``, the process settings,
+    tracing's ``OTEL_*``, the connection bounds' variables, ``./.mcp.json``, a flow's default root, the log file.
+    What is read of the process itself still is the process's, whatever is handed here: in the core, a stdio
+    server's environment (``net.serverenv``), the worker's plumbing and proxies (``net.transports``, ``net.attach``),
+    ``MCPCLI_ASSUME_TTY`` and ``MCPCLI_USER``; in libraries, the terminal's size and colours (Rich), ``getpass``'s
+    user, Typer's completion variable; and Click, Rich and the error guard write to ``sys``'s streams, which
+    ``process_wide`` sets for the length of a command."""
+
+    environ: Mapping[str, str]
+    """The environment variables: the process's own ``os.environ`` (live, not a copy) unless handed others."""
+    cwd: Path | None
+    """The directory relative paths mean (``./.mcp.json``, the default root of a flow); ``None``: the process's,
+    read when needed (a command whose directory was removed still runs until it needs one)."""
+    stdin: TextIO
+    """Where the command reads (prompts): ``sys.stdin`` unless handed another."""
+    stdout: TextIO
+    """Where its results go: ``sys.stdout`` unless handed another."""
+    stderr: TextIO
+    """Where its notes and errors go: ``sys.stderr`` unless handed another."""
+    log: logging.Handler | None = None
+    """Where the command's log lines go: ``None``, its home's log file (and ``--debug``'s stderr), set up on the root
+    logger by ``configure_logging`` as a command always did; else this handler alone, beside the root logger's own
+    for the length of the command (``process_wide``) — the rehearsal's discards them."""
+
+    @classmethod
+    def of_process(cls) -> Surroundings:
+        """The process's own: what a command run from a shell (or in a worker's child, which has become its
+        caller's process) runs in."""
+        return cls(os.environ, None, sys.stdin, sys.stdout, sys.stderr)
+
+    def directory(self) -> Path:
+        """The directory relative paths mean, read now when it is the process's."""
+        return Path.cwd() if self.cwd is None else self.cwd
+
+    @contextlib.contextmanager
+    def process_wide(self) -> Iterator[None]:
+        """What must still be the process's own while the command runs, for that long only: ``sys.stdin``,
+        ``sys.stdout`` and ``sys.stderr`` are these streams (Click, Rich and the error guard write to ``sys``'s
+        themselves), and a handed ``log`` is on the root logger (the SDK's server calls ``logging.basicConfig``,
+        which gives a root logger with no handler one of its own, for good). Nothing changes for the process's own
+        surroundings (a command run from a shell, a worker's child)."""
+        if (sys.stdin, sys.stdout, sys.stderr) == (self.stdin, self.stdout, self.stderr) and self.log is None:
+            yield
+            return
+        import logging
+
+        streams = sys.stdin, sys.stdout, sys.stderr
+        root = logging.getLogger()
+        sys.stdin, sys.stdout, sys.stderr = self.stdin, self.stdout, self.stderr
+        if self.log is not None:
+            root.addHandler(self.log)
+        try:
+            yield
+        finally:
+            if self.log is not None:
+                root.removeHandler(self.log)
+            sys.stdin, sys.stdout, sys.stderr = streams
 
 
 @dataclass
@@ -49,6 +119,8 @@ class Globals:
     """``--keep-alive``: a stdio server's process outlives the command (kept by the background worker)."""
     json: bool = False
     """``--json`` before the subcommand: as if given after it (it cannot be turned off again there)."""
+    surroundings: Surroundings = field(default_factory=Surroundings.of_process)
+    """What the command runs in (``Surroundings``): the process's own, unless its caller handed others."""
 
     def merged(self, **after: Any) -> Globals:
         values = {k: v for k, v in after.items() if v not in (None, [])}
@@ -123,10 +195,12 @@ class Runtime:
         from mcpcli.terminal.output import Output
 
         self.g = g
+        self.surroundings = g.surroundings
+        """What the command runs in: its environment, directory, streams and log (``Surroundings``)."""
         self.json = json_out or g.json
         self.json_lines = False
         """Whether stdout is JSON Lines (``watch --json``, ``batch``): an error document is one line too."""
-        self.paths: Paths = Paths.from_env()
+        self.paths: Paths = Paths.from_env(self.surroundings.environ)
         self.settings: Settings = load_settings(self.paths)
         self.out: Output = Output(verbose=g.verbose)
         if g.trace == "-":  # stdout carries the trace alone (NDJSON a reader can trust): results go to stderr
@@ -137,14 +211,19 @@ class Runtime:
         """What ``close`` runs first (``commands.inbox``: deliveries of announcements, bounded)."""
         self.announcer: Any = None
         """The team inbox's announcer, once one was needed (``commands.inbox.announce``)."""
-        configure_logging(self.paths, g.debug)
+        if self.surroundings.log is None:
+            configure_logging(self.paths, g.debug)
 
     @property
     def store(self) -> Store:
         if self._store is None:
             from mcpcli.state.store import open_store
 
-            given = [("flag", self.g.store), ("env", os.environ.get("MCPCLI_STORE")), ("config", self.settings.store)]
+            given = [
+                ("flag", self.g.store),
+                ("env", self.surroundings.environ.get("MCPCLI_STORE")),
+                ("config", self.settings.store),
+            ]
             source, url = next(((s, u) for s, u in given if u), ("flag", None))
             # A password in a config-file URL is refused (it belongs in ~/.pgpass or PGPASSWORD).
             self._store = open_store(url, self.paths.store_file, source=source)  # type: ignore[arg-type]
@@ -153,7 +232,7 @@ class Runtime:
     @cached_property
     def process(self) -> ProcessSettings:
         """The environment's process-wide settings, read once (first needed by a command that runs a flow)."""
-        return ProcessSettings.from_env()
+        return ProcessSettings.from_env(self.surroundings.environ)
 
     def target(self) -> Target:
         """The server to talk to (``resolve``), its note said on stderr (no server given: the demo)."""
@@ -172,11 +251,16 @@ class Runtime:
         given = self.g.server or stored
         servers = None
         if not (given or "").startswith(("http://", "https://")):
-            from mcpcli.settings.servers import ServerTable  # reads its files only when a name is looked up
-
-            servers = ServerTable(self.paths, self.settings)
+            servers = self.server_table()
         target, note = resolve_target(given, self.settings, headers=parse_headers(self.g.headers), servers=servers)
         return self.kept(target), note
+
+    def server_table(self) -> ServerTable:
+        """The named servers of config.toml, servers.json and the ``./.mcp.json`` of the command's directory (each
+        file read only when a lookup needs it)."""
+        from mcpcli.settings.servers import ServerTable
+
+        return ServerTable(self.paths, self.settings, cwd=self.surroundings.cwd)
 
     def kept(self, target: Target) -> Target:
         """``target`` with ``--keep-alive`` applied (stdio only)."""
@@ -202,7 +286,7 @@ class Runtime:
         """The connection bounds: ``[limits]`` and their environment variables (a bad value: exit 2)."""
         from mcpcli.net.bounds import Bounds
 
-        return Bounds.from_settings(self.settings)
+        return Bounds.from_settings(self.settings, self.surroundings.environ)
 
     def trace_sinks(self) -> TraceSinks:
         """Where this run's trace lines go: ``--trace``, ``--record``, ``-v`` (opened once, closed with the run)."""
@@ -231,11 +315,12 @@ class Runtime:
         from mcpcli import telemetry
 
         config = self.settings.telemetry
-        if telemetry.ON or not telemetry.wanted(os.environ, config.enabled):
+        environ = self.surroundings.environ
+        if telemetry.ON or not telemetry.wanted(environ, config.enabled):
             return
         from mcpcli.telemetry import export
 
-        why_not = export.start(os.environ, endpoint=config.endpoint, service_name=config.service_name)
+        why_not = export.start(environ, endpoint=config.endpoint, service_name=config.service_name)
         if why_not is not None:
             self.out.warning(why_not)
             return

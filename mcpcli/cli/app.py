@@ -19,7 +19,7 @@ from mcpcli.cli.options import (
     shared,
 )
 from mcpcli.errors import ExitCode
-from mcpcli.runtime import Globals, Runtime, guarded
+from mcpcli.runtime import Globals, Runtime, Surroundings, guarded
 from mcpcli.terminal.output import lenient_stdout
 
 # --- the app ---------------------------------------------------------------------------------------------------------
@@ -74,7 +74,9 @@ def _main(
     *,
     shared: dict[str, Any],
 ) -> None:
-    ctx.obj = Globals().merged(**global_values(shared))
+    # What the command runs in: handed by its caller (``run_command``'s ``surroundings``), else the process's own.
+    handed = ctx.obj if isinstance(ctx.obj, Surroundings) else Surroundings.of_process()
+    ctx.obj = Globals(surroundings=handed).merged(**global_values(shared))
 
 
 def global_values(values: dict[str, Any]) -> dict[str, Any]:
@@ -114,11 +116,20 @@ def local_command(ctx: typer.Context, values: dict[str, Any], body: Callable[[Ru
     run_guarded(run, g.debug, json=g.json or bool(values.get("json")))
 
 
-def run_command(command: Any, argv: list[str]) -> NoReturn:
-    """Run the command line and exit with its code — here and in the worker's child alike.
+def run_command(command: Any, argv: list[str], surroundings: Surroundings | None = None) -> NoReturn:
+    """Run the command line and exit with its code — here and in the worker's child alike, in ``surroundings``
+    (``None``: the process's own; the worker's rehearsal hands it others, and its streams are ``sys``'s for the
+    length of the command only: ``Surroundings.process_wide``).
 
     With ``--json``, a command line Click cannot parse (an unknown option, a bad value) is also a JSON error
     document on stdout (the README's errors as data), as every other failure is: agents read stdout."""
+    where = Surroundings.of_process() if surroundings is None else surroundings
+    with where.process_wide():
+        _run_command(command, argv, where)
+
+
+def _run_command(command: Any, argv: list[str], surroundings: Surroundings) -> NoReturn:
+    """``run_command`` with its streams in place."""
     words = argv[: argv.index("--")] if "--" in argv else argv
     if words and words[0] == "resume" and "--wait" in words:  # --wait[=SECONDS]: the bare flag waits the default
         from mcpcli.state.keeper import WAIT_DEFAULT
@@ -138,10 +149,10 @@ def run_command(command: Any, argv: list[str]) -> NoReturn:
 
     stream = subcommand(argv) in STREAMS
     if "--json" not in words and subcommand(argv) != "batch":
-        command.main(args=argv, prog_name="mcpcli")  # Click's own handling: it exits
+        command.main(args=argv, prog_name="mcpcli", obj=surroundings)  # Click's own handling: it exits
         raise SystemExit(0)
     try:
-        code = command.main(args=argv, prog_name="mcpcli", standalone_mode=False)
+        code = command.main(args=argv, prog_name="mcpcli", standalone_mode=False, obj=surroundings)
     except typer.TyperException as exc:  # Click's errors (Typer's own copy of Click): what it would have shown
         if callable(show := getattr(exc, "show", None)):
             show()

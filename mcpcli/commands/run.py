@@ -18,7 +18,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from mcp import Client
@@ -299,7 +298,7 @@ def build_flow(
         inline=seat.alone and isinstance(rt.store, SqliteStore),
     )
     presets = presets or presets_of(opts)
-    roots = Roots([p.expanduser() for p in opts.roots] or [Path.cwd()])
+    roots = Roots([p.expanduser() for p in opts.roots] or [rt.surroundings.directory()])
     sources: list[AnswerSource] = [presets, roots]
     if seat.terminal is not None:
         import webbrowser

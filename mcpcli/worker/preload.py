@@ -92,57 +92,45 @@ def rehearse(command: Any) -> None:
     """Run a few commands once, in the worker, before any caller's: what a command builds on first use and keeps —
     the SDK's and pydantic's validators, Click's contexts, the interpreter's specialised bytecode — is then built
     once, inherited by every child, instead of in each (a warm ``call`` spent ~5 ms of its ~8 in the child on
-    that). They run against the in-process demo server, in a home of their own that is removed afterwards, with an
-    environment of their own (no tracing, no config, none of the caller's variables) and their output discarded;
-    the worker's environment, directory, streams, ``argv``, log handlers and ``tempfile``'s directory are put back
-    as they were. A rehearsal that fails (or finds no temporary directory to run in) costs only its time: the
-    worker serves as before."""
+    that). A rehearsal that fails (or finds no temporary directory to run in) costs only its time: the worker
+    serves as before.
+
+    They run against the in-process demo server, in a home of their own that is removed afterwards, handed
+    surroundings of their own (``runtime.Surroundings``): an environment with no tracing, no config and none of the
+    worker's variables, that home as their directory, their output and log lines discarded. Nothing of the worker's
+    is swapped but its streams and its root logger's handlers, by ``run_command`` for the length of each command
+    (Click, Rich and the guard write to ``sys.stdout`` themselves; the SDK's demo server configures a root logger
+    that has no handler); ``tempfile``'s cached directory is left as it was. What a library reads of the process
+    itself (Rich's terminal size, ``getpass``'s user, asyncio's debug flag) it reads from the worker's, which
+    changes nothing a command keeps."""
     import io
     import logging
     import os
     import shutil
-    import sys
     import tempfile
     from pathlib import Path
 
     from mcpcli.cli.app import run_command
+    from mcpcli.runtime import Surroundings
     from mcpcli.state.store import sqlite
 
-    environment, directory, argv, temporary = dict(os.environ), Path.cwd(), sys.argv, tempfile.tempdir
-    streams = sys.stdin, sys.stdout, sys.stderr
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    cached = tempfile.tempdir
     try:
         home = tempfile.mkdtemp(prefix="mcpcli-rehearsal-")
     except OSError:
-        tempfile.tempdir = temporary
         return
-    for handler in handlers:  # set aside, not closed: a command replaces (and closes) the log handlers it finds
-        root.removeHandler(handler)
+    finally:  # mkdtemp caches the worker's temporary directory: forgotten again, as the worker had it
+        tempfile.tempdir = cached
+    environ = {"MCPCLI_HOME": home, "HOME": home, "PATH": os.defpath, "NO_COLOR": "1", "TERM": "dumb"}
     try:
-        os.environ.clear()
-        os.environ.update({"MCPCLI_HOME": home, "HOME": home, "PATH": os.defpath, "NO_COLOR": "1", "TERM": "dumb"})
-        os.chdir(home)
         for words in REHEARSALS:
-            sys.argv = ["mcpcli", *words]
-            sys.stdin, sys.stdout, sys.stderr = io.StringIO(), io.StringIO(), io.StringIO()
+            streams = io.StringIO(), io.StringIO(), io.StringIO()
+            quiet = Surroundings(environ, Path(home), *streams, log=logging.NullHandler())
             with contextlib.suppress(Exception, SystemExit):
-                run_command(command, list(words))
+                run_command(command, list(words), quiet)
     finally:
-        sys.stdin, sys.stdout, sys.stderr = streams
-        sys.argv = argv
-        os.environ.clear()
-        os.environ.update(environment)
-        os.chdir(directory)
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-            handler.close()
-        for handler in handlers:
-            root.addHandler(handler)
-        root.setLevel(level)
         sqlite.ROUNDS_WRITTEN.clear()  # the rehearsal's store is not one a child hands to the lock keeper
         shutil.rmtree(home, ignore_errors=True)
-        tempfile.tempdir = temporary  # not cached from the worker's TMPDIR: a child finds its caller's
 
 
 def _coercions(command: Any) -> None:
