@@ -137,6 +137,10 @@ class KeptServer:
         return str(self.spec.get("home") or "")
 
     def start(self, cwd: str | None = None, umask: int | None = None) -> None:
+        """Start the server's process: the executable its command resolved to, with exactly the environment that command
+        computed, in its entry's directory (else ``cwd``), with the caller's ``umask``; its stderr appended to its
+        home's ``logs/servers.log`` (to nowhere when the home is gone: never made again). What the previous process said
+        (its ``initialize`` reply, whether it asks for roots, unread output) is forgotten."""
         try:
             if not self.home or not Path(self.home).is_dir():
                 raise FileNotFoundError(self.home)  # never make again a home that was deleted
@@ -163,6 +167,8 @@ class KeptServer:
         self.out.clear()
 
     def stop(self) -> None:
+        """Stop the server's process, if it has one: its stdin closed, then SIGTERM to its process group after 0.5 s and
+        SIGKILL after 1 s more; waited for, so no zombie is left."""
         proc, self.proc = self.proc, None
         if proc is None:
             return
@@ -184,6 +190,8 @@ class KeptServer:
             proc.stdout.close()
 
     def describe(self) -> dict[str, Any]:
+        """This server as ``mcpcli worker ps`` shows it (JSON): what it runs, where, for which home, its process and its
+        counters."""
         return {
             "name": self.name,
             "command": [self.spec["command"], *self.spec["args"]],
@@ -321,6 +329,8 @@ class Kept:
     # --- relaying ------------------------------------------------------------------------------------------------
 
     def from_command(self, server: KeptServer) -> None:
+        """Bytes from the command attached to ``server``: each whole line goes to the server (``_to_server``); the
+        command is detached at EOF, on an error, or when a line outgrows ``MAX_LINE``."""
         attachment = server.current
         assert attachment is not None
         try:
@@ -351,6 +361,9 @@ class Kept:
             self._to_server(server, attachment, line)
 
     def _to_server(self, server: KeptServer, attachment: Attachment, line: bytes) -> None:
+        """One JSON-RPC line of an attachment's, to the server: a watcher's subscriptions noted, an ``initialize``
+        answered from the server's first reply (and its ``initialized`` then dropped), a request's id tagged with the
+        attachment's number so that its answer finds its way back. A line that is not a message is dropped."""
         if (message := _message(line)) is None:
             return
         method = message.get("method")
@@ -395,6 +408,10 @@ class Kept:
             self._from_server_line(server, line)
 
     def _from_server_line(self, server: KeptServer, line: bytes) -> None:
+        """One JSON-RPC line of the server's, to whom it is for: an answer to the attachment its tagged id names (the
+        tag taken off; dropped when that command has gone), a watcher's event to its watcher, anything else to the
+        attached command; with none attached, a ``ping`` is answered here and the rest dropped. Counts the list changes,
+        remembers the first ``initialize`` reply and whether the server asks for roots."""
         if (message := _message(line)) is None:
             return
         if message.get("method") in _LIST_CHANGES:

@@ -167,6 +167,8 @@ class Keeper:
         self.hold_linger = env_seconds("MCPCLI_WORKER_HOLD_LINGER", HOLD_LINGER, least=0.0)
 
     def run(self) -> int:
+        """The keeper's loop: each command's lock requests answered, SQLite logs held, until the worker has gone (EOF on
+        the control pair) and no command holds a lock through it; then every held log is let go. Exit status 0."""
         self.selector.register(self.listener, selectors.EVENT_READ, "accept")
         self.selector.register(self.control, selectors.EVENT_READ, "control")
         log("serving")
@@ -201,6 +203,9 @@ class Keeper:
         self.selector.register(sock, selectors.EVENT_READ, sock.fileno())
 
     def serve(self, channel: Channel) -> None:
+        """One request of ``channel``'s command, answered. A command gone (EOF) drops its locks; a database failure
+        loses that store's locks (each command takes its own back) and is answered as an error; a malformed request is
+        that command's error alone."""
         try:
             ask, _ = receive(channel.sock)
         except (OSError, FramingError):
@@ -222,6 +227,9 @@ class Keeper:
             self.drop(channel)
 
     def answer(self, channel: Channel, ask: dict[str, Any]) -> dict[str, Any]:
+        """What ``ask`` asks, done: ``hold`` (keep a SQLite store's log open), ``open`` (the PostgreSQL store this
+        channel's locks are on), ``lock`` / ``unlock`` (a session's lock, for an owner); an unknown ``op`` is an error
+        answer. The database's errors are raised (``serve`` words them)."""
         op = ask.get("op")
         if op == "hold":
             return {"ok": self.hold(str(ask["path"]))}

@@ -236,6 +236,8 @@ class Relay:
         self.last_activity = time.monotonic()
 
     async def run(self) -> None:
+        """Accept commands' exchanges, each served in a task of its own, until the worker has gone or nothing was asked
+        for ``idle`` seconds (``_watch``); the exchanges in flight finish, then every pool is closed."""
         listener = await anyio.abc.SocketListener.from_socket(self.listener)
         log(f"relaying (idle timeout {self.idle:g} s)")
         async with anyio.create_task_group() as exchanges:
@@ -288,6 +290,10 @@ class Relay:
             self.last_activity = time.monotonic()
 
     async def _exchange(self, stream: anyio.abc.SocketStream) -> None:
+        """One command's exchange: nothing for another uid's process; ``R`` (busy) past ``MAX_OPEN``; else greeted with
+        ``A``, and a status (``S``) answered or a request (a ``Q`` head, a ``B`` body) sent upstream on its pool. A
+        request it cannot take is refused with ``R`` before anything went upstream (the command then sends it direct);
+        the command hanging up cancels it."""
         if peer(stream.extra(anyio.abc.SocketAttribute.raw_socket))[1] != os.getuid():
             return  # peer credentials: another user's process (the directory should have kept it out)
         if self.open > MAX_OPEN:

@@ -79,6 +79,9 @@ class Worker:
     """One worker: its socket, its counters, and the children it forked."""
 
     def __init__(self, idle: float, *, home: str | None = None, asked: bool = False, early: float = EARLY_IDLE) -> None:
+        """A worker for this user and install, not listening yet (``bind``): it exits after ``idle`` seconds without a
+        command (``early`` until it has served ``FEW``; ``asked``, by ``mcpcli worker start``: the full timeout at
+        once); ``home`` is the first home it serves."""
         self.path = socket_path()
         self.idle = idle
         self.early = idle if asked else min(idle, early)
@@ -192,6 +195,11 @@ class Worker:
     # --- the loop ------------------------------------------------------------------------------------------------
 
     def serve(self) -> None:
+        """The worker's loop, until it is idle past ``idle_limit``, ``check`` gives a reason to exit, or SIGTERM sets
+        ``stopping``. Each turn reaps its children, keeps a spare forked, and answers what is ready: a new connection
+        (heard within ``GREETING_TIMEOUT``), a greeting or a request (``greet``), a kept server's or an attached
+        command's bytes (``kept``), a child's "answered" (the next spare). On the way out every kept server, the spare
+        and the relay are stopped; the listener is ``close``'s."""
         from mcpcli.worker.kept import Kept
 
         assert self.listener is not None
@@ -403,6 +411,8 @@ class Worker:
         return spare.fork(self, lambda control: _spare(control, str(self.path)))
 
     def status(self) -> dict[str, Any]:
+        """What ``mcpcli worker status`` shows: the worker's process, version and install, what it served and runs, its
+        idle timeouts, socket and log, its resident size and its relay."""
         return {
             "ok": True,
             "pid": os.getpid(),
@@ -514,6 +524,9 @@ _COMMAND: Any = None
 
 
 def _run(argv: list[str]) -> int:
+    """Run ``argv`` in this child, which has become its caller's process (``_child``: environment, directory, stdio,
+    umask), so in the process's own surroundings: its exit status, as the interpreter would have made it of
+    ``SystemExit`` or Ctrl-C."""
     from mcpcli.cli.app import run_command  # preloaded
 
     sys.argv = ["mcpcli", *argv]
@@ -539,6 +552,8 @@ def preload() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m mcpcli.worker.server [STATE_DIR] [--asked]``: bind this user's socket (0 at once when another worker
+    has it), preload everything, start the relay and serve until the worker exits; 2 for a bad command line."""
     args = sys.argv[1:] if argv is None else argv
     asked = "--asked" in args
     homes = [arg for arg in args if arg != "--asked"]
