@@ -26,7 +26,8 @@ from mcp import Client
 
 from mcpcli import __version__
 from mcpcli.commands.app_events import AppEvents, CliEvents
-from mcpcli.commands.discovery import all_pages, at_terminal
+from mcpcli.commands.connecting import at_terminal
+from mcpcli.commands.discovery import all_pages
 from mcpcli.commands.flows import (
     Seat,
     build_flow,

@@ -12,7 +12,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -20,17 +20,8 @@ from mcp import Client
 from pydantic import ValidationError
 
 from mcpcli import telemetry
-from mcpcli.commands.discovery import (
-    Keep,
-    at_terminal,
-    credentials,
-    declared,
-    first_problem,
-    input_schema,
-    keep_listing,
-    prompt_schema,
-    server_logs,
-)
+from mcpcli.commands.connecting import at_terminal, credentials, declared, with_server_logs
+from mcpcli.commands.discovery import Keep, first_problem, input_schema, keep_listing, prompt_schema
 from mcpcli.engine.answers import Presets, Roots, answers_template
 from mcpcli.engine.apps import SHOWS_VIEWS
 from mcpcli.engine.arguments import build_arguments
@@ -226,21 +217,18 @@ def connect_flow(
 ) -> AbstractAsyncContextManager[Client]:
     """The connection a flow runs on; its back-channel callbacks serve pre-2026 servers with the same sources.
     ``extensions``: declared besides tasks, by identifier with their settings (``--app``: MCP Apps)."""
-    return telemetry.connecting(
-        flow.keeper.session,
-        connect(
-            target,
-            rt.paths,
-            elicitation=flow.back_channel("elicitation"),
-            roots=flow.back_channel("roots"),
-            sampling=flow.back_channel("sampling"),
-            **(declared(rt, opts.llm, **_answerers(opts, flow)) | ({} if protocol is None else {"protocol": protocol})),
-            credentials=flow.credentials,
-            tracer=flow.tracer,
-            **server_logs(rt, flow.reporter.note),
-            extensions=extensions,
-        ),
+    options = replace(
+        declared(rt, target, opts.llm, **_answerers(opts, flow)),
+        elicitation=flow.back_channel("elicitation"),
+        roots=flow.back_channel("roots"),
+        sampling=flow.back_channel("sampling"),
+        credentials=flow.credentials,
+        tracer=flow.tracer,
+        extensions=extensions,
     )
+    if protocol is not None:
+        options = replace(options, protocol=protocol)
+    return telemetry.connecting(flow.keeper.session, connect(with_server_logs(options, rt, flow.reporter.note)))
 
 
 def _answerers(opts: AnswerOptions, flow: Flow) -> dict[str, Any]:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mcp import Client
 
-from mcpcli.commands.discovery import input_schema, keep_listing, prompt_schema, tui_target
+from mcpcli.commands.connecting import tui_target
+from mcpcli.commands.discovery import input_schema, keep_listing, prompt_schema
 from mcpcli.commands.flows import Seat, build_flow, drive_connected
 from mcpcli.commands.resume import resume_target
 from mcpcli.engine.arguments import build_arguments

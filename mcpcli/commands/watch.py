@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.shared.exceptions import MCPError
 
-from mcpcli.commands.discovery import all_pages, at_terminal, credentials, declared, server_logs
+from mcpcli.commands.connecting import at_terminal, credentials, declared, tui_target, with_server_logs
+from mcpcli.commands.discovery import all_pages
 from mcpcli.display import TERMINAL_TEXT_MAX, clip, json_text, sanitize, some_of
 from mcpcli.engine.steps import dump
 from mcpcli.engine.watching import LIST_KINDS, Change, Honoured, Stats, Want, Watch
@@ -64,24 +65,22 @@ class WatchOptions:
 
 
 async def watch(rt: Runtime, opts: WatchOptions) -> int:
+    """``mcpcli watch``: connect as ``tools`` would (a watcher of a kept-alive server, its reads bounded by the
+    stream's own idle time), again after each drop while ``reconnect``; print each event until the count or the
+    time is up."""
     target = rt.target()
-    creds = credentials(rt, interactive=at_terminal())
-    logs = server_logs(rt, rt.out.note)
     usual = rt.bounds()
-    connection = {**declared(rt), "bounds": replace(usual, idle_timeout=STREAM_IDLE)}
-    tracer = rt.tracer()
+    options = replace(
+        declared(rt, target),
+        bounds=replace(usual, idle_timeout=STREAM_IDLE),
+        credentials=credentials(rt, interactive=at_terminal()),
+        tracer=rt.tracer(),
+        watcher=True,
+    )
+    options = with_server_logs(options, rt, rt.out.note)
 
     def connector(handler: MessageHandlerFnT) -> Any:
-        return connect(
-            target,
-            rt.paths,
-            credentials=creds,
-            tracer=tracer,
-            on_notification=handler,
-            watcher=True,
-            **logs,
-            **connection,
-        )
+        return connect(replace(options, on_notification=handler))
 
     printer = _Printer(rt, opts, usual.idle_timeout)
     want = Want(opts.uris, opts.tools, opts.prompts, opts.resources)
@@ -326,19 +325,22 @@ def honoured_list(honoured: Honoured) -> str:
 
 
 def _app_watch(rt: Runtime, want: Want, changed: Any, note: Callable[[str], None], ready: Any) -> Watch:
-    from mcpcli.commands.discovery import tui_target
-
-    target = tui_target(rt)[0]
-    creds = credentials(rt, interactive=False)  # the app owns the terminal
-    tracer = rt.tracer(summaries=False)
+    """The app's watch of its server: connected as the app's lists are (no sign-in at a terminal the app owns, the
+    views' extension declared), telling ``changed`` and ``ready`` instead of printing."""
     from mcpcli.engine.apps import SHOWS_VIEWS
 
-    connection = {**declared(rt), "bounds": replace(rt.bounds(), idle_timeout=STREAM_IDLE), "extensions": SHOWS_VIEWS}
+    target = tui_target(rt)[0]
+    options = replace(
+        declared(rt, target),
+        bounds=replace(rt.bounds(), idle_timeout=STREAM_IDLE),
+        extensions=SHOWS_VIEWS,
+        credentials=credentials(rt, interactive=False),  # the app owns the terminal
+        tracer=rt.tracer(summaries=False),
+        watcher=True,
+    )
 
     def connector(handler: MessageHandlerFnT) -> Any:
-        return connect(
-            target, rt.paths, credentials=creds, tracer=tracer, on_notification=handler, watcher=True, **connection
-        )
+        return connect(replace(options, on_notification=handler))
 
     liveness = 5.0 if target.kind == "http" else 1.0
     return Watch(want, connector, on_change=changed, on_ready=ready, note=note, liveness=liveness)

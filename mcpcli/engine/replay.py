@@ -210,6 +210,8 @@ class Capture:
         self.questions.clear()
 
     def write(self, text: str) -> int:
+        """Pass ``text`` on to the run's own sink; note the replayed request's id, its response, and every
+        back-channel question the server asks."""
         if self.inner is not None:
             self.inner.write(text)
         for line in text.splitlines():
@@ -305,6 +307,7 @@ class Replayer:
         return True
 
     async def _listing(self, number: int, exchange: Exchange) -> int:
+        """Ask one recorded listing page again (the SDK's cache bypassed) and compare the answer; rounds compared."""
         leg = exchange.legs[0]
         if leg.response is None:
             return 0
@@ -323,6 +326,8 @@ class Replayer:
         return 1
 
     async def _flow(self, number: int, exchange: Exchange) -> int:
+        """Replay a flow leg by leg — the recorded answers, the live server's state — and stop at the first leg whose
+        questions or result differ, or where the recording ends; how many legs were compared."""
         state: str | None = None
         compared = 0
         for index, leg in enumerate(exchange.legs):

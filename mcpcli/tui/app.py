@@ -122,7 +122,7 @@ class McpcliApp(App[TuiExit]):
 
             self.push_screen(SessionsScreen())
         else:
-            from mcpcli.commands.discovery import tui_target
+            from mcpcli.commands.connecting import tui_target
             from mcpcli.tui.start import StartScreen
 
             self.push_screen(StartScreen(tui_target(self.rt)[0].label))
