@@ -615,11 +615,12 @@ def _warm_home(cli: Any, monkeypatch: pytest.MonkeyPatch, home: Path, state: str
         monkeypatch.setenv("MCPCLI_HOME", str(home))
         return
     assert cli("-s", server, *call).code == 0
-    for entry in (Path(os.environ["MCPCLI_HOME"]) / "cache" / "warm").glob("*.json"):
+    cache = Path(os.environ["MCPCLI_HOME"]) / "cache"
+    for entry in [*(cache / "warm").glob("*.json"), *(cache / "tools").glob("*.json")]:
         doc = json.loads(entry.read_text())
         for what in ("discover", "tools"):
             if isinstance(doc.get(what), dict) and state == "stale":
-                doc[what]["expires_at"] = 0
+                doc[what] |= {"expires_at": 0, "fetched_at": 0}
         entry.write_text(json.dumps(doc))
 
 

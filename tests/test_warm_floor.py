@@ -182,7 +182,7 @@ def test_a_server_that_asked_for_the_roots_on_connecting_is_remembered_so_until_
     target = Target(label="fs", kind="stdio", command="server-filesystem")
     first = warmcache.slot(paths, target, "k")
     assert first is not None
-    first.keep("tools", {"tools": []}, {})
+    first.keep("discover", {"supportedVersions": ["2026-07-28"]}, {})
 
     class Connection:
         warm_slot = first
@@ -190,10 +190,23 @@ def test_a_server_that_asked_for_the_roots_on_connecting_is_remembered_so_until_
     assert not warmcache.asks_roots(Connection())
     warmcache.learned_asks_roots(Connection())
     again = warmcache.slot(paths, target, "k")  # the next command's connection, reading the file
-    assert again is not None and again.doc.get("asks_roots") is True and again.fresh("tools") is not None
+    assert again is not None and again.doc.get("asks_roots") is True and again.fresh("discover") is not None
     Connection.warm_slot = again
     assert warmcache.asks_roots(Connection())
     again.drop()  # a list change, a protocol error...: relearnt on the next cold connection
     assert not warmcache.asks_roots(Connection())
     dropped = warmcache.slot(paths, target, "k")
     assert dropped is not None and dropped.doc == {}
+
+
+def test_a_call_and_completion_share_one_listing_on_disk_and_a_tools_run_between_two_calls_keeps_it_warm(
+    cli: Any, http_demo: Any, home: Path
+) -> None:
+    server = http_demo()
+    assert _call(cli, server.url).code == 0
+    (listing,) = (home / "cache" / "tools").glob("*.json")  # the one file completion reads
+    assert "echo" in [tool["name"] for tool in json.loads(listing.read_text())["tools"]["items"]]
+    assert all("tools" not in json.loads(entry.read_text()) for entry in _warm_files(home))  # not kept twice
+    assert cli("-s", server.url, "tools").code == 0  # lists the same tools, on a connection that declares more
+    again = _call(cli, server.url)
+    assert _methods(again.out) == ["tools/call"]

@@ -115,10 +115,12 @@ async def all_pages(fetch: Any, key: str, keep: Keep | None = None, offered: obj
 
 
 def keep_listing(rt: Runtime, target: Target, client: Client, kind: Literal["tools", "prompts"]) -> Keep:
-    """Hands a complete tools or prompts listing to shell completion's cache (``mcpcli.net.listcache``)."""
+    """Hands a complete tools or prompts listing to the listing cache (``mcpcli.net.listcache``): shell completion
+    reads it, and a later call on a connection like this one (``warmcache.vouch_of``) adopts its tools."""
+    from mcpcli.net import warmcache
     from mcpcli.net.listcache import remember
 
-    return lambda pages: remember(rt.paths, target, kind, pages, client.protocol_version)
+    return lambda pages: remember(rt.paths, target, kind, pages, client.protocol_version, warmcache.vouch_of(client))
 
 
 def _emit(rt: Runtime, doc: dict[str, Any], title: str, cols: tuple[str, ...], rows: list[Any]) -> int:
@@ -146,6 +148,8 @@ def _prompt_args(prompt: dict[str, Any]) -> str:
 
 
 def _info(rt: Runtime, client: Client) -> int:
+    """``mcpcli info``: who the server says it is (wherever it said it), the protocol spoken, what it offers and its
+    instructions — from the connection alone, nothing more is asked."""
     server = server_info(client)
     caps = dump(client.server_capabilities)
     doc = {
@@ -226,10 +230,11 @@ async def input_schema(
         page = await client.list_tools(cursor=cursor)
         pages.append(page)
         cursor = page.next_cursor
-        if not cursor:  # the whole list
-            warmcache.remember_tools(client, pages)
+        if not cursor:  # the whole list: completion's and the next call's (one listing cache)
             if keep is not None:
                 keep(pages)
+            else:
+                warmcache.remember_tools(client, pages)
         names.extend(item.name for item in page.tools)
         if (found := next((item for item in page.tools if item.name == tool), None)) or not cursor:
             break
