@@ -319,7 +319,9 @@ def _attempt(options: ConnectOptions, plan: _Plan) -> _Attempt:
     return _Attempt(client, stack, trip, log, guard, cached, prior, held_roots)
 
 
-def _client(options: ConnectOptions, plan: _Plan, server: Any, cached: warmcache.Slot | None, prior: Any) -> Any:
+def _client(
+    options: ConnectOptions, plan: _Plan, server: Any, cached: warmcache.Slot | None, prior: Any
+) -> HandshakeClient:
     """The SDK client for one attempt: what it declares, the back-channel answers (refusals where none is given),
     and the handshake to speak — 2026-07-28 at once when a remembered discover result is adopted."""
     failures = plan.learned.failures
