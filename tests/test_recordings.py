@@ -644,3 +644,23 @@ def test_a_flow_replays_equal_whatever_the_warm_cache_holds(
     _warm_home(cli, monkeypatch, tmp_path / "replaying-home", state, server, call)
     replayed = cli("replay", str(path), "-s", server, "--no-input")
     assert (replayed.code, replayed.out.split(":")[0]) == (0, "Equal"), replayed.out + replayed.err
+
+
+def test_the_capture_keeps_the_answer_to_the_replayed_request_not_the_sdks_own_listing_after_it() -> None:
+    from mcpcli.engine.replay import Capture
+
+    capture = Capture()
+    capture.expect("tools/call")
+    lines = [
+        {"dir": "send", "kind": "request", "method": "tools/call", "message": {"id": "a", "method": "tools/call"}},
+        {"dir": "recv", "kind": "request", "method": "elicitation/create", "message": {"id": 1}},
+        {"dir": "recv", "kind": "response", "method": "tools/call", "message": {"id": "a", "result": {"content": []}}},
+        # The SDK lists on its own after a call whose output schema it does not know yet.
+        {"dir": "send", "kind": "request", "method": "tools/list", "message": {"id": 2, "method": "tools/list"}},
+        {"dir": "recv", "kind": "response", "method": "tools/list", "message": {"id": 2, "result": {"tools": []}}},
+    ]
+    capture.write("".join(json.dumps(line) + "\n" for line in lines))
+    assert capture.response == {"id": "a", "result": {"content": []}}
+    assert capture.questions == [{"id": 1}]
+    capture.expect("tools/call")  # the next leg starts afresh
+    assert (capture.response, capture.questions) == (None, [])
