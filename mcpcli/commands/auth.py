@@ -61,6 +61,8 @@ async def login(rt: Runtime, *, open_browser: bool) -> int:
 
 
 def status(rt: Runtime, *, server_given: bool) -> int:
+    """``mcpcli auth status``: every stored OAuth login (or the given server's), never a token — read from the vault
+    alone, nothing is asked of a server."""
     vault = TokenVault(rt.paths, backend="file")
     logins = vault.all()
     if server_given:
@@ -149,6 +151,8 @@ def _basic(client_id: str, secret: str) -> str:
 
 
 def _row(login: Login) -> dict[str, Any]:
+    """What ``status`` tells of one login: its state, when it expires, where it is stored and the command that
+    signs in again — no token value."""
     tokens = login.tokens or {}
     left = None if login.expires_at is None else login.expires_at - time.time()
     if not login.signed_in:

@@ -120,6 +120,8 @@ class _Printer:
         """With ``--read``: the names in each watched list as last listed (what a change added and removed)."""
 
     async def ready(self, client: Client, honoured: Honoured, again: bool) -> None:
+        """A connection is listening: warn once of what the server does not honour, say what is watched on the
+        first connection, and with ``--read`` learn the lists as they are now (what a change adds is told by them)."""
         assert self.watch is not None
         missing = honoured.missing(self.watch.want)
         if missing != self._said_missing:
@@ -142,6 +144,8 @@ class _Printer:
                 self.watch.backlog.put(Change("resource_updated", uri, reason="reconnected"))
 
     async def change(self, client: Client | None, change: Change) -> None:
+        """Print one event — a line, or a JSON object — with what ``--read`` read again on the connection (a failed
+        read is part of the event, never the end of the watch)."""
         doc: dict[str, Any] = {"event": change.kind}
         if change.uri is not None:
             doc["uri"] = change.uri
@@ -171,6 +175,7 @@ class _Printer:
         self.rt.out.line("\n".join(_cut(line) for line in [head, *lines]))
 
     async def _read(self, client: Client, change: Change, doc: dict[str, Any]) -> list[str]:
+        """Read the changed resource again, bounded; its contents into ``doc`` and the lines to show."""
         assert change.uri is not None
         try:
             with anyio.fail_after(self.read_timeout):
@@ -190,6 +195,7 @@ class _Printer:
         return lines
 
     async def _relist(self, client: Client, change: Change, doc: dict[str, Any]) -> list[str]:
+        """List the changed kind again, bounded; what it added and removed since the last listing into ``doc``."""
         try:
             with anyio.fail_after(self.read_timeout):
                 names = await self._names(client, change.kind)
