@@ -1,22 +1,12 @@
 """Target → a connected ``mcp.Client`` (streamable HTTP, stdio, or the built-in demo in-process): ``connect`` takes
-one ``ConnectOptions``, and what it learns of the server while connected lives on the client (``Learned``).
-
-Also the place mcpcli reaches inside the SDK: ``_FlowLegs`` wraps the
-session's dispatcher so that every leg of a flow goes out under a fresh,
-globally unique JSON-RPC id (a retry sent by another process must never reuse
-an earlier leg's id), so that a complete result without ``resultType`` —
-the spec's default — is accepted (mcp 2.3.0's models reject it), as is a
-listing without cache hints, so that a server that still calls back on
-2026-07-28 is noticed, and so that a task's ``subscriptions/listen`` goes out
-under the id ``taskfeed`` chose (which reads that stream's frames off the SDK's
-dispatcher underneath: ``sdk_dispatcher``).
+one ``ConnectOptions``, and what it learns of the server while connected lives on the client (``Learned``). Every
+leg of a flow on it goes out under ``net.legs``' dispatcher wrapper.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import secrets
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -34,14 +24,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcpcli import __version__, settle_collector, telemetry
 from mcpcli.auth import Credentials
 from mcpcli.errors import McpcliError, ServerError, UsageError
-from mcpcli.net import warmcache
+from mcpcli.net import legs, warmcache
 from mcpcli.net.bounds import Bounds, Tripwire
 from mcpcli.net.failures import connect_failure, describe, start_failure
-from mcpcli.net.handshakes import DispatcherWrapper, HandshakeClient, Learned, remember, remembered
+from mcpcli.net.handshakes import HandshakeClient, Learned, remember, remembered
 from mcpcli.net.serverenv import server_environment
 from mcpcli.net.serverlog import ServerLog
 from mcpcli.net.tap import traced
-from mcpcli.net.tasks import CREATED_TASK_META, LISTEN_ID, TasksExtension
+from mcpcli.net.tasks import TasksExtension
 from mcpcli.settings.config import Paths
 from mcpcli.settings.targets import Target
 from mcpcli.state.trace import Tracer
@@ -51,8 +41,6 @@ if TYPE_CHECKING:
 
 Protocol = Literal["auto", "legacy", "2026-07-28"]
 BackChannel = Callable[[t.InputRequest], Awaitable[t.InputResponse | t.ErrorData]]
-
-FLOW_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
 @dataclass(frozen=True)
@@ -100,84 +88,6 @@ class ConnectOptions:
     extensions: Mapping[str, dict[str, Any]] | None = None
     """More extensions to declare, by identifier with their settings (``call --app`` declares MCP Apps): on
     2026-07-28 in every request's ``_meta``, on the handshake in its capabilities."""
-
-
-class _FlowLegs(DispatcherWrapper):
-    """Dispatcher wrapper: fresh string ids for flow legs, spec defaults the SDK's models insist on, and a
-    server that still calls back noticed (see ``_refused_back_channel``)."""
-
-    def __init__(self, inner: Any, client: HandshakeClient, on_refused: Callable[[], None] | None) -> None:
-        super().__init__(inner)
-        self._client = client
-        self._on_refused = on_refused
-
-    async def send_raw_request(
-        self, method: str, params: Mapping[str, Any] | None, opts: dict[str, Any] | None = None, **kw: Any
-    ) -> dict[str, Any]:
-        """The SDK's request, under a fresh id when it is a flow leg; its raw result, completed with what the spec
-        lets a server leave out; and what a refusal says about the server learned on the client."""
-        if method in FLOW_METHODS:
-            # A string that does not parse as an integer never collides with the dispatcher's own counter,
-            # nor with any id an earlier process used for another leg of the same flow.
-            opts = {**(opts or {}), "request_id": f"mcpcli-{secrets.token_hex(8)}"}
-        elif method == "subscriptions/listen" and (listen_id := LISTEN_ID.get()) is not None:
-            opts = {**(opts or {}), "request_id": listen_id}  # a task's stream: taskfeed knows its frames by it
-        try:
-            raw: dict[str, Any] = await self.inner.send_raw_request(method, params, opts, **kw)
-        except MCPError as exc:
-            warmcache.stale_error(self._client, exc.code)
-            if self._on_refused is not None and self._refused_back_channel(method, params, exc):
-                self._on_refused()
-            if method in FLOW_METHODS and exc.code == t.URL_ELICITATION_REQUIRED:
-                self._client.learned.required_urls = _url_elicitations(exc)
-            raise
-        if method == "tools/call" and raw.get("isError") is True:
-            warmcache.forget(self._client)  # "Unknown tool", a changed schema...: the next call lists afresh
-        if method == "tools/call" and params and "task" in params and isinstance(raw.get("task"), dict):
-            # 2025-11-25 CreateTaskResult: the SDK would check it against CallToolResult and refuse it. Carried
-            # through as a placeholder result whose _meta holds the task (tasks.call_as_task unwraps it).
-            return {"content": [], "_meta": {CREATED_TASK_META: raw["task"]}}
-        if not self._modern():
-            return raw
-        if method in FLOW_METHODS and "resultType" not in raw:
-            raw = {**raw, "resultType": "complete"}
-        elif method in LIST_METHODS and not {"ttlMs", "cacheScope"} <= raw.keys():
-            # Cache hints a server left out mean what the SDK's own models default them to: stale at once,
-            # private. Without them the wire check refuses the whole listing (and every call that lists first).
-            raw = {"ttlMs": 0, "cacheScope": "private", **raw}
-        return raw
-
-    def _modern(self) -> bool:
-        return self._client.session.protocol_version in MODERN_PROTOCOL_VERSIONS
-
-    def _refused_back_channel(self, method: str, params: Mapping[str, Any] | None, exc: MCPError) -> bool:
-        """A first leg refused with "invalid request" on 2026-07-28.
-
-        That is how the SDK's servers answer a tool that asks over the back-channel, which 2026-07-28 removed
-        (``NoBackChannelError`` → -32600): the request itself was well-formed (the SDK built it), the server
-        could not call back. Told by the error code, never by the message's wording. (Their discover result
-        names 2026-07-28 alone, though they answer ``initialize`` too, so it cannot tell.)
-        """
-        if method not in FLOW_METHODS or exc.code != t.INVALID_REQUEST or not self._modern():
-            return False
-        return not (params and ("requestState" in params or "inputResponses" in params))
-
-
-LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
-
-
-def _install_flow_legs(client: HandshakeClient, on_refused: Callable[[], None] | None) -> None:
-    session = client.session
-    session._dispatcher = _FlowLegs(session._dispatcher, client, on_refused)  # type: ignore[assignment]  # see module docstring
-
-
-def sdk_dispatcher(client: Client) -> Any:
-    """The SDK's own dispatcher of a connected client, under mcpcli's wrappers (``_FlowLegs``, the handshake's):
-    ``taskfeed`` reads its receive order."""
-    dispatcher = client.session._dispatcher
-    while isinstance(dispatcher, DispatcherWrapper):
-        dispatcher = dispatcher.inner
-    return dispatcher
 
 
 @dataclass
@@ -409,7 +319,7 @@ async def _settle(options: ConnectOptions, plan: _Plan, attempt: _Attempt) -> No
         remember(paths, target, legacy=True)  # the next connection (the retry) starts with the handshake
         client.learned.wants_back_channel = True
 
-    _install_flow_legs(client, on_refused if plan.learn else None)
+    legs.install(client, on_refused if plan.learn else None)
     if attempt.held_roots and options.roots is not None and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         # A kept-alive server holds the roots of the command it asked before: this command's differ (another
         # directory, other --root). Told so, it asks again; the flow waits for that before its call.
@@ -481,18 +391,8 @@ def required_urls(client: Client) -> list[t.ElicitRequestURLParams]:
     return learned(client).required_urls
 
 
-def _url_elicitations(exc: MCPError) -> list[t.ElicitRequestURLParams]:
-    from mcp.shared.exceptions import UrlElicitationRequiredError
-    from pydantic import ValidationError
-
-    try:
-        return UrlElicitationRequiredError.from_error(exc.error).elicitations
-    except (ValidationError, ValueError, TypeError, AttributeError):
-        return []  # a malformed list: the error's message is all there is to show
-
-
 def wants_back_channel(client: Client) -> bool:
-    """Whether this ``auto`` connection met a server that asks over the pre-2026 back-channel (``_FlowLegs``).
+    """Whether this ``auto`` connection met a server that asks over the pre-2026 back-channel (``legs.FlowLegs``).
 
     When it did, the handshake is remembered for the target, so a new connection speaks it.
     """
