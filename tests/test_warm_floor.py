@@ -210,3 +210,28 @@ def test_a_call_and_completion_share_one_listing_on_disk_and_a_tools_run_between
     assert cli("-s", server.url, "tools").code == 0  # lists the same tools, on a connection that declares more
     again = _call(cli, server.url)
     assert _methods(again.out) == ["tools/call"]
+
+
+def test_a_listing_is_adopted_only_by_the_keys_that_listed_it_and_a_dropped_entry_takes_its_key_off(
+    tmp_path: Path,
+) -> None:
+    import mcp_types as t
+
+    from mcpcli.net import listcache
+
+    def page(name: str) -> t.ListToolsResult:
+        return t.ListToolsResult.model_validate({"tools": [{"name": name, "inputSchema": {"type": "object"}}]})
+
+    path = tmp_path / "tools.json"
+    listcache.remember_at(path, "s", "tools", [page("echo")], None, ("a", None))
+    assert listcache.vouched_tools(path, "a", None) is not None
+    assert listcache.vouched_tools(path, "b", None) is None  # another asker lists for itself
+    assert listcache.vouched_tools(path, "a", "generation-2") is None  # a kept server that restarted
+    listcache.remember_at(path, "s", "tools", [page("echo")], None, ("b", None))  # the same tools, listed again
+    assert listcache.vouched_tools(path, "a", None) is not None and listcache.vouched_tools(path, "b", None)
+    listcache.remember_at(path, "s", "tools", [page("other")], None, ("b", None))  # the server changed
+    assert listcache.vouched_tools(path, "a", None) is None
+    listcache.unvouch(path, "b")  # its warm entry was dropped as stale
+    assert listcache.vouched_tools(path, "b", None) is None
+    found = listcache.cached(listcache.read_cache(path), "tools")
+    assert found is not None and [item["name"] for item in found[0]] == ["other"]  # completion still offers it

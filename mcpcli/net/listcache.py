@@ -47,6 +47,8 @@ REFRESH_INTERVAL = 30.0
 """Seconds between two refreshes of one server's lists started by completion."""
 REFRESH_TIMEOUT = 20.0
 """Seconds a refresh may take in all, connection included."""
+MAX_VOUCHED = 20
+"""The most warm keys a listing keeps (the oldest go): who asks rarely changes, but nothing here grows unbounded."""
 
 
 def identity(target: Target) -> str:
@@ -172,7 +174,7 @@ def _vouched(old: Any, new: dict[str, Any], vouch: Vouch | None) -> dict[str, An
     same = isinstance(old, dict) and (old.get("items"), old.get("page")) == (new["items"], new["page"])
     keys = list(old.get("vouched") or []) if same and old.get("generation") == generation else []
     if vouch is not None and vouch[0] not in keys:
-        keys.append(vouch[0])
+        keys = [*keys, vouch[0]][-MAX_VOUCHED:]
     return {"vouched": keys, "generation": generation if keys else None}
 
 
