@@ -252,7 +252,9 @@ class Runtime:
         servers = None
         if not (given or "").startswith(("http://", "https://")):
             servers = self.server_table()
-        target, note = resolve_target(given, self.settings, headers=parse_headers(self.g.headers), servers=servers)
+        headers = parse_headers(self.g.headers)
+        environ = self.surroundings.environ
+        target, note = resolve_target(given, self.settings, headers=headers, environ=environ, servers=servers)
         return self.kept(target), note
 
     def server_table(self) -> ServerTable:

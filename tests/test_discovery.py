@@ -10,7 +10,7 @@ import anyio
 from mcpcli.engine.answers import Presets
 from mcpcli.engine.flow import Flow
 from mcpcli.engine.steps import Call
-from mcpcli.net.connection import connect
+from mcpcli.net.connection import ConnectOptions, connect
 from mcpcli.settings.config import Paths
 from mcpcli.settings.targets import Target
 from mcpcli.state.keeper import Keeper
@@ -81,7 +81,7 @@ def test_server_progress_notifications_reach_the_reporter(home: Path) -> None:
 
     async def main() -> dict[str, Any]:
         flow = Flow(keeper=Keeper(open_store=lambda: store), server="demo", sources=[Presets()], reporter=reporter)
-        async with connect(Target(label="demo", kind="demo"), paths) as client:
+        async with connect(ConnectOptions(Target(label="demo", kind="demo"), paths)) as client:
             flow.client = client
             async with flow.keeper.running():
                 outcome = await flow.start(Call("tools/call", "wait_for_build", {"build": "9"}))

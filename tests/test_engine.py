@@ -21,7 +21,7 @@ from mcpcli.engine.answers import Presets
 from mcpcli.engine.flow import Flow
 from mcpcli.engine.steps import Call, NeedInput, Outcome, Question
 from mcpcli.errors import ExitCode, lone
-from mcpcli.net.connection import connect
+from mcpcli.net.connection import ConnectOptions, connect
 from mcpcli.settings.config import Paths
 from mcpcli.settings.targets import Target
 from mcpcli.state.keeper import Finished, Keeper
@@ -85,7 +85,7 @@ async def provision(flow: Flow, name: str) -> Outcome:
     """One whole flow as a command runs it: the keeper's scope around the connection, the demo in-process."""
     async with flow.keeper.running():
         try:
-            async with connect(DEMO, Paths.from_env()) as client:
+            async with connect(ConnectOptions(DEMO, Paths.from_env())) as client:
                 flow.client = client
                 return await flow.start(Call("tools/call", "provision", {"name": name}))
         except BaseExceptionGroup as group:  # the client's task group wraps what the flow raised, as in commands
@@ -199,7 +199,7 @@ def test_a_second_flow_of_this_process_is_refused_while_the_first_drives_the_ses
                     await second.adopt(record)
             assert (busy.value.pid, busy.value.exit_code) == (os.getpid(), 6)
             assert store.get(record.id).lease_owner == first.keeper.owner  # the refusal took nothing
-            async with connect(DEMO, Paths.from_env()) as client:
+            async with connect(ConnectOptions(DEMO, Paths.from_env())) as client:
                 first.client = client
                 outcome = await first.resume()
             await first.keeper.close()  # as commands do once the connection is closed (running() would, too)

@@ -122,6 +122,7 @@ CORE = [
 CORE += [
     "mcpcli.commands.run",
     "mcpcli.commands.discovery",
+    "mcpcli.commands.connecting",
     "mcpcli.commands.jobs",
     "mcpcli.state.inbox",
     "mcpcli.state.keeper",

@@ -4,6 +4,7 @@ over stdio and HTTP, a pre-2026 server, the SDK's own ``Client`` driving the moc
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import stat
@@ -589,3 +590,77 @@ def test_the_mock_takes_any_value_for_an_answer_the_recording_hides(cli: Any, tm
     assert other.out.strip() == "[redacted]"  # what the recording holds of a text that held the secret
     wrong_user = cli("-s", mock_command(path), *unlock[:-4], "-A", "user=bob", "-A", "password=x", "--no-input")
     assert wrong_user.code == 4 and '"ann"' in wrong_user.err and '"bob"' in wrong_user.err
+
+
+# --- replay under every state of the warm cache ----------------------------------------------------------------------
+
+WARM_STATES = ("fresh", "remembered", "stale")
+"""What the home holds of the server when the recording is made, and again when it is replayed: nothing; a listing
+a call just left (the recorded call then sends no ``tools/list``); a listing past its time."""
+FLOWS = {
+    "legacy back-channel": (("calls_back",), ("--protocol", "legacy", "call", "ask", "-A", "n=4")),
+    # Two rounds (the size, then "sure?") and a complete third leg.
+    "2026 multi-round": (
+        ("shifting", "--variant", "question"),
+        ("call", "plan", "-a", "topic=roads", "-A", "size=3", "-A", "sure=true"),
+    ),
+}
+"""Per flow: the server of tests/servers.py that runs it, and the call."""
+
+
+def _warm_home(cli: Any, monkeypatch: pytest.MonkeyPatch, home: Path, state: str, server: str, call: Any) -> None:
+    """Put the home in ``state`` for ``server``: a new home (fresh), or one whose warm cache a call just filled —
+    as it is (remembered) or with every entry past its time (stale)."""
+    if state == "fresh":
+        monkeypatch.setenv("MCPCLI_HOME", str(home))
+        return
+    assert cli("-s", server, *call).code == 0
+    cache = Path(os.environ["MCPCLI_HOME"]) / "cache"
+    for entry in [*(cache / "warm").glob("*.json"), *(cache / "tools").glob("*.json")]:
+        doc = json.loads(entry.read_text())
+        for what in ("discover", "tools"):
+            if isinstance(doc.get(what), dict) and state == "stale":
+                doc[what] |= {"expires_at": 0, "fetched_at": 0}
+        entry.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("state", WARM_STATES)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("flow", list(FLOWS))
+def test_a_flow_replays_equal_whatever_the_warm_cache_holds(
+    cli: Any, http_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: str, transport: str, flow: str
+) -> None:
+    kind, call = FLOWS[flow]
+    server = stdio_server(*kind) if transport == "stdio" else http_server(*kind).url
+    _warm_home(cli, monkeypatch, tmp_path / "recording-home", state, server, call)
+    path = tmp_path / "flow.ndjson"
+    recorded = cli("--record", str(path), "-s", server, *call)
+    assert recorded.code == 0, recorded.err
+    exchanges = read_recording(path).exchanges
+    if state == "remembered":  # the case that lost the result: the SDK lists only after the replayed call
+        assert "tools/list" not in [x.method for x in exchanges]
+    (exchange,) = [x for x in exchanges if x.is_flow]
+    assert len(exchange.legs) == (1 if flow == "legacy back-channel" else 3)
+    _warm_home(cli, monkeypatch, tmp_path / "replaying-home", state, server, call)
+    replayed = cli("replay", str(path), "-s", server, "--no-input")
+    assert (replayed.code, replayed.out.split(":")[0]) == (0, "Equal"), replayed.out + replayed.err
+
+
+def test_the_capture_keeps_the_answer_to_the_replayed_request_not_the_sdks_own_listing_after_it() -> None:
+    from mcpcli.engine.replay import Capture
+
+    capture = Capture()
+    capture.expect("tools/call")
+    lines = [
+        {"dir": "send", "kind": "request", "method": "tools/call", "message": {"id": "a", "method": "tools/call"}},
+        {"dir": "recv", "kind": "request", "method": "elicitation/create", "message": {"id": 1}},
+        {"dir": "recv", "kind": "response", "method": "tools/call", "message": {"id": "a", "result": {"content": []}}},
+        # The SDK lists on its own after a call whose output schema it does not know yet.
+        {"dir": "send", "kind": "request", "method": "tools/list", "message": {"id": 2, "method": "tools/list"}},
+        {"dir": "recv", "kind": "response", "method": "tools/list", "message": {"id": 2, "result": {"tools": []}}},
+    ]
+    capture.write("".join(json.dumps(line) + "\n" for line in lines))
+    assert capture.response == {"id": "a", "result": {"content": []}}
+    assert capture.questions == [{"id": 1}]
+    capture.expect("tools/call")  # the next leg starts afresh
+    assert (capture.response, capture.questions) == (None, [])

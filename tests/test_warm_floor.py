@@ -182,7 +182,7 @@ def test_a_server_that_asked_for_the_roots_on_connecting_is_remembered_so_until_
     target = Target(label="fs", kind="stdio", command="server-filesystem")
     first = warmcache.slot(paths, target, "k")
     assert first is not None
-    first.keep("tools", {"tools": []}, {})
+    first.keep("discover", {"supportedVersions": ["2026-07-28"]}, {})
 
     class Connection:
         warm_slot = first
@@ -190,10 +190,48 @@ def test_a_server_that_asked_for_the_roots_on_connecting_is_remembered_so_until_
     assert not warmcache.asks_roots(Connection())
     warmcache.learned_asks_roots(Connection())
     again = warmcache.slot(paths, target, "k")  # the next command's connection, reading the file
-    assert again is not None and again.doc.get("asks_roots") is True and again.fresh("tools") is not None
+    assert again is not None and again.doc.get("asks_roots") is True and again.fresh("discover") is not None
     Connection.warm_slot = again
     assert warmcache.asks_roots(Connection())
     again.drop()  # a list change, a protocol error...: relearnt on the next cold connection
     assert not warmcache.asks_roots(Connection())
     dropped = warmcache.slot(paths, target, "k")
     assert dropped is not None and dropped.doc == {}
+
+
+def test_a_call_and_completion_share_one_listing_on_disk_and_a_tools_run_between_two_calls_keeps_it_warm(
+    cli: Any, http_demo: Any, home: Path
+) -> None:
+    server = http_demo()
+    assert _call(cli, server.url).code == 0
+    (listing,) = (home / "cache" / "tools").glob("*.json")  # the one file completion reads
+    assert "echo" in [tool["name"] for tool in json.loads(listing.read_text())["tools"]["items"]]
+    assert all("tools" not in json.loads(entry.read_text()) for entry in _warm_files(home))  # not kept twice
+    assert cli("-s", server.url, "tools").code == 0  # lists the same tools, on a connection that declares more
+    again = _call(cli, server.url)
+    assert _methods(again.out) == ["tools/call"]
+
+
+def test_a_listing_is_adopted_only_by_the_keys_that_listed_it_and_a_dropped_entry_takes_its_key_off(
+    tmp_path: Path,
+) -> None:
+    import mcp_types as t
+
+    from mcpcli.net import listcache
+
+    def page(name: str) -> t.ListToolsResult:
+        return t.ListToolsResult.model_validate({"tools": [{"name": name, "inputSchema": {"type": "object"}}]})
+
+    path = tmp_path / "tools.json"
+    listcache.remember_at(path, "s", "tools", [page("echo")], None, ("a", None))
+    assert listcache.vouched_tools(path, "a", None) is not None
+    assert listcache.vouched_tools(path, "b", None) is None  # another asker lists for itself
+    assert listcache.vouched_tools(path, "a", "generation-2") is None  # a kept server that restarted
+    listcache.remember_at(path, "s", "tools", [page("echo")], None, ("b", None))  # the same tools, listed again
+    assert listcache.vouched_tools(path, "a", None) is not None and listcache.vouched_tools(path, "b", None)
+    listcache.remember_at(path, "s", "tools", [page("other")], None, ("b", None))  # the server changed
+    assert listcache.vouched_tools(path, "a", None) is None
+    listcache.unvouch(path, "b")  # its warm entry was dropped as stale
+    assert listcache.vouched_tools(path, "b", None) is None
+    found = listcache.cached(listcache.read_cache(path), "tools")
+    assert found is not None and [item["name"] for item in found[0]] == ["other"]  # completion still offers it

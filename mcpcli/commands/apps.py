@@ -30,7 +30,8 @@ from mcpcli.apphost.bridge import AppRefused, Bridge, app_tools
 from mcpcli.apphost.resource import AppResource, load_app
 from mcpcli.apphost.resource import resource_uri_of as app_uri
 from mcpcli.commands.app_events import AppEvents, CliEvents
-from mcpcli.commands.discovery import all_pages, at_terminal
+from mcpcli.commands.connecting import at_terminal
+from mcpcli.commands.discovery import all_pages
 from mcpcli.commands.jobs import ResumeJob
 from mcpcli.commands.run import build_flow, presets_of
 from mcpcli.display import sanitize

@@ -32,7 +32,7 @@ def _http_target(rt: Runtime, what: str) -> Target:
 async def login(rt: Runtime, *, open_browser: bool) -> int:
     """Sign in afresh (the stored login stays until the new one succeeds), then say as whom and until when."""
     from mcpcli.auth import Credentials
-    from mcpcli.net.connection import connect
+    from mcpcli.net.connection import ConnectOptions, connect
     from mcpcli.net.handshakes import server_info
 
     target = _http_target(rt, "login")
@@ -42,7 +42,8 @@ async def login(rt: Runtime, *, open_browser: bool) -> int:
             hint="Remove that to use OAuth, or keep using the token.",
         )
     creds = Credentials(interactive=True, open_browser=open_browser, fresh=True, token_store=rt.process.token_store)
-    async with connect(target, rt.paths, protocol=rt.protocol(), bounds=rt.bounds(), credentials=creds) as client:
+    options = ConnectOptions(target, rt.paths, protocol=rt.protocol(), bounds=rt.bounds(), credentials=creds)
+    async with connect(options) as client:
         server = info.name if (info := server_info(client)) is not None else target.label
     record = creds.login
     if record is None or not record.signed_in or not creds.signed_in_now:
@@ -60,6 +61,8 @@ async def login(rt: Runtime, *, open_browser: bool) -> int:
 
 
 def status(rt: Runtime, *, server_given: bool) -> int:
+    """``mcpcli auth status``: every stored OAuth login (or the given server's), never a token — read from the vault
+    alone, nothing is asked of a server."""
     vault = TokenVault(rt.paths, backend="file")
     logins = vault.all()
     if server_given:
@@ -148,6 +151,8 @@ def _basic(client_id: str, secret: str) -> str:
 
 
 def _row(login: Login) -> dict[str, Any]:
+    """What ``status`` tells of one login: its state, when it expires, where it is stored and the command that
+    signs in again — no token value."""
     tokens = login.tokens or {}
     left = None if login.expires_at is None else login.expires_at - time.time()
     if not login.signed_in:

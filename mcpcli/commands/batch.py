@@ -16,7 +16,7 @@ import json
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -455,7 +455,7 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     code: 0 when every flow exited 0, else the highest flow exit code."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    from mcpcli.commands.discovery import credentials, declared, server_logs
+    from mcpcli.commands.connecting import credentials, declared, with_server_logs
     from mcpcli.commands.run import presets_of
     from mcpcli.net.connection import connect
     from mcpcli.settings import trust
@@ -471,9 +471,6 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     presets = presets_of(opts)
     creds = credentials(rt, interactive=False)  # nobody signs in mid-batch: mcpcli auth login first
     batch = Batch(rt, opts, flows, target, protocol, presets, creds, tally)
-    # Nobody is asked mid-batch; each line may carry answers of its own.
-    offers = declared(rt, opts.llm, person=False, presets=True, sampling_policy=opts.approve_sampling)
-    settings = offers | ({} if protocol is None else {"protocol": protocol})
 
     async def roots_asked(request: Any) -> Any:  # the listing's connection answers nothing, but notes the question
         import mcp_types as t
@@ -481,13 +478,14 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
         batch.roots_on_connect = True
         return t.ErrorData(code=t.INVALID_REQUEST, message="The roots are given to each flow's own connection.")
 
+    # Nobody is asked mid-batch; each line may carry answers of its own.
+    options = declared(rt, target, opts.llm, person=False, presets=True, sampling_policy=opts.approve_sampling)
+    options = with_server_logs(replace(options, credentials=creds, roots=roots_asked), rt, rt.out.note)
+
     rt.traces()  # OpenTelemetry, when asked for: the batch's span; each flow a trace of its own, linked to it
     with telemetry.batch_span(len(lines)):
         try:
-            async with connect(
-                target, rt.paths, credentials=creds, tracer=rt.tracer(), roots=roots_asked, **settings,
-                **server_logs(rt, rt.out.note),
-            ) as client:  # fmt: skip
+            async with connect(replace(options, tracer=rt.tracer())) as client:
                 batch.tools = await _tools(rt, client)
                 version = client.protocol_version
                 if version in MODERN_PROTOCOL_VERSIONS:

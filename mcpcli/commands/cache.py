@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.commands.discovery import declared
+from mcpcli.commands.connecting import declared
 from mcpcli.net.listcache import REFRESH_TIMEOUT, Kind, remember
 
 if TYPE_CHECKING:
@@ -31,6 +31,8 @@ def refresh(given: str | None) -> int:
 
 
 async def _refresh(rt: Runtime, target: Target) -> None:
+    """List the tools and prompts the server offers, every page, within ``REFRESH_TIMEOUT``, and keep them; a kind
+    the server refuses keeps what was cached."""
     import anyio
     from mcp.shared.exceptions import MCPError
 
@@ -39,7 +41,7 @@ async def _refresh(rt: Runtime, target: Target) -> None:
     paths = rt.paths
     with anyio.fail_after(REFRESH_TIMEOUT):
         # Declaring what `call` declares: a server may list some tools only to clients that can answer them.
-        async with connect(target, paths, **declared(rt, later=True)) as client:
+        async with connect(declared(rt, target, later=True)) as client:
             caps = client.server_capabilities
             fetchers: dict[Kind, Any] = {"tools": client.list_tools, "prompts": client.list_prompts}
             for kind, fetch in fetchers.items():

@@ -1,14 +1,12 @@
-"""The bodies of the commands that list what a server offers (``tools``, ``prompts``, ``resources``, ``info``)
-and the app's start-screen ``catalog`` — and how every command connects: its credentials, what each connection
-declares (``declared``), where server log lines go (``server_logs``). Imported only by commands that talk to a
-server (it pulls in the SDK).
+"""The bodies of the commands that list what a server offers (``tools``, ``prompts``, ``resources``, ``info``),
+the app's start-screen ``catalog``, and the listings a call or a prompt reads its arguments' schema from. How
+they connect is ``commands.connecting``'s. Imported only by commands that talk to a server (it pulls in the SDK).
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as t
@@ -16,10 +14,10 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from mcpcli.auth import Credentials
+from mcpcli.commands.connecting import at_terminal, credentials, declared, with_server_logs
 from mcpcli.engine.arguments import no_such, usable_schema
 from mcpcli.engine.steps import dump
-from mcpcli.errors import McpcliError, ServerError
+from mcpcli.errors import ServerError
 from mcpcli.net.connection import connect
 from mcpcli.net.handshakes import server_info
 
@@ -28,24 +26,14 @@ if TYPE_CHECKING:
     from mcpcli.settings.targets import Target
 
 
-def credentials(rt: Runtime, *, interactive: bool) -> Credentials:
-    """How this run signs in to an HTTP server: ``--bearer``, else the config, else OAuth (a browser only when
-    ``interactive``: a person is at the terminal)."""
-    return Credentials(interactive=interactive, bearer=rt.g.bearer, token_store=rt.process.token_store)
-
-
-def at_terminal() -> bool:
-    return sys.stdin.isatty() or os.environ.get("MCPCLI_ASSUME_TTY") == "1"
-
-
 async def discover(rt: Runtime, what: str) -> int:
+    """``tools``, ``prompts``, ``resources`` or ``info``: one connection, every page, printed; a complete tools or
+    prompts listing kept for completion. A refused or malformed listing is one ``ServerError`` line (with a hint
+    when 2026-07-28 was asked for by name)."""
     target = rt.target()
-    creds = credentials(rt, interactive=at_terminal())
-    logs = server_logs(rt, rt.out.note)
-    tracer = rt.tracer()
-    async with connect(
-        target, rt.paths, credentials=creds, tracer=tracer, **logs, **declared(rt, later=True)
-    ) as client:
+    options = replace(declared(rt, target, later=True), credentials=credentials(rt, interactive=at_terminal()))
+    options = with_server_logs(replace(options, tracer=rt.tracer()), rt, rt.out.note)
+    async with connect(options) as client:
         # A server that does not declare a kind refuses to list it ("Method not found"): it has none of it.
         offers = client.server_capabilities
         try:
@@ -127,10 +115,12 @@ async def all_pages(fetch: Any, key: str, keep: Keep | None = None, offered: obj
 
 
 def keep_listing(rt: Runtime, target: Target, client: Client, kind: Literal["tools", "prompts"]) -> Keep:
-    """Hands a complete tools or prompts listing to shell completion's cache (``mcpcli.net.listcache``)."""
+    """Hands a complete tools or prompts listing to the listing cache (``mcpcli.net.listcache``): shell completion
+    reads it, and a later call on a connection like this one (``warmcache.vouch_of``) adopts its tools."""
+    from mcpcli.net import warmcache
     from mcpcli.net.listcache import remember
 
-    return lambda pages: remember(rt.paths, target, kind, pages, client.protocol_version)
+    return lambda pages: remember(rt.paths, target, kind, pages, client.protocol_version, warmcache.vouch_of(client))
 
 
 def _emit(rt: Runtime, doc: dict[str, Any], title: str, cols: tuple[str, ...], rows: list[Any]) -> int:
@@ -158,6 +148,8 @@ def _prompt_args(prompt: dict[str, Any]) -> str:
 
 
 def _info(rt: Runtime, client: Client) -> int:
+    """``mcpcli info``: who the server says it is (wherever it said it), the protocol spoken, what it offers and its
+    instructions — from the connection alone, nothing more is asked."""
     server = server_info(client)
     caps = dump(client.server_capabilities)
     doc = {
@@ -180,91 +172,14 @@ def _info(rt: Runtime, client: Client) -> int:
     return 0
 
 
-def server_logs(rt: Runtime, say: Callable[[str], None]) -> dict[str, Any]:
-    """``--log-level``: the opt-in and where each server log line goes (``say``); without it, none of either."""
-    level = rt.log_level()
-    if level is None:
-        return {}
-    from mcpcli.terminal.server_logs import log_printer
-
-    return {"log_level": level, "on_log": log_printer(level, say)}
-
-
-def declared(
-    rt: Runtime,
-    llm_name: str | None = None,
-    *,
-    person: bool | None = None,
-    presets: bool = False,
-    sampling_policy: str | None = None,
-    later: bool = False,
-) -> dict[str, Any]:
-    """What every connection of this run declares and is bounded by — the one place that decides it, so that
-    ``tools``, the app's lists and completion see what ``call`` sees: the protocol, the limits, whether sampling
-    offers tool use (only when the provider that would answer, ``--llm`` or the default, has a ``tools`` model),
-    and which back-channel capabilities the pre-2026 handshake declares: only what this run can answer, since
-    such a question cannot wait for a resume — roots always (the working directory answers), elicitation with a
-    ``person`` to ask (default: a terminal) or ``presets``, sampling with a provider whose policy lets it answer
-    (``ask`` needs the person). The 2026-07-28 era declares all three (``connection.connect``). ``later``: all three
-    too — a run that only lists (nothing is asked while listing, and the list shows what a call could use), or one
-    told ``--no-input`` (what is asked is the exit-3 document's, answered by a resume that starts the call over; a
-    result that comes anyway after the refusal is printed, never thrown away)."""
-    person = at_terminal() if person is None else person
-    offers = {"roots"}
-    if later:
-        offers |= {"elicitation", "sampling"}
-    if person or presets:
-        offers.add("elicitation")
-    if rt.settings.providers:
-        policy = sampling_policy or rt.settings.sampling.policy
-        if policy == "always" or (person and policy != "never"):
-            offers.add("sampling")
-    return {
-        "protocol": rt.protocol(),
-        "bounds": rt.bounds(),
-        "sampling_tools": _sampling_tools(rt, llm_name),
-        "handshake_offers": frozenset(offers),
-    }
-
-
-def _sampling_tools(rt: Runtime, llm_name: str | None) -> bool:
-    if not rt.settings.providers:
-        return False
-    from mcpcli import llm
-
-    try:
-        _name, provider = llm.resolve_provider(rt.settings, llm_name)
-    except McpcliError:
-        return False
-    return any("tools" in m.tags for m in provider.models)
-
-
-def tui_target(rt: Runtime, stored: str | None = None) -> tuple[Target, str | None]:
-    """``-s`` when given, else a resumed session's own server, and the note to show (the app has no stderr).
-
-    Unlike ``rt.target()`` it changes nothing in ``rt`` (the app runs many flows) and prints nothing.
-    """
-    from mcpcli.settings.servers import ServerTable
-    from mcpcli.settings.targets import parse_headers, resolve_target
-
-    servers = ServerTable(rt.paths, rt.settings)
-    return resolve_target(rt.g.server or stored, rt.settings, headers=parse_headers(rt.g.headers), servers=servers)
-
-
 async def catalog(rt: Runtime) -> dict[str, list[dict[str, Any]]]:
     """What the start screen lists: every tool, prompt, resource and resource template (a kind refused: none)."""
     creds = credentials(rt, interactive=False)  # the app owns the terminal: sign in with `mcpcli auth login`
     tracer = rt.tracer(summaries=False)
     from mcpcli.apphost.resource import SHOWS_VIEWS  # the app shows views: it lists what a server offers such a client
 
-    async with connect(
-        tui_target(rt)[0],
-        rt.paths,
-        credentials=creds,
-        tracer=tracer,
-        extensions=SHOWS_VIEWS,
-        **declared(rt, later=True),
-    ) as client:
+    options = declared(rt, rt.resolve()[0], later=True)
+    async with connect(replace(options, credentials=creds, tracer=tracer, extensions=SHOWS_VIEWS)) as client:
         return await catalog_of(client)
 
 
@@ -315,10 +230,11 @@ async def input_schema(
         page = await client.list_tools(cursor=cursor)
         pages.append(page)
         cursor = page.next_cursor
-        if not cursor:  # the whole list
-            warmcache.remember_tools(client, pages)
+        if not cursor:  # the whole list: completion's and the next call's (one listing cache)
             if keep is not None:
                 keep(pages)
+            else:
+                warmcache.remember_tools(client, pages)
         names.extend(item.name for item in page.tools)
         if (found := next((item for item in page.tools if item.name == tool), None)) or not cursor:
             break

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from mcpcli.display import counted, sanitize
@@ -178,7 +178,10 @@ def _consent(rt: Runtime, target: Target, options: ReplayOptions, terminal: Term
 
 
 async def replay(rt: Runtime, options: ReplayOptions) -> int:
-    from mcpcli.commands.discovery import at_terminal, credentials, declared
+    """``mcpcli replay``: every hidden answer gathered and the recording checked before anything is sent, then one
+    connection that declares what the recorded client declared and answers the back-channel from the recording;
+    exit 0 when every round is equal, 1 at the first difference."""
+    from mcpcli.commands.connecting import at_terminal, credentials, declared
     from mcpcli.engine.replay import Replayer, live_tracer, replayable
     from mcpcli.net.connection import connect
 
@@ -216,17 +219,17 @@ async def replay(rt: Runtime, options: ReplayOptions) -> int:
     offers = frozenset({"elicitation", "roots", "sampling"})
     if recording.client_capabilities is not None:
         offers = frozenset(offers & set(recording.client_capabilities))
-    settings = {**declared(rt), "protocol": protocol, "handshake_offers": offers}
-    async with connect(
-        target,
-        rt.paths,
+    connecting = replace(
+        declared(rt, target),
+        protocol=protocol,
+        handshake_offers=offers,
         credentials=creds,
         tracer=tracer,
         elicitation=back_channel,
         roots=back_channel,
         sampling=back_channel,
-        **settings,
-    ) as client:
+    )
+    async with connect(connecting) as client:
         replayer = Replayer(client, capture, given=given, ignore=ignore)
         report = await replayer.run(exchanges)
     return render(rt, recording, target.label, report)

@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from mcp import Client
@@ -25,15 +25,8 @@ from pydantic import ValidationError
 
 from mcpcli import telemetry
 from mcpcli.apphost.resource import SHOWS_VIEWS
-from mcpcli.commands.discovery import (
-    credentials,
-    declared,
-    first_problem,
-    input_schema,
-    keep_listing,
-    prompt_schema,
-    server_logs,
-)
+from mcpcli.commands.connecting import credentials, declared, with_server_logs
+from mcpcli.commands.discovery import first_problem, input_schema, keep_listing, prompt_schema
 from mcpcli.commands.jobs import CallJob, ResumeJob
 from mcpcli.commands.targets import resume_target
 from mcpcli.engine.answers import Presets, Roots
@@ -392,22 +385,18 @@ class Run:
         """The connection the flow runs on; its back-channel callbacks serve pre-2026 servers with the same sources.
         A run that can show a tool's view declares MCP Apps."""
         rt, flow = self.rt, self.flow
-        offers = declared(rt, self.opts.llm, **_answerers(self.opts, flow))
-        return telemetry.connecting(
-            flow.keeper.session,
-            connect(
-                self.target,
-                rt.paths,
-                elicitation=flow.back_channel("elicitation"),
-                roots=flow.back_channel("roots"),
-                sampling=flow.back_channel("sampling"),
-                **(offers | ({} if self.protocol is None else {"protocol": self.protocol})),
-                credentials=flow.credentials,
-                tracer=flow.tracer,
-                **server_logs(rt, flow.reporter.note),
-                extensions=SHOWS_VIEWS if self.views or self.seat.always_views else None,
-            ),
+        options = replace(
+            declared(rt, self.target, self.opts.llm, **_answerers(self.opts, flow)),
+            elicitation=flow.back_channel("elicitation"),
+            roots=flow.back_channel("roots"),
+            sampling=flow.back_channel("sampling"),
+            credentials=flow.credentials,
+            tracer=flow.tracer,
+            extensions=SHOWS_VIEWS if self.views or self.seat.always_views else None,
         )
+        if self.protocol is not None:
+            options = replace(options, protocol=self.protocol)
+        return telemetry.connecting(flow.keeper.session, connect(with_server_logs(options, rt, flow.reporter.note)))
 
     async def connected(self, body: Body) -> int:
         """Connect, run ``body``, show its outcome as soon as it is final; its exit code. A server that refused the

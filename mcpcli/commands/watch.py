@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.shared.exceptions import MCPError
 
-from mcpcli.commands.discovery import all_pages, at_terminal, credentials, declared, server_logs
+from mcpcli.commands.connecting import at_terminal, credentials, declared, with_server_logs
+from mcpcli.commands.discovery import all_pages
 from mcpcli.display import TERMINAL_TEXT_MAX, clip, json_text, sanitize, some_of
 from mcpcli.engine.steps import dump
 from mcpcli.engine.watching import LIST_KINDS, Change, Honoured, Stats, Want, Watch
@@ -64,24 +65,22 @@ class WatchOptions:
 
 
 async def watch(rt: Runtime, opts: WatchOptions) -> int:
+    """``mcpcli watch``: connect as ``tools`` would (a watcher of a kept-alive server, its reads bounded by the
+    stream's own idle time), again after each drop while ``reconnect``; print each event until the count or the
+    time is up."""
     target = rt.target()
-    creds = credentials(rt, interactive=at_terminal())
-    logs = server_logs(rt, rt.out.note)
     usual = rt.bounds()
-    connection = {**declared(rt), "bounds": replace(usual, idle_timeout=STREAM_IDLE)}
-    tracer = rt.tracer()
+    options = replace(
+        declared(rt, target),
+        bounds=replace(usual, idle_timeout=STREAM_IDLE),
+        credentials=credentials(rt, interactive=at_terminal()),
+        tracer=rt.tracer(),
+        watcher=True,
+    )
+    options = with_server_logs(options, rt, rt.out.note)
 
     def connector(handler: MessageHandlerFnT) -> Any:
-        return connect(
-            target,
-            rt.paths,
-            credentials=creds,
-            tracer=tracer,
-            on_notification=handler,
-            watcher=True,
-            **logs,
-            **connection,
-        )
+        return connect(replace(options, on_notification=handler))
 
     printer = _Printer(rt, opts, usual.idle_timeout)
     want = Want(opts.uris, opts.tools, opts.prompts, opts.resources)
@@ -121,6 +120,8 @@ class _Printer:
         """With ``--read``: the names in each watched list as last listed (what a change added and removed)."""
 
     async def ready(self, client: Client, honoured: Honoured, again: bool) -> None:
+        """A connection is listening: warn once of what the server does not honour, say what is watched on the
+        first connection, and with ``--read`` learn the lists as they are now (what a change adds is told by them)."""
         assert self.watch is not None
         missing = honoured.missing(self.watch.want)
         if missing != self._said_missing:
@@ -143,6 +144,8 @@ class _Printer:
                 self.watch.backlog.put(Change("resource_updated", uri, reason="reconnected"))
 
     async def change(self, client: Client | None, change: Change) -> None:
+        """Print one event — a line, or a JSON object — with what ``--read`` read again on the connection (a failed
+        read is part of the event, never the end of the watch)."""
         doc: dict[str, Any] = {"event": change.kind}
         if change.uri is not None:
             doc["uri"] = change.uri
@@ -172,6 +175,7 @@ class _Printer:
         self.rt.out.line("\n".join(_cut(line) for line in [head, *lines]))
 
     async def _read(self, client: Client, change: Change, doc: dict[str, Any]) -> list[str]:
+        """Read the changed resource again, bounded; its contents into ``doc`` and the lines to show."""
         assert change.uri is not None
         try:
             with anyio.fail_after(self.read_timeout):
@@ -191,6 +195,7 @@ class _Printer:
         return lines
 
     async def _relist(self, client: Client, change: Change, doc: dict[str, Any]) -> list[str]:
+        """List the changed kind again, bounded; what it added and removed since the last listing into ``doc``."""
         try:
             with anyio.fail_after(self.read_timeout):
                 names = await self._names(client, change.kind)
@@ -326,19 +331,22 @@ def honoured_list(honoured: Honoured) -> str:
 
 
 def _app_watch(rt: Runtime, want: Want, changed: Any, note: Callable[[str], None], ready: Any) -> Watch:
-    from mcpcli.commands.discovery import tui_target
-
-    target = tui_target(rt)[0]
-    creds = credentials(rt, interactive=False)  # the app owns the terminal
-    tracer = rt.tracer(summaries=False)
+    """The app's watch of its server: connected as the app's lists are (no sign-in at a terminal the app owns, the
+    views' extension declared), telling ``changed`` and ``ready`` instead of printing."""
     from mcpcli.apphost.resource import SHOWS_VIEWS
 
-    connection = {**declared(rt), "bounds": replace(rt.bounds(), idle_timeout=STREAM_IDLE), "extensions": SHOWS_VIEWS}
+    target = rt.resolve()[0]
+    options = replace(
+        declared(rt, target),
+        bounds=replace(rt.bounds(), idle_timeout=STREAM_IDLE),
+        extensions=SHOWS_VIEWS,
+        credentials=credentials(rt, interactive=False),  # the app owns the terminal
+        tracer=rt.tracer(summaries=False),
+        watcher=True,
+    )
 
     def connector(handler: MessageHandlerFnT) -> Any:
-        return connect(
-            target, rt.paths, credentials=creds, tracer=tracer, on_notification=handler, watcher=True, **connection
-        )
+        return connect(replace(options, on_notification=handler))
 
     liveness = 5.0 if target.kind == "http" else 1.0
     return Watch(want, connector, on_change=changed, on_ready=ready, note=note, liveness=liveness)

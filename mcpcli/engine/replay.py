@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as t
 from mcp.shared.exceptions import MCPError
 
-from mcpcli.state.recording import BACK_CHANNEL, FLOW_METHODS, HIDDEN, LISTING_METHODS, Exchange, Leg, Recording
+from mcpcli.state.recording import BACK_CHANNEL, HIDDEN, Exchange, Leg, Recording
 from mcpcli.state.recording import back_channel_key as key_of
 from mcpcli.state.trace import Tracer, TraceSinks
 
@@ -188,27 +188,45 @@ def first_difference(expected: Any, got: Any, pointer: str = "") -> tuple[str, A
 
 
 class Capture:
-    """The live connection's tap, read as it writes: the last response to a replayed request, the questions asked.
+    """The live connection's tap, read as it writes: the response to the replayed request, the questions asked.
 
-    A ``TraceSinks`` file: each line is parsed as it is written (the tap writes at once when a file reads it)."""
+    A ``TraceSinks`` file: each line is parsed as it is written (the tap writes at once when a file reads it).
+    Only the response to the request a leg replays counts (``expect``): the SDK sends requests of its own on the
+    same connection — a ``tools/list`` after a call whose output schema it does not know yet (a recording made
+    while mcpcli remembered the listing holds none) — and their answers are no leg's result."""
 
     def __init__(self, inner: Any = None) -> None:
         self.response: dict[str, Any] | None = None
         self.questions: list[dict[str, Any]] = []
         self.inner = inner
         """The run's own ``--trace`` file, written to as well."""
+        self._method: str | None = None
+        self._sent: Any = None
+        """The JSON-RPC id of the replayed request, once sent."""
+
+    def expect(self, method: str) -> None:
+        """A leg starts: its response is the answer to the next ``method`` request sent; no question asked yet."""
+        self.response, self._method, self._sent = None, method, None
+        self.questions.clear()
 
     def write(self, text: str) -> int:
+        """Pass ``text`` on to the run's own sink; note the replayed request's id, its response, and every
+        back-channel question the server asks."""
         if self.inner is not None:
             self.inner.write(text)
         for line in text.splitlines():
             entry = json.loads(line)
-            if entry.get("dir") != "recv" or not isinstance(entry.get("message"), dict):
+            if not isinstance(message := entry.get("message"), dict):
                 continue
-            message, method = entry["message"], entry.get("method")
-            if entry.get("kind") in ("response", "error") and method in FLOW_METHODS | LISTING_METHODS:
+            method, kind = entry.get("method"), entry.get("kind")
+            if entry.get("dir") == "send":
+                if kind == "request" and method == self._method and self._sent is None:
+                    self._sent = message.get("id")
+            elif entry.get("dir") != "recv":
+                continue
+            elif kind in ("response", "error") and method == self._method and message.get("id") == self._sent:
                 self.response = message
-            elif entry.get("kind") == "request" and method in BACK_CHANNEL:
+            elif kind == "request" and method in BACK_CHANNEL:
                 self.questions.append(message)
         return len(text)
 
@@ -289,6 +307,7 @@ class Replayer:
         return True
 
     async def _listing(self, number: int, exchange: Exchange) -> int:
+        """Ask one recorded listing page again (the SDK's cache bypassed) and compare the answer; rounds compared."""
         leg = exchange.legs[0]
         if leg.response is None:
             return 0
@@ -300,13 +319,15 @@ class Replayer:
             "resources/list": self.client.list_resources,
             "resources/templates/list": self.client.list_resource_templates,
         }
-        self.capture.response = None
+        self.capture.expect(exchange.method)
         with contextlib.suppress(MCPError):  # an error response is in the capture too
             await calls[exchange.method](cursor=cursor if isinstance(cursor, str) else None, cache_mode="refresh")
         self._differs("result", leg.response, self.capture.response or {})
         return 1
 
     async def _flow(self, number: int, exchange: Exchange) -> int:
+        """Replay a flow leg by leg — the recorded answers, the live server's state — and stop at the first leg whose
+        questions or result differ, or where the recording ends; how many legs were compared."""
         state: str | None = None
         compared = 0
         for index, leg in enumerate(exchange.legs):
@@ -316,8 +337,7 @@ class Replayer:
             responses = leg.params.get("inputResponses")
             answers = {k: fill(v, k, self.given) for k, v in responses.items()} if isinstance(responses, dict) else None
             self._leg, self._asked = leg, 0
-            self.capture.response = None
-            self.capture.questions.clear()
+            self.capture.expect(exchange.method)
             try:
                 result = await self._send(exchange, answers, state if index else None)
             except MCPError:

@@ -14,7 +14,7 @@ import struct
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.shared.message import SessionMessage
@@ -23,6 +23,9 @@ from mcpcli.errors import ServerError
 from mcpcli.net.serverenv import server_environment
 from mcpcli.platform import current_umask
 from mcpcli.settings.targets import Target
+
+if TYPE_CHECKING:
+    from anyio.abc import SocketStream
 
 SOCKET_ENV = "MCPCLI_WORKER_SOCKET"
 """Set by the worker in each command's environment: where to attach to kept-alive servers."""
@@ -91,35 +94,10 @@ async def attached(
     watch``) shares the server with the other commands instead of waiting its turn, and gets its events alone
     (``worker.kept``). ``generation`` is told the server's generation (its process and the list changes it
     announced: ``net.warmcache`` keys a kept server's remembered answers by it)."""
-    from mcpcli.net.transports import _parse, write_lines
+    from mcpcli.net.transports import parse_line, write_lines
 
     stream = await anyio.connect_unix(path)
-    # The directory the command runs in, as the kernel has it ($PWD is the shell's, stale under a program that
-    # started mcpcli elsewhere: subprocess's cwd=): a kept server runs there, and it is part of which server it is.
-    request: dict[str, Any] = {
-        "op": "attach",
-        "name": target.label,
-        "server": server_key(target),
-        "cwd": str(Path.cwd()),
-        "umask": current_umask(),  # a server it starts creates files as the command would
-        "fresh": fresh,
-    }
-    if watcher:
-        request["watch"] = True
-    body = json.dumps(request).encode()
-    await stream.send(struct.pack(">I", len(body)) + body)
-    buffer = bytearray()
-    while len(buffer) < 4 or len(buffer) < 4 + struct.unpack(">I", bytes(buffer[:4]))[0]:
-        chunk = await stream.receive(READ_CHUNK)
-        if not chunk:
-            raise ServerError(f"The worker would not start the kept-alive server {target.label!r}.")
-        buffer += chunk
-    (length,) = struct.unpack(">I", bytes(buffer[:4]))
-    reply = json.loads(bytes(buffer[4 : 4 + length]))
-    del buffer[: 4 + length]
-    if not reply.get("ok"):
-        await stream.aclose()
-        raise ServerError(f"Cannot start the kept-alive server {target.label!r}: {reply.get('why', 'unknown')}.")
+    reply, buffer = await _attach(stream, target, fresh=fresh, watcher=watcher)
     if reply.get("asks_roots") and asks_roots is not None:
         asks_roots()
     if isinstance(reply.get("generation"), str) and generation is not None:
@@ -131,6 +109,8 @@ async def attached(
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
     async def reader() -> None:
+        """The server's lines, after what came with the worker's reply, until the worker closes or a line
+        grows past the bound (the session then sees its stream end)."""
         pending = buffer
         async with read_writer:
             while True:
@@ -139,7 +119,7 @@ async def attached(
                     del pending[: end + 1]
                     if line.strip():
                         try:
-                            await read_writer.send(_parse(line))
+                            await read_writer.send(parse_line(line))
                         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                             return
                 if len(pending) > max_message_bytes:
@@ -164,3 +144,37 @@ async def attached(
             with anyio.CancelScope(shield=True):
                 await stream.aclose()  # detaching: the server keeps running in the worker
             tg.cancel_scope.cancel()
+
+
+async def _attach(
+    stream: SocketStream, target: Target, *, fresh: bool, watcher: bool
+) -> tuple[dict[str, Any], bytearray]:
+    """Ask the worker on ``stream`` for ``target``'s kept server; its reply, and what came after it (the server's
+    first bytes). A worker that cannot start it is one ``ServerError`` line, the stream closed."""
+    # The directory the command runs in, as the kernel has it ($PWD is the shell's, stale under a program that
+    # started mcpcli elsewhere: subprocess's cwd=): a kept server runs there, and it is part of which server it is.
+    request: dict[str, Any] = {
+        "op": "attach",
+        "name": target.label,
+        "server": server_key(target),
+        "cwd": str(Path.cwd()),
+        "umask": current_umask(),  # a server it starts creates files as the command would
+        "fresh": fresh,
+    }
+    if watcher:
+        request["watch"] = True
+    body = json.dumps(request).encode()
+    await stream.send(struct.pack(">I", len(body)) + body)
+    buffer = bytearray()
+    while len(buffer) < 4 or len(buffer) < 4 + struct.unpack(">I", bytes(buffer[:4]))[0]:
+        chunk = await stream.receive(READ_CHUNK)
+        if not chunk:
+            raise ServerError(f"The worker would not start the kept-alive server {target.label!r}.")
+        buffer += chunk
+    (length,) = struct.unpack(">I", bytes(buffer[:4]))
+    reply: dict[str, Any] = json.loads(bytes(buffer[4 : 4 + length]))
+    del buffer[: 4 + length]
+    if not reply.get("ok"):
+        await stream.aclose()
+        raise ServerError(f"Cannot start the kept-alive server {target.label!r}: {reply.get('why', 'unknown')}.")
+    return reply, buffer

@@ -1,24 +1,16 @@
-"""Target → a connected ``mcp.Client`` (streamable HTTP, stdio, or the built-in demo in-process).
-
-Also the place mcpcli reaches inside the SDK: ``_FlowLegs`` wraps the
-session's dispatcher so that every leg of a flow goes out under a fresh,
-globally unique JSON-RPC id (a retry sent by another process must never reuse
-an earlier leg's id), so that a complete result without ``resultType`` —
-the spec's default — is accepted (mcp 2.3.0's models reject it), as is a
-listing without cache hints, so that a server that still calls back on
-2026-07-28 is noticed, and so that a task's ``subscriptions/listen`` goes out
-under the id ``taskfeed`` chose (which reads that stream's frames off the SDK's
-dispatcher underneath: ``sdk_dispatcher``).
+"""Target → a connected ``mcp.Client`` (streamable HTTP, stdio, or the built-in demo in-process): ``connect`` takes
+one ``ConnectOptions``, and what it learns of the server while connected lives on the client (``Learned``). Every
+leg of a flow on it goes out under ``net.legs``' dispatcher wrapper.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import secrets
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as t
@@ -32,14 +24,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcpcli import __version__, settle_collector, telemetry
 from mcpcli.auth import Credentials
 from mcpcli.errors import McpcliError, ServerError, UsageError
-from mcpcli.net import warmcache
+from mcpcli.net import legs, warmcache
 from mcpcli.net.bounds import Bounds, Tripwire
 from mcpcli.net.failures import connect_failure, describe, start_failure
-from mcpcli.net.handshakes import HandshakeClient, remember, remembered
+from mcpcli.net.handshakes import HandshakeClient, Learned, remember, remembered
 from mcpcli.net.serverenv import server_environment
 from mcpcli.net.serverlog import ServerLog
 from mcpcli.net.tap import traced
-from mcpcli.net.tasks import CREATED_TASK_META, LISTEN_ID, TasksExtension
+from mcpcli.net.tasks import TasksExtension
 from mcpcli.settings.config import Paths
 from mcpcli.settings.targets import Target
 from mcpcli.state.trace import Tracer
@@ -50,276 +42,300 @@ if TYPE_CHECKING:
 Protocol = Literal["auto", "legacy", "2026-07-28"]
 BackChannel = Callable[[t.InputRequest], Awaitable[t.InputResponse | t.ErrorData]]
 
-FLOW_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+@dataclass(frozen=True)
+class ConnectOptions:
+    """Everything one connection is made from: which server, how it is reached and signed in to, what the client
+    declares and answers, what is tapped and bounded. Built by the command (``commands.connecting``), read by
+    ``connect``; a variant is a ``dataclasses.replace`` of it."""
+
+    target: Target
+    """The server: an HTTP URL, a stdio command line, or the built-in demo (in-process)."""
+    paths: Paths
+    """Where the caches (handshakes, warm answers), the server logs and the demo's key live."""
+    protocol: str | None = None
+    """``--protocol`` (None: not given — the target's own ``protocol`` setting, else ``auto``, which starts with the
+    handshake a server spoke last time: ``mcpcli.net.handshakes``)."""
+    elicitation: BackChannel | None = None
+    """Answers a pre-2026 server's form or URL question, asked mid-call over the back-channel (None: refused)."""
+    roots: BackChannel | None = None
+    """Answers a pre-2026 server's ``roots/list`` (None: refused)."""
+    sampling: BackChannel | None = None
+    """Answers a pre-2026 server's ``sampling/createMessage`` (None: refused). On 2026-07-28 nothing flows server →
+    client: these three serve the handshake era only; a command that answers nothing (discovery) refuses."""
+    sampling_tools: bool = False
+    """Sampling is declared with tool use: the user's provider has a ``tools`` model."""
+    credentials: Credentials | None = None
+    """How an HTTP server is signed in to (None: OAuth, never interactive)."""
+    tracer: Tracer | None = None
+    """Taps every message (None: no tap at all); every token sent is registered with it as a secret."""
+    log_level: str | None = None
+    """Opts in to the server's log messages at this level (None: no opt-in)."""
+    on_log: LoggingFnT | None = None
+    """Where the server's log messages go (the SDK's ``logging_callback``)."""
+    bounds: Bounds | None = None
+    """Bound the handshake, every read and every message (None: ``[limits]``'s defaults and their environment
+    variables)."""
+    handshake_offers: frozenset[str] | None = None
+    """Of ``sampling``, ``elicitation`` and ``roots``, those the pre-2026 handshake declares — what this run can
+    answer (None: all three). The 2026-07-28 era declares them all (a later ``resume`` may answer there), whatever the
+    command: a server may decide what it lists by them, so ``tools`` must see what ``call`` can run."""
+    on_notification: MessageHandlerFnT | None = None
+    """Gets every notification the server sends (``watch``: its events); None: they are dropped, as the SDK drops
+    them."""
+    watcher: bool = False
+    """This connection is a watch's: a kept-alive server is shared with it, not lent (``worker.kept``)."""
+    extensions: Mapping[str, dict[str, Any]] | None = None
+    """More extensions to declare, by identifier with their settings (``call --app`` declares MCP Apps): on
+    2026-07-28 in every request's ``_meta``, on the handshake in its capabilities."""
 
 
-class _FlowLegs:
-    """Dispatcher wrapper: fresh string ids for flow legs, spec defaults the SDK's models insist on, and a
-    server that still calls back noticed (see ``_refused_back_channel``)."""
+@dataclass
+class _Plan:
+    """What ``connect``'s attempts share: the protocol asked for, the handshake to try next, why the first attempt
+    failed (there is one restart at most), and what every attempt is made with."""
 
-    def __init__(self, inner: Any, client: Client, on_refused: Callable[[], None] | None) -> None:
-        self._inner = inner
-        self._client = client
-        self._on_refused = on_refused
+    given: str
+    """The protocol asked for: ``auto``, ``legacy`` or ``2026-07-28``."""
+    mode: str
+    """The handshake the next attempt speaks (``auto`` starts with the one remembered for the target)."""
+    learn: bool
+    """``auto`` on a real server: what it speaks is remembered for next time."""
+    credentials: Credentials
+    bounds: Bounds
+    learned: Learned
+    """What the connection learns (every attempt's client holds this one)."""
+    declaring: dict[str, Any]
+    """What the requests declare, a part of the warm cache's key."""
+    first_failure: str | None = None
+    """Why the first attempt failed, once there is a second."""
+    kept_generation: list[str] = field(default_factory=list)
+    """A kept-alive server's generation, as the worker tells it (``net.attach``)."""
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def send_raw_request(
-        self, method: str, params: Mapping[str, Any] | None, opts: dict[str, Any] | None = None, **kw: Any
-    ) -> dict[str, Any]:
-        if method in FLOW_METHODS:
-            # A string that does not parse as an integer never collides with the dispatcher's own counter,
-            # nor with any id an earlier process used for another leg of the same flow.
-            opts = {**(opts or {}), "request_id": f"mcpcli-{secrets.token_hex(8)}"}
-        elif method == "subscriptions/listen" and (listen_id := LISTEN_ID.get()) is not None:
-            opts = {**(opts or {}), "request_id": listen_id}  # a task's stream: taskfeed knows its frames by it
-        try:
-            raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
-        except MCPError as exc:
-            warmcache.stale_error(self._client, exc.code)
-            if self._on_refused is not None and self._refused_back_channel(method, params, exc):
-                self._on_refused()
-            if method in FLOW_METHODS and exc.code == t.URL_ELICITATION_REQUIRED:
-                _URLS[id(self._client)] = _url_elicitations(exc)
-            raise
-        if method == "tools/call" and raw.get("isError") is True:
-            warmcache.forget(self._client)  # "Unknown tool", a changed schema...: the next call lists afresh
-        if method == "tools/call" and params and "task" in params and isinstance(raw.get("task"), dict):
-            # 2025-11-25 CreateTaskResult: the SDK would check it against CallToolResult and refuse it. Carried
-            # through as a placeholder result whose _meta holds the task (tasks.call_as_task unwraps it).
-            return {"content": [], "_meta": {CREATED_TASK_META: raw["task"]}}
-        if not self._modern():
-            return raw
-        if method in FLOW_METHODS and "resultType" not in raw:
-            raw = {**raw, "resultType": "complete"}
-        elif method in LIST_METHODS and not {"ttlMs", "cacheScope"} <= raw.keys():
-            # Cache hints a server left out mean what the SDK's own models default them to: stale at once,
-            # private. Without them the wire check refuses the whole listing (and every call that lists first).
-            raw = {"ttlMs": 0, "cacheScope": "private", **raw}
-        return raw
-
-    def _modern(self) -> bool:
-        return self._client.session.protocol_version in MODERN_PROTOCOL_VERSIONS
-
-    def _refused_back_channel(self, method: str, params: Mapping[str, Any] | None, exc: MCPError) -> bool:
-        """A first leg refused with "invalid request" on 2026-07-28.
-
-        That is how the SDK's servers answer a tool that asks over the back-channel, which 2026-07-28 removed
-        (``NoBackChannelError`` → -32600): the request itself was well-formed (the SDK built it), the server
-        could not call back. Told by the error code, never by the message's wording. (Their discover result
-        names 2026-07-28 alone, though they answer ``initialize`` too, so it cannot tell.)
-        """
-        if method not in FLOW_METHODS or exc.code != t.INVALID_REQUEST or not self._modern():
-            return False
-        return not (params and ("requestState" in params or "inputResponses" in params))
+    @classmethod
+    def of(cls, options: ConnectOptions) -> _Plan:
+        """The plan for ``options``; a protocol that is none of the three is a usage error (nothing is started)."""
+        target = options.target
+        given = options.protocol if options.protocol is not None else target.protocol or "auto"
+        if given not in ("auto", "legacy", "2026-07-28"):
+            raise UsageError(f"Unknown protocol {given!r}.", hint="Use --protocol auto, legacy or 2026-07-28.")
+        creds = options.credentials or Credentials()
+        if options.tracer is not None and creds.on_secret is None:
+            creds.on_secret = options.tracer.register_secret  # every token sent (static, OAuth, refreshed) stays out
+        learn = given == "auto" and target.kind != "demo"
+        offers = options.handshake_offers
+        declaring: dict[str, Any] = {"offers": sorted(offers) if offers is not None else None}
+        declaring |= {"sampling_tools": options.sampling_tools, "extensions": dict(options.extensions or {})}
+        declaring["log_level"] = options.log_level
+        mode = (remembered(options.paths, target) if learn else None) or given
+        bounds = options.bounds or Bounds.from_settings()
+        return cls(given, mode, learn, creds, bounds, Learned(), declaring)
 
 
-LIST_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
+@dataclass
+class _Attempt:
+    """One try at connecting: its transport and client, entered on its own exit stack (closed when it fails)."""
 
-
-def _install_flow_legs(client: Client, on_refused: Callable[[], None] | None) -> None:
-    session = client.session
-    session._dispatcher = _FlowLegs(session._dispatcher, client, on_refused)  # type: ignore[assignment]  # see module docstring
-
-
-def sdk_dispatcher(client: Client) -> Any:
-    """The SDK's own dispatcher of a connected client, under ``_FlowLegs`` and ``handshakes._Handshake`` (``taskfeed``
-    reads its receive order)."""
-    from mcpcli.net.handshakes import _Handshake
-
-    dispatcher = client.session._dispatcher
-    while isinstance(dispatcher, _FlowLegs | _Handshake):
-        dispatcher = dispatcher._inner
-    return dispatcher
+    client: HandshakeClient
+    stack: AsyncExitStack
+    trip: Tripwire
+    """Says which bound tripped, if one did."""
+    log: ServerLog | None
+    """The stdio server's log (None: HTTP, the demo, a kept-alive server)."""
+    guard: Guard | None
+    cached: warmcache.Slot | None
+    """The connection's place in the warm cache (None on a second attempt: what it held failed)."""
+    prior: Any
+    """The remembered discover result the handshake adopted, if any."""
+    held_roots: list[bool]
+    """Non-empty when a kept-alive server already asked an earlier command for its roots."""
 
 
 @asynccontextmanager
-async def connect(
-    target: Target,
-    paths: Paths,
-    *,
-    protocol: str | None = None,
-    elicitation: BackChannel | None = None,
-    roots: BackChannel | None = None,
-    sampling: BackChannel | None = None,
-    sampling_tools: bool = False,
-    credentials: Credentials | None = None,
-    tracer: Tracer | None = None,
-    log_level: str | None = None,
-    on_log: LoggingFnT | None = None,
-    bounds: Bounds | None = None,
-    handshake_offers: frozenset[str] | None = None,
-    on_notification: MessageHandlerFnT | None = None,
-    watcher: bool = False,
-    extensions: Mapping[str, dict[str, Any]] | None = None,
-) -> AsyncIterator[Client]:
-    """Connect to ``target`` and yield the entered ``Client``; failures become one-line ``ServerError``s.
+async def connect(options: ConnectOptions) -> AsyncIterator[Client]:
+    """Connect as ``options`` say and yield the entered client; every failure is one ``ServerError`` line.
 
-    ``protocol`` is ``--protocol`` (None: not given — the target's own ``protocol`` setting, else ``auto``, which
-    starts with the handshake a server spoke last time: ``mcpcli.net.handshakes``).
-
-    On 2026-07-28 every connection declares the same client capabilities — elicitation (form and URL), roots and
-    sampling (with tool use when ``sampling_tools``: the user's provider has a ``tools`` model) — whatever the
-    command: a server may decide what it lists by them, so ``tools`` must see what ``call`` can run; on the
-    handshake, only ``handshake_offers`` (the commands decide them alike for every command). The back-channel
-    callbacks serve pre-2026 servers; a command that answers nothing (discovery) refuses what is asked.
-    On 2026-07-28 nothing flows server → client. ``credentials`` decide how an HTTP server is signed in to
-    (default: OAuth, never interactive). ``tracer`` taps every message (none: no tap at all); ``log_level``
-    opts in to the server's log messages, which go to ``on_log``. ``bounds`` (default: ``[limits]``'s defaults
-    and their environment variables) bound the handshake, every read and every message. ``handshake_offers``:
-    of ``sampling``, ``elicitation`` and ``roots``, those the pre-2026 handshake declares — what this run can
-    answer (None: all three); the 2026-07-28 era declares them all, a later ``resume`` may answer there.
-    ``on_notification`` gets every notification the server sends (``watch``: its events); none: they are dropped,
-    as the SDK drops them. ``watcher``: this connection is a watch's (a kept-alive server is shared with it, not
-    lent: ``worker.kept``). ``extensions``: more extensions to declare, by identifier with their settings
-    (``call --app`` declares MCP Apps): on 2026-07-28 in every request's ``_meta``, on the handshake in its
-    capabilities.
+    On 2026-07-28 every connection declares the same client capabilities (see ``ConnectOptions.handshake_offers``);
+    the handshake era's question is answered by the back-channel callbacks. A server that failed the handshake
+    asked first is tried once more with the other (``_retry``); what worked is remembered for the target. A
+    failure inside the ``async with`` forgets what the warm cache adopted, and a bound that tripped is the error.
     """
-    given = protocol if protocol is not None else target.protocol or "auto"
-    if given not in ("auto", "legacy", "2026-07-28"):
-        raise UsageError(f"Unknown protocol {given!r}.", hint="Use --protocol auto, legacy or 2026-07-28.")
-    bounds = bounds or Bounds.from_settings()
-    creds = credentials or Credentials()
-    if tracer is not None and creds.on_secret is None:
-        creds.on_secret = tracer.register_secret  # every token sent (static, OAuth, refreshed) stays out of it
-    learn = given == "auto" and target.kind != "demo"
-    mode = (remembered(paths, target) if learn else None) or given
-    failed: list[McpcliError] = []
-    callbacks = {
-        "elicitation_callback": _callback(elicitation or _refuse, failed),
-        "list_roots_callback": _roots_callback(roots or _refuse, failed),
-        "sampling_callback": _callback(sampling or _refuse, failed),
-        # Offered only when the user's provider has a model that can use tools (a ``tools`` tag).
-        "sampling_capabilities": t.SamplingCapability(tools=t.SamplingToolsCapability()) if sampling_tools else None,
-    }
-    first_failure: str | None = None  # why the first attempt failed, once there is a second (one restart at most)
-    kept_generation: list[str] = []  # a kept-alive server's generation, as the worker tells it (net.attach)
-    declaring: dict[str, Any] = {"offers": sorted(handshake_offers) if handshake_offers is not None else None}
-    declaring |= {"sampling_tools": sampling_tools, "extensions": dict(extensions or {}), "log_level": log_level}
+    plan = _Plan.of(options)
+    target, tracer = options.target, options.tracer
     if tracer is not None:
-        tracer.fact("connect", target=recorded_target(target), protocol=given)
+        tracer.fact("connect", target=recorded_target(target), protocol=plan.given)
     telemetry.connected(target.kind, target.url, None)  # the handshake's spans
     async with AsyncExitStack() as stack:
-        while True:
-            trip = Tripwire(bounds)
-            attempt = AsyncExitStack()
-            held_roots: list[bool] = []
-            server, log, guard = _server_for(
-                target,
-                paths,
-                attempt,
-                creds,
-                trip,
-                functools.partial(held_roots.append, True),
-                fresh=first_failure is not None,
-                watcher=watcher,
-                generation=kept_generation.append,
-            )
-            cached = (
-                warmcache.slot_for(target, paths, given, creds.identity(), declaring) if first_failure is None else None
-            )
-            prior = cached.fresh("discover", any_generation=True) if cached is not None and mode != "legacy" else None
-            if tracer is not None:
-                tracer.register_headers(target.headers)
-                server = traced(server, tracer)
-            client = HandshakeClient(
-                server,
-                mode=warmcache.MODERN if prior is not None else mode,
-                prior_discover=warmcache.discover_result(prior),
-                client_info=t.Implementation(name="mcpcli", version=__version__),
-                cache=None,
-                # Every request declares the tasks extension (2026-07-28 only): a tool call may become a task.
-                extensions=[TasksExtension(), *(advertise(k, v) for k, v in (extensions or {}).items())],
-                logging_callback=on_log,
-                message_handler=warmcache.dropping_on_list_changes(on_notification, cached),
-                log_level=log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
-                **callbacks,
-            )
-            client.handshake_offers = handshake_offers
-            try:
-                # No cancel scope around this: the client's task group must outlive it (anyio scopes nest strictly).
-                # The guard bounds it instead, by ending the stream the handshake waits on.
-                await attempt.enter_async_context(client)
-            except Exception as exc:  # boundary: transports raise many shapes (ExceptionGroup, httpx2 errors)
-                await attempt.aclose()  # the server is stopped: its log is complete
-                answered = given == "auto" and trip.error is None and isinstance(_inner(exc), MCPError)
-                if answered and first_failure is None and mode == "legacy":
-                    # The handshake that worked last time was refused: the server changed. Ask it afresh.
-                    remember(paths, target, legacy=False)
-                    mode, first_failure = "auto", f"the initialize handshake ({describe(exc)})"
-                    continue
-                if answered and first_failure is None and mode == "auto" and target.kind == "stdio":
-                    # A strict server (rmcp: the Rust SDK) ends the process, or spoils the connection, when its first
-                    # message is not ``initialize``: start it once more, speaking the handshake from the start.
-                    first_failure = f"the 2026-07-28 probe, server/discover ({describe(exc)})"
-                    mode = "legacy"
-                    continue
-                if first_failure is not None and trip.error is None:
-                    both = f"it failed on {first_failure}, then on {_second(mode)} ({describe(exc)})"
-                    raise start_failure(target, log, both) from None
-                failure = trip.error or connect_failure(target, log, creds, exc, trip.http_status)
-                if given == "legacy" and log is None and target.kind == "stdio" and isinstance(_inner(exc), MCPError):
-                    # A kept-alive server (no log of ours: the worker's) speaks one protocol to every command.
-                    failure.hint = (
-                        f"The kept-alive server {target.label} may already speak 2026-07-28 to an earlier command, "
-                        "and keeps to it: restart it (mcpcli worker restart) or run this without --keep-alive."
-                    )
-                raise failure from None
-            break
-        await stack.enter_async_context(attempt)
-        if first_failure is not None and mode == "legacy":
-            _say(
-                f"{target.label} did not survive {first_failure}; started it again with the initialize handshake "
-                "(remembered: next time it gets the handshake at once)."
-            )
-        if guard is not None:
-            guard.connected()
-        if cached is not None:
-            await warmcache.warmed(client, cached, prior, kept_generation)
-            warmcache.attach(client, cached)
-        if tracer is not None:
-            info = client.server_info
-            tracer.fact(
-                "connected",
-                protocol=client.protocol_version,
-                server_info=info.model_dump(mode="json", by_alias=True, exclude_none=True) if info else None,
-                capabilities=client.server_capabilities.model_dump(mode="json", by_alias=True, exclude_none=True),
-                instructions=client.instructions,
-            )
-        if learn:
-            remember(paths, target, legacy=client.protocol_version not in MODERN_PROTOCOL_VERSIONS)
-        telemetry.connected(target.kind, target.url, client.protocol_version)
-        refused: list[bool] = []
-
-        def on_refused() -> None:
-            remember(paths, target, legacy=True)  # the next connection (the retry) starts with the handshake
-            refused.append(True)
-
-        _install_flow_legs(client, on_refused if learn else None)
-        _REFUSED[id(client)] = refused
-        stack.callback(_REFUSED.pop, id(client), None)
-        stack.callback(_URLS.pop, id(client), None)
-        _FAILED[id(client)] = failed
-        stack.callback(_FAILED.pop, id(client), None)
-        if held_roots and roots is not None and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            # A kept-alive server holds the roots of the command it asked before: this command's differ (another
-            # directory, other --root). Told so, it asks again; the flow waits for that before its call.
-            await client.session.send_notification(t.RootsListChangedNotification())
-            _ROOTS_ASKED_AGAIN.add(id(client))
-            stack.callback(_ROOTS_ASKED_AGAIN.discard, id(client))
+        attempt = await _first_that_connects(options, plan)
+        await stack.enter_async_context(attempt.stack)
+        client = attempt.client
+        await _settle(options, plan, attempt)
         settle_collector()  # a cold command's start is over (mcpcli.hold_collector)
         try:
-            if log_level is not None:
-                await opt_in_to_logs(client, log_level)
+            if options.log_level is not None:
+                await opt_in_to_logs(client, options.log_level)
             yield client
         except (Exception, BaseExceptionGroup) as exc:
             warmcache.forget(client)  # a result checked by a remembered output schema, say: the next one asks
             # A bound that tripped ended the connection; the SDK's error for that ("connection closed", "failed
             # to parse") is not what happened.
-            if trip.error is not None and not isinstance(_inner(exc), UsageError):
-                raise trip.error from None
+            if attempt.trip.error is not None and not isinstance(_inner(exc), UsageError):
+                raise attempt.trip.error from None
             raise
+
+
+async def _first_that_connects(options: ConnectOptions, plan: _Plan) -> _Attempt:
+    """The attempt whose handshake succeeded — the first, or the one ``_retry`` allowed after it; a failure that
+    allows none is raised as one ``ServerError`` line, the server stopped."""
+    while True:
+        attempt = _attempt(options, plan)
+        try:
+            # No cancel scope around this: the client's task group must outlive it (anyio scopes nest strictly).
+            # The guard bounds it instead, by ending the stream the handshake waits on.
+            await attempt.stack.enter_async_context(attempt.client)
+        except Exception as exc:  # boundary: transports raise many shapes (ExceptionGroup, httpx2 errors)
+            await attempt.stack.aclose()  # the server is stopped: its log is complete
+            _retry(options, plan, attempt, exc)
+            continue
+        return attempt
+
+
+def _attempt(options: ConnectOptions, plan: _Plan) -> _Attempt:
+    """A new attempt's transport and client, not entered yet: the warm cache is consulted on the first attempt only,
+    and a remembered discover result lets the client skip the probe (unless the handshake is asked for)."""
+    target = options.target
+    trip = Tripwire(plan.bounds)
+    stack = AsyncExitStack()
+    held_roots: list[bool] = []
+    server, log, guard = _server_for(
+        target,
+        options.paths,
+        stack,
+        plan.credentials,
+        trip,
+        functools.partial(held_roots.append, True),
+        fresh=plan.first_failure is not None,
+        watcher=options.watcher,
+        generation=plan.kept_generation.append,
+    )
+    cached = None
+    if plan.first_failure is None:
+        cached = warmcache.slot_for(target, options.paths, plan.given, plan.credentials.identity(), plan.declaring)
+    prior = cached.fresh("discover", any_generation=True) if cached is not None and plan.mode != "legacy" else None
+    if options.tracer is not None:
+        options.tracer.register_headers(target.headers)
+        server = traced(server, options.tracer)
+    client = _client(options, plan, server, cached, prior)
+    return _Attempt(client, stack, trip, log, guard, cached, prior, held_roots)
+
+
+def _client(
+    options: ConnectOptions, plan: _Plan, server: Any, cached: warmcache.Slot | None, prior: Any
+) -> HandshakeClient:
+    """The SDK client for one attempt: what it declares, the back-channel answers (refusals where none is given),
+    and the handshake to speak — 2026-07-28 at once when a remembered discover result is adopted."""
+    failures = plan.learned.failures
+    client = HandshakeClient(
+        server,
+        mode=warmcache.MODERN if prior is not None else plan.mode,
+        prior_discover=warmcache.discover_result(prior),
+        client_info=t.Implementation(name="mcpcli", version=__version__),
+        cache=None,
+        # Every request declares the tasks extension (2026-07-28 only): a tool call may become a task.
+        extensions=[TasksExtension(), *(advertise(k, v) for k, v in (options.extensions or {}).items())],
+        logging_callback=options.on_log,
+        message_handler=warmcache.dropping_on_list_changes(options.on_notification, cached),
+        log_level=options.log_level,  # type: ignore[arg-type]  # checked: one of LoggingLevel's values
+        elicitation_callback=_callback(options.elicitation or _refuse, failures),
+        list_roots_callback=_roots_callback(options.roots or _refuse, failures),
+        sampling_callback=_callback(options.sampling or _refuse, failures),
+        # Offered only when the user's provider has a model that can use tools (a ``tools`` tag).
+        sampling_capabilities=t.SamplingCapability(tools=t.SamplingToolsCapability())
+        if options.sampling_tools
+        else None,
+    )
+    client.handshake_offers = options.handshake_offers
+    client.learned = plan.learned
+    return client
+
+
+def _retry(options: ConnectOptions, plan: _Plan, attempt: _Attempt, exc: Exception) -> None:
+    """Decide what a failed handshake means: return when one more attempt may succeed (``plan`` says how), else
+    raise the one line that says why it failed.
+
+    Only ``auto`` retries, only once, and only when the server answered (an ``MCPError``, no bound tripped): a
+    remembered handshake the server now refuses is asked afresh; a strict stdio server spoiled by the probe is
+    started again speaking the handshake from the start.
+    """
+    target, given, mode = options.target, plan.given, plan.mode
+    answered = given == "auto" and attempt.trip.error is None and isinstance(_inner(exc), MCPError)
+    if answered and plan.first_failure is None and mode == "legacy":
+        # The handshake that worked last time was refused: the server changed. Ask it afresh.
+        remember(options.paths, target, legacy=False)
+        plan.mode, plan.first_failure = "auto", f"the initialize handshake ({describe(exc)})"
+        return
+    if answered and plan.first_failure is None and mode == "auto" and target.kind == "stdio":
+        # A strict server (rmcp: the Rust SDK) ends the process, or spoils the connection, when its first
+        # message is not ``initialize``: start it once more, speaking the handshake from the start.
+        plan.mode, plan.first_failure = "legacy", f"the 2026-07-28 probe, server/discover ({describe(exc)})"
+        return
+    if plan.first_failure is not None and attempt.trip.error is None:
+        both = f"it failed on {plan.first_failure}, then on {_second(mode)} ({describe(exc)})"
+        raise start_failure(target, attempt.log, both) from None
+    failure = attempt.trip.error or connect_failure(
+        target, attempt.log, plan.credentials, exc, attempt.trip.http_status
+    )
+    if given == "legacy" and attempt.log is None and target.kind == "stdio" and isinstance(_inner(exc), MCPError):
+        # A kept-alive server (no log of ours: the worker's) speaks one protocol to every command.
+        failure.hint = (
+            f"The kept-alive server {target.label} may already speak 2026-07-28 to an earlier command, "
+            "and keeps to it: restart it (mcpcli worker restart) or run this without --keep-alive."
+        )
+    raise failure from None
+
+
+async def _settle(options: ConnectOptions, plan: _Plan, attempt: _Attempt) -> None:
+    """What follows a handshake that worked, before the client is handed out: the warm cache updated, the tracer and
+    telemetry told, the handshake remembered (``auto``), the flow legs' wrapper installed, and a kept-alive server
+    that holds another command's roots told they changed (it will ask this command's before a call)."""
+    target, client, paths = options.target, attempt.client, options.paths
+    if plan.first_failure is not None and plan.mode == "legacy":
+        _say(
+            f"{target.label} did not survive {plan.first_failure}; started it again with the initialize handshake "
+            "(remembered: next time it gets the handshake at once)."
+        )
+    if attempt.guard is not None:
+        attempt.guard.connected()
+    if attempt.cached is not None:
+        await warmcache.warmed(client, attempt.cached, attempt.prior, plan.kept_generation)
+        warmcache.attach(client, attempt.cached)
+    if options.tracer is not None:
+        _trace_connected(options.tracer, client)
+    if plan.learn:
+        remember(paths, target, legacy=client.protocol_version not in MODERN_PROTOCOL_VERSIONS)
+    telemetry.connected(target.kind, target.url, client.protocol_version)
+
+    def on_refused() -> None:
+        remember(paths, target, legacy=True)  # the next connection (the retry) starts with the handshake
+        client.learned.wants_back_channel = True
+
+    legs.install(client, on_refused if plan.learn else None)
+    if attempt.held_roots and options.roots is not None and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        # A kept-alive server holds the roots of the command it asked before: this command's differ (another
+        # directory, other --root). Told so, it asks again; the flow waits for that before its call.
+        await client.session.send_notification(t.RootsListChangedNotification())
+        client.learned.roots_asked_again = True
+
+
+def _trace_connected(tracer: Tracer, client: Client) -> None:
+    info = client.server_info
+    tracer.fact(
+        "connected",
+        protocol=client.protocol_version,
+        server_info=info.model_dump(mode="json", by_alias=True, exclude_none=True) if info else None,
+        capabilities=client.server_capabilities.model_dump(mode="json", by_alias=True, exclude_none=True),
+        instructions=client.instructions,
+    )
 
 
 def recorded_target(target: Target) -> dict[str, Any]:
@@ -349,17 +365,15 @@ def recorded_target(target: Target) -> dict[str, Any]:
     return kept
 
 
-_ROOTS_ASKED_AGAIN: set[int] = set()
-"""Connected clients that told their (kept-alive) server the roots changed: it is about to ask for them."""
+def learned(client: Client) -> Learned:
+    """What ``client``'s connection learned of its server (a client ``connect`` did not make learned nothing)."""
+    found = getattr(client, "learned", None)
+    return found if isinstance(found, Learned) else Learned()
 
 
 def roots_asked_again(client: Client) -> bool:
-    """Whether the server will ask this connection for its roots before it can serve a call (see ``connect``)."""
-    return id(client) in _ROOTS_ASKED_AGAIN
-
-
-_FAILED: dict[int, list[McpcliError]] = {}
-"""Per connected client: what a back-channel answer failed with (a bad preset answer...), told after the call."""
+    """Whether the server will ask this connection for its roots before it can serve a call (see ``_settle``)."""
+    return learned(client).roots_asked_again
 
 
 def unlisted(client: Client, tool: str) -> None:
@@ -372,35 +386,17 @@ def unlisted(client: Client, tool: str) -> None:
     client.session._tool_output_schemas[tool] = None  # see above (a private map of the SDK's session)
 
 
-_URLS: dict[int, list[t.ElicitRequestURLParams]] = {}
-"""Per connected client: the pages a -32042 "URL elicitation required" error of a flow leg named."""
-
-
 def required_urls(client: Client) -> list[t.ElicitRequestURLParams]:
     """The URL elicitations the last -32042 error carried (the flow reports only the error's message)."""
-    return _URLS.get(id(client), [])
-
-
-def _url_elicitations(exc: MCPError) -> list[t.ElicitRequestURLParams]:
-    from mcp.shared.exceptions import UrlElicitationRequiredError
-    from pydantic import ValidationError
-
-    try:
-        return UrlElicitationRequiredError.from_error(exc.error).elicitations
-    except (ValidationError, ValueError, TypeError, AttributeError):
-        return []  # a malformed list: the error's message is all there is to show
-
-
-_REFUSED: dict[int, list[bool]] = {}
-"""Per connected client: whether the server refused a first leg because it wanted to call back (``auto`` only)."""
+    return learned(client).required_urls
 
 
 def wants_back_channel(client: Client) -> bool:
-    """Whether this ``auto`` connection met a server that asks over the pre-2026 back-channel (``_FlowLegs``).
+    """Whether this ``auto`` connection met a server that asks over the pre-2026 back-channel (``legs.FlowLegs``).
 
     When it did, the handshake is remembered for the target, so a new connection speaks it.
     """
-    return bool(_REFUSED.get(id(client)))
+    return learned(client).wants_back_channel
 
 
 def back_channel_failure(client: Client) -> McpcliError | None:
@@ -410,8 +406,8 @@ def back_channel_failure(client: Client) -> McpcliError | None:
     error reply and usually ends the call with ``isError``. What the user must see is why mcpcli refused —
     with its own exit code (2 for a bad answer) — not the server's result.
     """
-    failed = _FAILED.get(id(client))
-    return failed[0] if failed else None
+    failures = learned(client).failures
+    return failures[0] if failures else None
 
 
 def _second(mode: str) -> str:

@@ -10,7 +10,8 @@ and ``auto`` runs as if nothing were known. A modern server needs no entry: its 
 A cache: unreadable or missing means nothing is known, and a failed write costs only the round trip.
 
 Also what the handshake itself says (``HandshakeClient``): the back-channel capabilities ``initialize`` declares,
-and the ``serverInfo`` of a discover result, wherever the server put it.
+and the ``serverInfo`` of a discover result, wherever the server put it; and what a connection learns of its server
+while it lives (``Learned``), kept on its client — never in a table beside it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import logging
 import time
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as t
@@ -29,6 +31,7 @@ from mcp import Client
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from mcpcli.errors import McpcliError
     from mcpcli.settings.config import Paths
     from mcpcli.settings.targets import Target
 
@@ -83,7 +86,19 @@ def remember(paths: Paths, target: Target, legacy: bool) -> None:
 BACK_CHANNEL = frozenset({"sampling", "elicitation", "roots"})
 
 
-class _Handshake:
+class DispatcherWrapper:
+    """One of mcpcli's wrappers around the SDK session's dispatcher: it sees every request and its raw result, and
+    hands everything else to the dispatcher it wraps (``inner``), so that wrappers stack and ``sdk_dispatcher`` in
+    ``net.connection`` can see through them all."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _Handshake(DispatcherWrapper):
     """Dispatcher wrapper for the handshake.
 
     ``initialize`` declares only the back-channel capabilities this run can answer (``offers``; None: all). On the
@@ -97,21 +112,20 @@ class _Handshake:
     """
 
     def __init__(self, inner: Any, offers: frozenset[str] | None, client: HandshakeClient) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._offers = offers
         self._client = client
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
     async def send_raw_request(
         self, method: str, params: Mapping[str, Any] | None, opts: dict[str, Any] | None = None, **kw: Any
     ) -> dict[str, Any]:
+        """The request, ``initialize`` declaring only what this run answers; a discover result's raw form and
+        top-level ``serverInfo`` kept on the client."""
         offers = self._offers
         if method == "initialize" and offers is not None and params and isinstance(params.get("capabilities"), dict):
             kept = {k: v for k, v in params["capabilities"].items() if k not in BACK_CHANNEL or k in offers}
             params = {**params, "capabilities": kept}
-        raw: dict[str, Any] = await self._inner.send_raw_request(method, params, opts, **kw)
+        raw: dict[str, Any] = await self.inner.send_raw_request(method, params, opts, **kw)
         if method == "server/discover" and isinstance(raw, dict):
             self._client.discovered = raw  # what ``warmcache`` remembers for the next connection
         if method == "server/discover" and isinstance(raw, dict) and isinstance(info := raw.get("serverInfo"), dict):
@@ -120,6 +134,22 @@ class _Handshake:
             with contextlib.suppress(ValidationError):  # display-only, as the SDK reads the _meta stamp
                 self._client.top_level_info = t.Implementation.model_validate(info)
         return raw
+
+
+@dataclass
+class Learned:
+    """What one connection learns of its server while it lives (``HandshakeClient.learned``): the flow reads it to
+    decide what to say or do next, and it goes when the client does."""
+
+    wants_back_channel: bool = False
+    """The server refused a first leg because it wanted to ask over the pre-2026 back-channel (``auto`` only)."""
+    required_urls: list[t.ElicitRequestURLParams] = field(default_factory=list)
+    """The pages the last -32042 "URL elicitation required" error of a flow leg named."""
+    failures: list[McpcliError] = field(default_factory=list)
+    """What back-channel answers failed with (a bad preset answer...), told after the call: the server heard only a
+    refusal."""
+    roots_asked_again: bool = False
+    """This connection told its (kept-alive) server the roots changed: it is about to ask for them."""
 
 
 class HandshakeClient(Client):
@@ -131,6 +161,12 @@ class HandshakeClient(Client):
     """The raw result of this connection's ``server/discover``, when it sent one."""
     warm_slot: Any = None
     """This connection's place in the cache of discover results and listings (``warmcache.Slot``), if it has one."""
+    learned: Learned
+    """What this connection learned of its server (``connect`` gives every attempt the same one)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.learned = Learned()
 
     async def _build_session(self, exit_stack: AsyncExitStack) -> Any:
         session = await super()._build_session(exit_stack)

@@ -1,14 +1,21 @@
-"""The cache of each server's tool and prompt lists, which shell completion reads instead of connecting.
+"""The one on-disk cache of each server's tool and prompt listings: shell completion reads it instead of
+connecting, and a warm call adopts its tool listing instead of asking (``mcpcli.net.warmcache``).
 
-``<cache dir>/tools/<sha256 of where the server is>.json`` (0600 in 0700 directories) holds the tools (name,
-first line of the description, ``inputSchema``) and prompts (name, description, arguments), each with when it
-was fetched and when it expires. It is written whenever mcpcli lists tools or prompts anyway (``mcpcli tools``,
-``prompts``, the listing ``call`` and ``prompt`` do to type ``--arg``) and by ``mcpcli _refresh-cache``, the
-detached process completion starts. Expiry honours the server's hint as the SDK's own cache does (a 2026-07-28
-``ttlMs``, capped at its 24 h); without one (pre-2026 servers) a list is fresh for ``DEFAULT_TTL``, an hour.
-Refreshes of one server start at most every ``REFRESH_INTERVAL`` seconds: a dead server does not cost a wait on
-every TAB, and a list marked immediately stale (``ttlMs: 0``, the SDK server's default) is not refetched on
-every TAB either.
+``<cache dir>/tools/<sha256 of where the server is>.json`` (0600 in 0700 directories) holds the tools — each as
+listed, its description cut to the first line (``inputSchema``, ``outputSchema``, ``execution``, ``_meta``: what
+the SDK checks a call by) — and the prompts (name, description, arguments), each with when it was fetched and when
+it expires. It is written whenever mcpcli lists tools or prompts anyway (``mcpcli tools``, ``prompts``, the listing
+``call`` and ``prompt`` do to type ``--arg``) and by ``mcpcli _refresh-cache``, the detached process completion
+starts. Expiry honours the server's hint as the SDK's own cache does (a 2026-07-28 ``ttlMs``, capped at its 24 h);
+without one (pre-2026 servers) a list is fresh for ``DEFAULT_TTL``, an hour. Refreshes of one server start at most
+every ``REFRESH_INTERVAL`` seconds: a dead server does not cost a wait on every TAB, and a list marked immediately
+stale (``ttlMs: 0``, the SDK server's default) is not refetched on every TAB either.
+
+**Who may adopt a tool listing** (``vouched``): completion offers whatever a server listed last, whoever asked; a
+call adopts a listing only when a connection with its own warm-cache key (who asks, what it declares:
+``warmcache.key``) — of the same kept-alive server generation — listed exactly these tools, and only while the warm
+cache's own time runs (``warmcache.expires``, from ``fetched_at`` and the server's ``ttl_ms``). A warm entry
+dropped as stale takes its key off (``unvouch``).
 
 Light at import, like ``mcpcli.cli.completion``: reading the cache needs no ``mcp``.
 """
@@ -40,6 +47,8 @@ REFRESH_INTERVAL = 30.0
 """Seconds between two refreshes of one server's lists started by completion."""
 REFRESH_TIMEOUT = 20.0
 """Seconds a refresh may take in all, connection included."""
+MAX_VOUCHED = 20
+"""The most warm keys a listing keeps (the oldest go): who asks rarely changes, but nothing here grows unbounded."""
 
 
 def identity(target: Target) -> str:
@@ -95,10 +104,14 @@ def ttl_of(pages: Sequence[Any], protocol_version: str | None) -> tuple[float, s
 
 
 def _summary(kind: Kind, item: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = item if isinstance(item, dict) else item.model_dump(mode="json", by_alias=True)
+    """A listed tool or prompt as kept: a tool whole but for its description's first line only (what a call is
+    checked by stays); a prompt's name, description and arguments."""
+    raw: dict[str, Any] = (
+        item if isinstance(item, dict) else item.model_dump(mode="json", by_alias=True, exclude_none=True)
+    )
     kept = {"name": raw.get("name"), "description": _first_line(raw.get("description"))}
     if kind == "tools":
-        kept["inputSchema"] = raw.get("inputSchema") or {}
+        kept = {**raw, **kept, "inputSchema": raw.get("inputSchema") or {}}
     else:
         kept["arguments"] = [
             {"name": a.get("name"), "description": _first_line(a.get("description")), "required": a.get("required")}
@@ -112,21 +125,81 @@ def _first_line(text: Any) -> str:
     return str(text or "").strip().split("\n", 1)[0]
 
 
-def remember(paths: Paths, target: Target, kind: Kind, pages: Sequence[Any], protocol_version: str | None) -> None:
-    """Keep a complete listing (every page, as the SDK returned them) for completion; never fails the caller."""
+Vouch = tuple[str, str | None]
+"""A warm connection's key (``warmcache.key``) and its kept-alive server's generation (None: not a kept server)."""
+
+
+def remember(
+    paths: Paths,
+    target: Target,
+    kind: Kind,
+    pages: Sequence[Any],
+    protocol_version: str | None,
+    vouch: Vouch | None = None,
+) -> None:
+    """Keep a complete listing (every page, as the SDK returned them) for completion and, ``vouch``ed by the
+    connection that listed it, for a warm call; never fails the caller."""
+    remember_at(cache_file(paths, target), target.label, kind, pages, protocol_version, vouch)
+
+
+def remember_at(
+    path: Path, server: str, kind: Kind, pages: Sequence[Any], protocol_version: str | None, vouch: Vouch | None
+) -> None:
+    """``remember`` into the cache file at ``path``. The same tools listed again keep the keys that vouched for
+    them (and gain ``vouch``'s); another listing is vouched for by ``vouch`` alone."""
     try:
         ttl, source = ttl_of(pages, protocol_version)
         items = [_summary(kind, item) for page in pages for item in getattr(page, kind)]
+        dumped = [page.model_dump(mode="json", by_alias=True, exclude_none=True) for page in pages]
+        last = {k: v for k, v in (dumped[-1] if dumped else {}).items() if k not in (kind, "nextCursor")}
+        ttls = [page.get("ttlMs") for page in dumped]
         now = time.time()
-        path = cache_file(paths, target)
         doc = read_cache(path) or {"version": CACHE_VERSION}
-        doc["server"] = target.label
-        doc[kind] = {"fetched_at": now, "expires_at": now + ttl, "ttl": source, "items": items}
+        entry = {"fetched_at": now, "expires_at": now + ttl, "ttl": source, "items": items, "page": last}
+        entry["ttl_ms"] = min(ttls) if ttls and all(isinstance(x, int) for x in ttls) else None
+        entry |= _vouched(doc.get(kind), entry, vouch)
+        doc["server"] = server
+        doc[kind] = entry
         _write(path, doc)
     except Exception:  # boundary: the cache is a convenience; the command that listed goes on
         import logging
 
-        logging.getLogger(__name__).debug("could not write the completion cache", exc_info=True)
+        logging.getLogger(__name__).debug("could not write the listing cache", exc_info=True)
+
+
+def _vouched(old: Any, new: dict[str, Any], vouch: Vouch | None) -> dict[str, Any]:
+    """Who may adopt ``new``: the keys that vouched for ``old`` when it listed the same (of the same generation),
+    and ``vouch``'s."""
+    generation = vouch[1] if vouch is not None else None
+    same = isinstance(old, dict) and (old.get("items"), old.get("page")) == (new["items"], new["page"])
+    keys = list(old.get("vouched") or []) if same and old.get("generation") == generation else []
+    if vouch is not None and vouch[0] not in keys:
+        keys = [*keys, vouch[0]][-MAX_VOUCHED:]
+    return {"vouched": keys, "generation": generation if keys else None}
+
+
+def vouched_tools(path: Path, key: str, generation: str | None) -> tuple[dict[str, Any], float, Any] | None:
+    """The tools listing at ``path`` as the server gave it (a ``ListToolsResult`` document), when ``key`` vouched
+    for it with this ``generation``; and when it was fetched, and the server's ``ttlMs``. None otherwise."""
+    entry = read_cache(path).get("tools")
+    if not isinstance(entry, dict) or key not in (entry.get("vouched") or []):
+        return None
+    if entry.get("generation") != generation or not isinstance(entry.get("page"), dict):
+        return None
+    fetched = entry.get("fetched_at")
+    if not isinstance(fetched, int | float) or not isinstance(entry.get("items"), list):
+        return None
+    return {**entry["page"], "tools": entry["items"]}, float(fetched), entry.get("ttl_ms")
+
+
+def unvouch(path: Path, key: str) -> None:
+    """``key``'s connection found its adopted listing stale: it adopts it no more (completion still offers it)."""
+    doc = read_cache(path)
+    entry = doc.get("tools")
+    if isinstance(entry, dict) and key in (entry.get("vouched") or []):
+        entry["vouched"] = [k for k in entry["vouched"] if k != key]
+        with contextlib.suppress(OSError):
+            _write(path, doc)
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:

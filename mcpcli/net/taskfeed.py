@@ -16,7 +16,7 @@ ends or breaks just ends the feed: polling goes on as before.
 
 The SDK's ``Client.listen`` cannot carry this: its filter model keeps only the core keys, both in the request and in
 the acknowledgement. So the request is the SDK's ``send_request`` with this module's own model, under an id chosen
-here (``tasks.LISTEN_ID``, applied by ``connection._FlowLegs``); and its frames are read, in receive order, by a
+here (``tasks.LISTEN_ID``, applied by ``legs.FlowLegs``); and its frames are read, in receive order, by a
 wrapper around the SDK dispatcher's notification intercept (installed once per client, the first time a task is
 followed): frames stamped with a feed's id are taken here and go no further (the SDK would drop
 ``notifications/tasks`` anyway), everything else goes on to the SDK untouched. Without that intercept (another
@@ -150,7 +150,7 @@ class _Feeds:
 
 def _feeds(client: Client) -> _Feeds | None:
     """This connection's feeds, the intercept installed the first time; None where the SDK has no such seam."""
-    from mcpcli.net.connection import sdk_dispatcher
+    from mcpcli.net.legs import sdk_dispatcher
 
     dispatcher = sdk_dispatcher(client)
     if not hasattr(dispatcher, "_on_notify_intercept"):

@@ -39,7 +39,7 @@ LEGACY = "2025-11-25"
 
 CREATED_TASK_META = "io.mcpcli/created-task"
 """Where ``connection`` puts a 2025-11-25 ``CreateTaskResult``'s task, in a placeholder ``CallToolResult``: the
-SDK checks a 2025-11-25 ``tools/call`` result against ``CallToolResult`` alone (see ``connection._FlowLegs``)."""
+SDK checks a 2025-11-25 ``tools/call`` result against ``CallToolResult`` alone (see ``legs.FlowLegs``)."""
 
 _TTL = AliasChoices("ttlMs", "ttl", "ttl_ms")
 _POLL = AliasChoices("pollIntervalMs", "pollInterval", "poll_interval_ms")
@@ -62,7 +62,7 @@ STREAMED_CAP = 30.0
 """…and at most this many seconds apart (a 5 s interval's 50 s would leave a silent stream unnoticed too long)."""
 
 LISTEN_ID: ContextVar[str | None] = ContextVar("mcpcli_listen_id", default=None)
-"""The JSON-RPC id a ``subscriptions/listen`` sent in this context goes out under (``connection._FlowLegs`` sets it):
+"""The JSON-RPC id a ``subscriptions/listen`` sent in this context goes out under (``legs.FlowLegs`` sets it):
 the stream's frames carry it as their subscription id, so ``taskfeed`` must know it before the first frame."""
 
 

@@ -90,7 +90,7 @@ async def stdio(params: StdioServerParameters, errlog: TextIO, trip: Tripwire) -
                         del buffer[: end + 1]
                         start = 0
                         if line.strip():
-                            await read_writer.send(_parse(line))
+                            await read_writer.send(parse_line(line))
                     if len(buffer) > limit:
                         # Not one byte more is kept: the message is dropped and the connection ends with it.
                         trip.message_too_large()
@@ -127,7 +127,8 @@ async def write_lines(messages: Any, send: Callable[[bytes], Awaitable[None]], r
         await read_writer.aclose()
 
 
-def _parse(line: bytes) -> SessionMessage | Exception:
+def parse_line(line: bytes) -> SessionMessage | Exception:
+    """One newline-delimited JSON-RPC line as the SDK's session reads it (a kept server's lines too: ``attach``)."""
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:  # junk on stdout: the session hears of it, the handshake guard bounds the wait

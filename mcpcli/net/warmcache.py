@@ -5,7 +5,8 @@ A warm ``mcpcli call echo`` used to send three requests: ``server/discover`` (7 
 ``tools/list`` (2 ms) and the ``tools/call``. Their answers rarely change between two commands, so ``connect``
 adopts a known discover result instead of probing (the SDK's ``prior_discover``), and ``call`` types its ``--arg``
 values by a known tool listing, absorbed into the session as if just listed (the SDK validates the result against
-it, and builds its ``x-mcp-header`` mirrors from it).
+it, and builds its ``x-mcp-header`` mirrors from it). The listing is the one shell completion reads
+(``mcpcli.net.listcache``: one copy on disk), adopted only when a connection with this entry's key listed it.
 
 **Keyed by everything that can change the answer** (``key``): where the server is (URL; command line, its
 directory and the environment it starts with), who asks (``Credentials.identity`` and a digest of the headers
@@ -28,8 +29,9 @@ request the server refused as a protocol error on a connection that used it (``s
 does not name (the caller lists afresh before saying "unknown tool"), and an error validating a result against a
 remembered output schema.
 
-A cache: ``<cache dir>/warm/<key>.json``, 0600 in 0700 directories; unreadable or missing means nothing is known,
-and a write that fails costs only the round trips.
+A cache: ``<cache dir>/warm/<key>.json`` (the discover result, what the server does on connecting) and the
+listing cache's file (the tools), 0600 in 0700 directories; unreadable or missing means nothing is known, and a
+write that fails costs only the round trips.
 """
 
 from __future__ import annotations
@@ -130,6 +132,10 @@ class Slot:
 
     path: Path
     server: str
+    name: str = ""
+    """The entry's key (``key``): what vouches for the tool listing it adopts."""
+    listing: Path | None = None
+    """The listing cache's file for the server (``listcache.cache_file``): where its tool listing is kept."""
     generation: str | None = None
     """A kept-alive server's generation as the worker told this connection (None: not a kept server)."""
     doc: dict[str, Any] = field(default_factory=dict)
@@ -137,7 +143,7 @@ class Slot:
     """This connection adopted a remembered answer (a protocol error then drops the entry)."""
 
     def fresh(self, what: str, now: float | None = None, *, any_generation: bool = False) -> Any:
-        """The remembered raw answer for ``what`` (``discover``, ``tools``), or None when there is none fresh.
+        """The remembered raw answer for ``what`` (``discover``), or None when there is none fresh.
         ``any_generation``: of whichever kept-alive server generation (not known yet: ``connect`` checks it once
         the worker has said)."""
         entry = self.doc.get(what)
@@ -171,6 +177,10 @@ class Slot:
         self.used = False
         with contextlib.suppress(OSError):
             self.path.unlink()
+        if self.listing is not None:
+            from mcpcli.net.listcache import unvouch
+
+            unvouch(self.listing, self.name)
 
     def _write(self) -> None:
         from mcpcli.settings.config import write_private
@@ -187,8 +197,10 @@ def slot(paths: Paths, target: Target, name: str) -> Slot | None:
     """The cache entry named ``name`` (a ``key``), read; None when the cache is off."""
     if default_ttl() <= 0:
         return None
+    from mcpcli.net.listcache import cache_file
+
     path = paths.cache_dir / "warm" / f"{name}.json"
-    found = Slot(path, target.label)
+    found = Slot(path, target.label, name, cache_file(paths, target))
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -265,13 +277,19 @@ def dropping_on_list_changes(handler: MessageHandlerFnT | None, found: Slot | No
 
 def remembered_tools(client: Client) -> list[Any] | None:
     """The tools of a remembered complete listing for ``client``'s connection, absorbed into its session as if
-    just listed (the SDK checks results and mirrors headers by it); None when there is none fresh."""
+    just listed (the SDK checks results and mirrors headers by it); None when there is none fresh — none that a
+    connection with this key listed (``listcache.vouched_tools``), or one past its time."""
     import mcp_types as t
     from pydantic import ValidationError
 
+    from mcpcli.net.listcache import vouched_tools
+
     found = slot_of(client)
-    raw = found.fresh("tools") if found is not None else None
-    if not isinstance(raw, dict):
+    kept = vouched_tools(found.listing, found.name, found.generation) if found and found.listing else None
+    if kept is None or default_ttl() <= 0:
+        return None
+    raw, fetched, ttl_ms = kept
+    if time.time() >= expires({"ttlMs": ttl_ms}, fetched):
         return None
     try:
         listing = t.ListToolsResult.model_validate(raw)
@@ -283,17 +301,22 @@ def remembered_tools(client: Client) -> list[Any] | None:
     return list(listing.tools)
 
 
-def remember_tools(client: Client, pages: list[Any]) -> None:
-    """Keep a complete tools listing (every page, as the SDK returned them) for the next connection."""
+def vouch_of(client: object) -> tuple[str, str | None] | None:
+    """What ``client``'s connection vouches for a listing it made with (``listcache.remember``): its key and its
+    kept server's generation; None without a warm entry (the demo, the cache off)."""
     found = slot_of(client)
-    if found is None or not pages:
+    return (found.name, found.generation) if found is not None and found.name else None
+
+
+def remember_tools(client: Client, pages: list[Any]) -> None:
+    """Keep a complete tools listing (every page, as the SDK returned them) for the next connection (and for
+    completion: one listing cache)."""
+    from mcpcli.net.listcache import remember_at
+
+    found = slot_of(client)
+    if found is None or found.listing is None or not pages:
         return
-    dumped = [page.model_dump(mode="json", by_alias=True, exclude_none=True) for page in pages]
-    ttls = [page.get("ttlMs") for page in dumped]
-    hint = {"ttlMs": min(ttls)} if all(isinstance(ttl, int) for ttl in ttls) else {}
-    merged = {**dumped[-1], "tools": [tool for page in dumped for tool in page.get("tools") or []]}
-    merged.pop("nextCursor", None)
-    found.keep("tools", merged, hint)
+    remember_at(found.listing, found.server, "tools", pages, client.protocol_version, vouch_of(client))
 
 
 def asks_roots(client: object) -> bool:
