@@ -98,7 +98,7 @@ def quick_listing(argv: list[str]) -> int | None:
     if where != "list" or not (limit.isascii() and limit.isdigit() and int(limit) >= 1):
         return None
     from mcpcli.commands.listing import quick_list
-    from mcpcli.runtime import Globals
+    from mcpcli.commands.runtime import Globals
     from mcpcli.terminal.output import lenient_stdout
 
     lenient_stdout()

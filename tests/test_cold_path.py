@@ -122,7 +122,7 @@ def test_a_call_over_http_writes_no_line_per_request_to_the_log_unless_debugging
 def test_a_full_log_is_moved_aside_so_the_logs_stay_bounded(home: Path) -> None:
     """Past ``LOG_MAX`` the next command starts a new log and keeps the full one as ``mcpcli.log.1`` (replacing the
     older one there), 0600 as it was: however long mcpcli is used, its logs take at most about twice that."""
-    from mcpcli.runtime import LOG_MAX
+    from mcpcli.commands.runtime import LOG_MAX
 
     logs = home / "logs"
     for private in (home, logs):

@@ -198,7 +198,7 @@ async def test_the_full_screen_app_shows_the_round_and_the_result_with_nothing_r
     from tuikit import SIZE, finished, options, screen_of, until
 
     from mcpcli.commands.jobs import CallJob
-    from mcpcli.runtime import Globals, Runtime
+    from mcpcli.commands.runtime import Globals, Runtime
     from mcpcli.tui.app import build_app
     from mcpcli.tui.round import RoundScreen
     from mcpcli.tui.url import UrlConsent

@@ -366,7 +366,7 @@ async def test_the_app_does_not_lay_out_a_round_of_a_thousand_requests_it_sends_
     from tuikit import SIZE, options, until
 
     from mcpcli.commands.jobs import CallJob
-    from mcpcli.runtime import Globals, Runtime
+    from mcpcli.commands.runtime import Globals, Runtime
     from mcpcli.tui.app import build_app
 
     rt = Runtime(Globals(server=server("many_requests", 1000)))

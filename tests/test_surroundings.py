@@ -15,7 +15,7 @@ import typer.main
 
 from mcpcli.cli import app
 from mcpcli.cli.app import run_command
-from mcpcli.runtime import Globals, Runtime, Surroundings
+from mcpcli.commands.runtime import Globals, Runtime, Surroundings
 
 
 def _handed(tmp_path: Path, **extra: str) -> Surroundings:

@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widget import Widget
 
-from mcpcli.runtime import AnswerOptions, Globals, Runtime
+from mcpcli.commands.runtime import AnswerOptions, Globals, Runtime
 from mcpcli.tui.app import McpcliApp, build_app
 from mcpcli.tui.fields import FieldWidget
 from mcpcli.tui.run import RunScreen

@@ -22,7 +22,7 @@ from mcpcli.cli.options import (
     Verbose,
     shared,
 )
-from mcpcli.runtime import Runtime, run_async, until_stopped
+from mcpcli.commands.runtime import Runtime, run_async, until_stopped
 
 # --- LLM providers and their keys ------------------------------------------------------------------------------------
 

@@ -18,8 +18,8 @@ from mcpcli.cli.options import (
     Json,
     shared,
 )
+from mcpcli.commands.runtime import Globals, Runtime, Surroundings, guarded
 from mcpcli.errors import ExitCode
-from mcpcli.runtime import Globals, Runtime, Surroundings, guarded
 from mcpcli.terminal.output import lenient_stdout
 
 # --- the app ---------------------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import typer
 from mcpcli.cli.app import app, global_values, run_guarded
 from mcpcli.cli.flows import answer_options
 from mcpcli.cli.options import ANSWERS, CONNECTION, STORE, shared
-from mcpcli.runtime import Globals, Runtime, StopSignals, run_async, until_stopped
+from mcpcli.commands.runtime import Globals, Runtime, StopSignals, run_async, until_stopped
 
 if TYPE_CHECKING:
     from mcpcli.engine.flow import Flow

@@ -28,8 +28,8 @@ from mcpcli.cli.options import (
     complete_tools,
     shared,
 )
+from mcpcli.commands.runtime import AnswerOptions, Globals, Runtime, StopSignals, run_async, until_stopped
 from mcpcli.errors import ExitCode
-from mcpcli.runtime import AnswerOptions, Globals, Runtime, StopSignals, run_async, until_stopped
 from mcpcli.terminal.hints import stop_note
 
 if TYPE_CHECKING:
@@ -212,8 +212,8 @@ def _stopped(rt: Runtime, opts: AnswerOptions, flows: list[Flow], stops: StopSig
             run_async(lambda: run_job(rt, opts, ResumeJob(session.id, cancel=True), terminal_seat(rt, opts), [])) or 0
         )
     if opts.json:
+        from mcpcli.commands.runtime import Interrupted
         from mcpcli.errors import error_document
-        from mcpcli.runtime import Interrupted
 
         saved = next((f.session.id for f in flows if f.session and f.keeper.saved), None)
         said = stops.what()

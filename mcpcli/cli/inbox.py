@@ -11,7 +11,7 @@ import typer
 from mcpcli.cli.app import app, local_command
 from mcpcli.cli.flows import flow_command
 from mcpcli.cli.options import ANSWERS, SESSION_OPTIONS, STORE, SessionId, shared
-from mcpcli.runtime import Runtime
+from mcpcli.commands.runtime import Runtime
 
 ANSWER_OPTIONS = {
     name: spec

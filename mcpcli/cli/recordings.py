@@ -9,7 +9,7 @@ import typer
 
 from mcpcli.cli.app import app, global_values, run_guarded
 from mcpcli.cli.options import CONNECTION, STORE, Json, shared
-from mcpcli.runtime import Globals, Runtime, run_async
+from mcpcli.commands.runtime import Globals, Runtime, run_async
 
 RecordingFile = Annotated[
     str, typer.Argument(help="A recording: what --record wrote, or 'sessions show ID --trace --json'.", metavar="FILE")

@@ -20,7 +20,7 @@ from mcpcli.cli.options import (
     Json,
     shared,
 )
-from mcpcli.runtime import Runtime
+from mcpcli.commands.runtime import Runtime
 
 # --- servers ---------------------------------------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from mcpcli.cli.options import (
     complete_sessions,
     shared,
 )
-from mcpcli.runtime import Globals, Runtime
+from mcpcli.commands.runtime import Globals, Runtime
 
 # --- sessions and paths ----------------------------------------------------------------------------------------------
 

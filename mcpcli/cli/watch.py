@@ -8,7 +8,7 @@ import typer
 
 from mcpcli.cli.app import app, global_values, run_guarded
 from mcpcli.cli.options import CONNECTION, Json, shared
-from mcpcli.runtime import Globals, Runtime, run_async, until_stopped
+from mcpcli.commands.runtime import Globals, Runtime, run_async, until_stopped
 
 
 @app.command()

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import mcp_types as t
 
     from mcpcli.commands.run import Seat
-    from mcpcli.runtime import AnswerOptions, Runtime
+    from mcpcli.commands.runtime import AnswerOptions, Runtime
     from mcpcli.state.store import RoundRecord, SessionRecord
 
 

@@ -15,8 +15,8 @@ from mcpcli.display import sanitize
 from mcpcli.errors import ExitCode, McpcliError
 
 if TYPE_CHECKING:
+    from mcpcli.commands.runtime import Runtime
     from mcpcli.engine.steps import NeedInput, Outcome
-    from mcpcli.runtime import Runtime
 
 Level = Literal["note", "warning", "detail"]
 

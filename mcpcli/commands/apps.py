@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from mcpcli.apphost.host import AppHost, View
     from mcpcli.commands.jobs import AppOptions, CallJob
     from mcpcli.commands.run import Run
+    from mcpcli.commands.runtime import AnswerOptions, Runtime
     from mcpcli.engine.flow import Flow
-    from mcpcli.runtime import AnswerOptions, Runtime
 
 log = logging.getLogger(__name__)
 

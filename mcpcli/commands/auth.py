@@ -15,7 +15,7 @@ from mcpcli.auth.tokens import Login, TokenVault
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
     from mcpcli.settings.targets import Target
 
 

@@ -29,10 +29,10 @@ if TYPE_CHECKING:
 
     from mcpcli.auth import Credentials
     from mcpcli.commands.run import Seat
+    from mcpcli.commands.runtime import AnswerOptions, Runtime
     from mcpcli.engine.answers import Presets
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import Outcome
-    from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.settings.targets import Target
     from mcpcli.state.store import SessionRecord
 

@@ -27,7 +27,7 @@ from mcpcli.state.bundle import (
 from mcpcli.state.inbox import lease_holder
 
 if TYPE_CHECKING:
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
 
 
 # --- passphrases -----------------------------------------------------------------------------------------------------

@@ -9,13 +9,13 @@ from mcpcli.commands.connecting import declared
 from mcpcli.net.listcache import REFRESH_TIMEOUT, Kind, remember
 
 if TYPE_CHECKING:
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
     from mcpcli.settings.targets import Target
 
 
 def refresh(given: str | None) -> int:
     """``mcpcli _refresh-cache [TARGET]``: list the server's tools and prompts and rewrite their cache."""
-    from mcpcli.runtime import Globals, Runtime, StopSignals, run_async
+    from mcpcli.commands.runtime import Globals, Runtime, StopSignals, run_async
 
     try:
         rt = Runtime(Globals(server=given))

@@ -19,7 +19,7 @@ from mcpcli.net.connection import ConnectOptions
 if TYPE_CHECKING:
     from mcp.client.session import LoggingFnT
 
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
     from mcpcli.settings.targets import Target
 
 

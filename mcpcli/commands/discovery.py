@@ -22,7 +22,7 @@ from mcpcli.net.connection import connect
 from mcpcli.net.handshakes import server_info
 
 if TYPE_CHECKING:
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
     from mcpcli.settings.targets import Target
 
 

@@ -24,9 +24,9 @@ from mcpcli.state.inbox import (
 )
 
 if TYPE_CHECKING:
+    from mcpcli.commands.runtime import Runtime
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import NeedInput
-    from mcpcli.runtime import Runtime
     from mcpcli.state.store import RoundRecord, SessionRecord, Store
 
 _ACTS = {"waiting": "mcpcli answer {id}", "answered": "mcpcli resume {id}"}

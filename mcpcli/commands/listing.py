@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mcpcli.runtime import Globals, guarded
+from mcpcli.commands.runtime import Globals, guarded
 from mcpcli.state.listing import read
 from mcpcli.userdirs import config_home, state_home
 

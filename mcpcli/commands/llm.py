@@ -15,7 +15,7 @@ from mcpcli.llm.base import model_of, resolve_provider
 from mcpcli.llm.keys import api_key_for, key_source, remove_key, save_key
 
 if TYPE_CHECKING:
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
     from mcpcli.settings.config import ProviderConfig
 
 TEST_PROMPT = "Reply with one short sentence: are you ready?"

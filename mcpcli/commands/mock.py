@@ -13,7 +13,7 @@ from mcpcli.display import counted, sanitize
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
 
 
 def parse_address(value: str) -> tuple[str, int]:

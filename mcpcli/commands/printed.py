@@ -22,8 +22,8 @@ from mcpcli.terminal.hints import stop_note, worded
 from mcpcli.terminal.output import describe_pending, pending_document
 
 if TYPE_CHECKING:
+    from mcpcli.commands.runtime import AnswerOptions, Runtime
     from mcpcli.engine.flow import Flow
-    from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.terminal.inline import Terminal
 
 

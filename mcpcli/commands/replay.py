@@ -20,7 +20,7 @@ from mcpcli.settings import trust
 from mcpcli.state.recording import MIB, Recording, hidden_answers, read_recording
 
 if TYPE_CHECKING:
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
     from mcpcli.settings.targets import Target
     from mcpcli.terminal.inline import Terminal
 

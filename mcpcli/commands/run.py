@@ -52,10 +52,10 @@ from mcpcli.settings.targets import connection_settings
 from mcpcli.state.keeper import Finished, Keeper
 
 if TYPE_CHECKING:
+    from mcpcli.commands.runtime import AnswerOptions, Runtime
     from mcpcli.engine.sampling import Policy
     from mcpcli.engine.steps import Reporter
     from mcpcli.net.connection import Protocol as Era
-    from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.settings.targets import Target
     from mcpcli.state.store import SessionRecord
     from mcpcli.terminal.inline import Terminal

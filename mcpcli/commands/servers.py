@@ -30,7 +30,7 @@ from mcpcli.settings.servers import (
 from mcpcli.settings.targets import parse_headers
 
 if TYPE_CHECKING:
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
 
 SERVER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
 """A name usable as ``-s NAME``: nothing a shell quotes, nothing that reads as a URL or an option."""

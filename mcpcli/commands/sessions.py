@@ -36,7 +36,7 @@ from mcpcli.state.store.base import STATUSES, Status
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
 
 LIST_FIELDS = ("id", "status", "server", "method", "name", "round", "created", "updated")
 

@@ -17,8 +17,8 @@ from mcpcli.errors import UsageError, UserStopped
 from mcpcli.settings import trust
 
 if TYPE_CHECKING:
+    from mcpcli.commands.runtime import Runtime
     from mcpcli.net.connection import Protocol
-    from mcpcli.runtime import Runtime
     from mcpcli.settings.targets import Target
     from mcpcli.state.store import SessionRecord
     from mcpcli.terminal.inline import Terminal

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
+    from mcpcli.commands.runtime import AnswerOptions, Runtime
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import Outcome
-    from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.state.store import SessionRecord
 
 

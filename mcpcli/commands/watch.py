@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp.client.session import MessageHandlerFnT
 
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
 
 STREAM_IDLE = 10 * 365 * 24 * 3600.0
 """A watch's connection may be quiet for as long as nothing changes: no idle bound on its streams (the connect

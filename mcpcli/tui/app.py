@@ -36,11 +36,11 @@ if TYPE_CHECKING:
     from mcpcli.commands.answer import Answered
     from mcpcli.commands.jobs import AnswerJob, CallJob, ResumeJob
     from mcpcli.commands.run import Seat, Views
+    from mcpcli.commands.runtime import AnswerOptions, Runtime
     from mcpcli.engine.answers import Presets
     from mcpcli.engine.askers import Asked
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import AnswerSource, NeedInput, Outcome
-    from mcpcli.runtime import AnswerOptions, Runtime
     from mcpcli.tui.apprun import AppRunScreen
     from mcpcli.tui.run import RunScreen
 

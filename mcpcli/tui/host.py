@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from mcpcli.commands.jobs import CallJob, ResumeJob
-    from mcpcli.runtime import Runtime
+    from mcpcli.commands.runtime import Runtime
 
 
 class Following:

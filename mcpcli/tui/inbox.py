@@ -21,10 +21,10 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from mcpcli.commands.answer import Answered
+    from mcpcli.commands.runtime import AnswerOptions, Runtime
     from mcpcli.engine.answers import Presets
     from mcpcli.engine.askers import Asked
     from mcpcli.engine.steps import AnswerSource
-    from mcpcli.runtime import AnswerOptions, Runtime
 
 
 class AnswerScreen(RoundScreen):

@@ -111,7 +111,7 @@ def rehearse(command: Any) -> None:
     from pathlib import Path
 
     from mcpcli.cli.app import run_command
-    from mcpcli.runtime import Surroundings
+    from mcpcli.commands.runtime import Surroundings
     from mcpcli.state.store import sqlite
 
     cached = tempfile.tempdir
