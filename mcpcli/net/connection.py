@@ -23,7 +23,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpcli import __version__, settle_collector, telemetry
 from mcpcli.auth import Credentials
-from mcpcli.errors import McpcliError, ServerError, UsageError
+from mcpcli.errors import McpcliError, ServerError, UsageError, lone
 from mcpcli.net import legs, warmcache
 from mcpcli.net.bounds import Bounds, Tripwire
 from mcpcli.net.failures import connect_failure, describe, start_failure
@@ -179,7 +179,7 @@ async def connect(options: ConnectOptions) -> AsyncIterator[Client]:
             warmcache.forget(client)  # a result checked by a remembered output schema, say: the next one asks
             # A bound that tripped ended the connection; the SDK's error for that ("connection closed", "failed
             # to parse") is not what happened.
-            if attempt.trip.error is not None and not isinstance(_inner(exc), UsageError):
+            if attempt.trip.error is not None and not isinstance(lone(exc), UsageError):
                 raise attempt.trip.error from None
             raise
 
@@ -268,7 +268,7 @@ def _retry(options: ConnectOptions, plan: _Plan, attempt: _Attempt, exc: Excepti
     started again speaking the handshake from the start.
     """
     target, given, mode = options.target, plan.given, plan.mode
-    answered = given == "auto" and attempt.trip.error is None and isinstance(_inner(exc), MCPError)
+    answered = given == "auto" and attempt.trip.error is None and isinstance(lone(exc), MCPError)
     if answered and plan.first_failure is None and mode == "legacy":
         # The handshake that worked last time was refused: the server changed. Ask it afresh.
         remember(options.paths, target, legacy=False)
@@ -285,7 +285,7 @@ def _retry(options: ConnectOptions, plan: _Plan, attempt: _Attempt, exc: Excepti
     failure = attempt.trip.error or connect_failure(
         target, attempt.log, plan.credentials, exc, attempt.trip.http_status
     )
-    if given == "legacy" and attempt.log is None and target.kind == "stdio" and isinstance(_inner(exc), MCPError):
+    if given == "legacy" and attempt.log is None and target.kind == "stdio" and isinstance(lone(exc), MCPError):
         # A kept-alive server (no log of ours: the worker's) speaks one protocol to every command.
         failure.hint = (
             f"The kept-alive server {target.label} may already speak 2026-07-28 to an earlier command, "
@@ -413,12 +413,6 @@ def back_channel_failure(client: Client) -> McpcliError | None:
 def _second(mode: str) -> str:
     """The second attempt of ``connect``, named for the one line that says both failed."""
     return "the initialize handshake" if mode == "legacy" else "the 2026-07-28 probe, server/discover"
-
-
-def _inner(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
 
 
 async def _refuse(request: t.InputRequest) -> t.InputResponse | t.ErrorData:

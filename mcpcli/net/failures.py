@@ -132,6 +132,8 @@ def describe(exc: BaseException) -> str:
 
 
 def _inner(exc: BaseException) -> BaseException:
+    """The first exception at the bottom of ``exc``'s groups, even a group of several (unlike ``errors.lone``):
+    what a failed connection is worded by, whichever of its tasks failed first."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
