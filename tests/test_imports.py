@@ -210,3 +210,30 @@ def test_the_core_words_no_session_command() -> None:
             if isinstance(text, str) and any(w in text for w in words):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []
+
+
+NO_FLOW = ("mcpcli.engine.flow", "mcpcli.state.keeper", "mcpcli.engine.sampling", "mcpcli.llm", "mcpcli.commands.run")
+"""What only a run that drives a flow needs: the loop, the lease keeper, the sampler and its providers, the body."""
+
+
+def test_answer_stores_a_rounds_answers_without_building_a_flow(home: Path) -> None:
+    """``mcpcli answer`` never connects: it reads the round, asks the answer sources and writes — no flow, no lease
+    keeper, no sampler is built (nor imported), so a misconfigured LLM provider or store key cannot stop it."""
+    env = {**os.environ, "MCPCLI_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "mcpcli", "--no-worker", "call", "provision", "-a", "name=orders", "--no-input"]
+    parked = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    assert parked.returncode == 3, parked.stderr
+    session = json.loads(parked.stdout)["session_id"]
+    modules = _imported(_run_main("answer", session, "--answer", "region=eu-west-1"), home)
+    assert "mcpcli.commands.answer" in modules
+    assert _matching(modules, NO_FLOW) == []
+    from mcpcli.settings.config import Paths
+    from mcpcli.state.store import open_store
+
+    store = open_store(None, Paths.from_env({"MCPCLI_HOME": str(home)}).store_file)
+    try:
+        assert store.get(session).answered_by is not None  # the answer was stored: the command did run
+    finally:
+        store.close()
+    modules = _imported(_run_main("call", "provision", "-a", "name=orders", "--no-input"), home)
+    assert set(NO_FLOW) <= set(modules)  # not vacuous: a call imports every one of them

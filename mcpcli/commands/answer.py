@@ -20,8 +20,8 @@ from mcpcli.state.inbox import person_keys, refusal, whoami
 if TYPE_CHECKING:
     import mcp_types as t
 
-    from mcpcli.commands.run import Seat
     from mcpcli.commands.runtime import AnswerOptions, Runtime
+    from mcpcli.commands.seat import Seat
     from mcpcli.state.store import RoundRecord, SessionRecord
 
 
@@ -124,11 +124,10 @@ async def _collected(
     """The answers to ``requests`` from the seat's sources — the presets, then the person at the terminal or on the
     app's form; what the round kept while it waited is offered first — each checked against its schema by the
     source that gave it. Nobody here answers them all: one line, exit 2, nothing written."""
-    from mcpcli.commands.run import presets_of
     from mcpcli.engine.askers import Askers
     from mcpcli.engine.steps import AnswerSource, NeedInput, Question, parse_request, typed_responses
 
-    presets = presets_of(opts)
+    presets = opts.presets()
     sources: list[AnswerSource] = [presets]
     kept = last.partial
 

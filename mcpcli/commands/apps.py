@@ -30,10 +30,10 @@ from mcpcli.apphost.bridge import AppRefused, Bridge, app_tools
 from mcpcli.apphost.resource import AppResource, load_app
 from mcpcli.apphost.resource import resource_uri_of as app_uri
 from mcpcli.commands.app_events import AppEvents, CliEvents
-from mcpcli.commands.connecting import at_terminal
 from mcpcli.commands.discovery import all_pages
 from mcpcli.commands.jobs import ResumeJob
-from mcpcli.commands.run import build_flow, presets_of
+from mcpcli.commands.run import build_flow
+from mcpcli.commands.seat import at_terminal
 from mcpcli.display import sanitize
 from mcpcli.engine.arguments import build_arguments, no_such, usable_schema
 from mcpcli.engine.endings import ending_of
@@ -281,7 +281,7 @@ def _view_calls(
         result, or an error saying the call waits as a session."""
         async with asking:
             flow = build_flow(
-                run.rt, run.opts, run.seat, launching.server, run.flows, launching.connection, presets_of(run.opts)
+                run.rt, run.opts, run.seat, launching.server, run.flows, launching.connection, run.opts.presets()
             )
             flow.client = client
             async with flow.keeper.running():

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from mcp import Client
 
     from mcpcli.auth import Credentials
-    from mcpcli.commands.run import Seat
     from mcpcli.commands.runtime import AnswerOptions, Runtime
+    from mcpcli.commands.seat import Seat
     from mcpcli.engine.answers import Presets
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import Outcome
@@ -291,7 +291,7 @@ class Batch:
 
     def _seat(self, line: Line) -> Seat:
         """A line's seat: its notes prefixed with its number; nobody to ask, its outcome a JSON line (``_drive``)."""
-        from mcpcli.commands.run import Seat, Unshown
+        from mcpcli.commands.seat import Seat, Unshown
 
         return Seat(reporter=_Reporter(self.rt, line.number), shows=Unshown(), summaries=False)
 
@@ -456,7 +456,6 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     from mcpcli.commands.connecting import credentials, declared, with_server_logs
-    from mcpcli.commands.run import presets_of
     from mcpcli.net.connection import connect
     from mcpcli.settings import trust
 
@@ -468,7 +467,7 @@ async def run_batch(rt: Runtime, opts: AnswerOptions, flows: list[Flow], lines: 
     protocol = rt.protocol()
     rt.store.check_writable()  # before the first request: a flow may need the store at any round
     trust.remember(rt.paths, target)  # the user typed this command line: a later resume may run it unasked
-    presets = presets_of(opts)
+    presets = opts.presets()
     creds = credentials(rt, interactive=False)  # nobody signs in mid-batch: mcpcli auth login first
     batch = Batch(rt, opts, flows, target, protocol, presets, creds, tally)
 

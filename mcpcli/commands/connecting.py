@@ -6,13 +6,12 @@ the same way. Which server it is comes from ``Runtime.resolve``. Imported only b
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from mcpcli.auth import Credentials
+from mcpcli.commands.seat import at_terminal
 from mcpcli.errors import McpcliError
 from mcpcli.net.connection import ConnectOptions
 
@@ -27,11 +26,6 @@ def credentials(rt: Runtime, *, interactive: bool) -> Credentials:
     """How this run signs in to an HTTP server: ``--bearer``, else the config, else OAuth (a browser only when
     ``interactive``: a person is at the terminal)."""
     return Credentials(interactive=interactive, bearer=rt.g.bearer, token_store=rt.process.token_store)
-
-
-def at_terminal() -> bool:
-    """Whether a person may be asked (stdin is a terminal, or a test says it is one)."""
-    return sys.stdin.isatty() or os.environ.get("MCPCLI_ASSUME_TTY") == "1"
 
 
 def with_server_logs(options: ConnectOptions, rt: Runtime, say: Callable[[str], None]) -> ConnectOptions:

@@ -14,7 +14,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from mcpcli.commands.connecting import at_terminal, credentials, declared, with_server_logs
+from mcpcli.commands.connecting import credentials, declared, with_server_logs
+from mcpcli.commands.seat import at_terminal
 from mcpcli.engine.arguments import no_such, usable_schema
 from mcpcli.engine.steps import dump
 from mcpcli.errors import ServerError

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.commands.connecting import at_terminal
-from mcpcli.commands.run import Seat, Views
+from mcpcli.commands.seat import Seat, Views, at_terminal
 from mcpcli.engine.answers import answers_template
 from mcpcli.engine.steps import NeedInput, Outcome
 from mcpcli.errors import ExitCode, print_error

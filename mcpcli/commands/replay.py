@@ -181,7 +181,8 @@ async def replay(rt: Runtime, options: ReplayOptions) -> int:
     """``mcpcli replay``: every hidden answer gathered and the recording checked before anything is sent, then one
     connection that declares what the recorded client declared and answers the back-channel from the recording;
     exit 0 when every round is equal, 1 at the first difference."""
-    from mcpcli.commands.connecting import at_terminal, credentials, declared
+    from mcpcli.commands.connecting import credentials, declared
+    from mcpcli.commands.seat import at_terminal
     from mcpcli.engine.replay import Replayer, live_tracer, replayable
     from mcpcli.net.connection import connect
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mcp import Client
 from pydantic import ValidationError
@@ -28,10 +28,10 @@ from mcpcli.apphost.resource import SHOWS_VIEWS
 from mcpcli.commands.connecting import credentials, declared, with_server_logs
 from mcpcli.commands.discovery import first_problem, input_schema, keep_listing, prompt_schema
 from mcpcli.commands.jobs import CallJob, ResumeJob
+from mcpcli.commands.seat import Seat
 from mcpcli.commands.targets import resume_target
 from mcpcli.engine.answers import Presets, Roots
 from mcpcli.engine.arguments import build_arguments
-from mcpcli.engine.askers import Asked
 from mcpcli.engine.endings import ending_of, error_result, refused_hint, wanted_back_channel
 from mcpcli.engine.flow import Flow
 from mcpcli.engine.steps import AnswerSource, Call, Limits, NeedInput, Outcome
@@ -54,97 +54,13 @@ from mcpcli.state.keeper import Finished, Keeper
 if TYPE_CHECKING:
     from mcpcli.commands.runtime import AnswerOptions, Runtime
     from mcpcli.engine.sampling import Policy
-    from mcpcli.engine.steps import Reporter
     from mcpcli.net.connection import Protocol as Era
     from mcpcli.settings.targets import Target
     from mcpcli.state.store import SessionRecord
-    from mcpcli.terminal.inline import Terminal
 
 log = logging.getLogger(__name__)
 
 Job = CallJob | ResumeJob
-
-
-# --- the seat: the front end's part of a flow ------------------------------------------------------------------------
-
-
-class Shows(Protocol):
-    """How a front end shows what a flow ended with: the command line prints it, the app puts it on a screen."""
-
-    def result(self, method: str, outcome: Outcome) -> int:
-        """The final result, shown as soon as it is final (before the connection closes); its exit code."""
-        ...
-
-    def waiting(self, need: NeedInput) -> int:
-        """Nobody here could answer: what the saved session waits for; the exit code (3)."""
-        ...
-
-    def warning(self, text: str) -> None:
-        """A line the person should see beside the result (an ``--answer`` that met no question…)."""
-        ...
-
-    def pages(self, pages: Sequence[Any]) -> None:
-        """The pages a -32042 "URL elicitation required" error names: the person opens what they trust."""
-        ...
-
-
-class Views(Protocol):
-    """Where a front end shows a tool's view (``commands.apps.AppViews``): the body of a job that has one."""
-
-    async def show(self, run: Run, job: CallJob | ResumeJob, client: Client) -> int:
-        """Run ``job`` on ``client`` under its view; the launching call's exit code."""
-        ...
-
-
-class Unshown:
-    """``Shows`` for a seat that runs no flow (``mcpcli answer`` in the app: its form is all there is)."""
-
-    def result(self, method: str, outcome: Outcome) -> int:
-        return int(outcome.exit_code)
-
-    def waiting(self, need: NeedInput) -> int:
-        return int(ExitCode.INPUT_REQUIRED)
-
-    def warning(self, text: str) -> None:
-        log.info("not shown: %s", text)
-
-    def pages(self, pages: Sequence[Any]) -> None:
-        return None
-
-
-@dataclass(frozen=True)
-class Seat:
-    """Where the person a flow answers to sits: everything of a flow that differs between front ends.
-
-    The inline terminal and the full-screen app differ only in what is here; the presets, the roots, the sampler,
-    the store and the limits are built the same way for both (``build_flow``).
-    """
-
-    reporter: Reporter
-    """The flow's notes and the server's progress: ``rt.out`` on stderr, or the app's notifications."""
-    shows: Shows
-    """How the outcome is shown (the result, a flow left waiting, warnings)."""
-    terminal: Terminal | None = None
-    """The person at the terminal, asked inline (after the presets and roots); None: nobody to ask there."""
-    app_user: MakeUser | None = None
-    """The app's answer source, asked last (it needs the flow itself: its call is the round's header)."""
-    approver: Any = None
-    """Who approves sampling requests (``asking.TerminalApprover``, the app's screen); None: the policy alone."""
-    views: Views | None = None
-    """Where a tool's view is shown and its news said (``--app``, the app); None: this front end shows none."""
-    summaries: bool = True
-    """Whether ``-v`` prints trace lines on stderr (not in the app: it owns the terminal)."""
-    sign_in: bool = False
-    """Whether OAuth may open a browser to sign in (a person is at the terminal); else ``mcpcli auth login``."""
-    alone: bool = False
-    """The flow is its process's only one and no UI shares its event loop (the CLI): its store calls, to a local
-    SQLite file, run on the loop's own thread (``Keeper.inline``)."""
-    always_views: bool = False
-    """Every connection declares MCP Apps (the app, whose start screen can open any tool's view)."""
-
-
-MakeUser = Callable[[Asked, Presets], AnswerSource]
-"""Builds the app's answer source for a flow (it needs the flow's call for its header, the presets to pre-fill)."""
 
 
 # --- the job ---------------------------------------------------------------------------------------------------------
@@ -249,18 +165,6 @@ def _body(run: Run, job: Job) -> Body:
 # --- building a flow -------------------------------------------------------------------------------------------------
 
 
-def presets_of(opts: AnswerOptions) -> Presets:
-    """The answers given up front on the command line (``--answer``, ``--answers``, ``--decline``, …)."""
-    return Presets.parse(
-        opts.answer,
-        opts.answers,
-        decline=opts.decline,
-        cancel=opts.cancel,
-        accept=opts.accept,
-        accept_defaults=opts.accept_defaults,
-    )
-
-
 def build_flow(
     rt: Runtime,
     opts: AnswerOptions,
@@ -290,7 +194,7 @@ def build_flow(
         # Only a local file: a write to a remote database waits on the network, where a thread keeps Ctrl-C heard.
         inline=seat.alone and isinstance(rt.store, SqliteStore),
     )
-    presets = presets or presets_of(opts)
+    presets = presets or opts.presets()
     roots = Roots([p.expanduser() for p in opts.roots] or [rt.surroundings.directory()])
     sources: list[AnswerSource] = [presets, roots]
     if seat.terminal is not None:

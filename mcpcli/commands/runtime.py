@@ -22,6 +22,7 @@ from mcpcli.platform import signals
 if TYPE_CHECKING:
     import logging
 
+    from mcpcli.engine.answers import Presets
     from mcpcli.net.bounds import Bounds
     from mcpcli.settings.config import Paths, Settings
     from mcpcli.settings.servers import ServerTable
@@ -183,6 +184,20 @@ class AnswerOptions:
     wait_for_answer: float | None = None
     """``--wait-for-answer[=SECONDS]``: with nobody here to answer, park the flow and continue as soon as an answer
     lands in the store (``mcpcli answer``), for at most this long; ``None``: exit 3 at once."""
+
+    def presets(self) -> Presets:
+        """The answers given up front (``--answer``, ``--answers``, ``--decline``, …), parsed and checked once per
+        use: a bad value is a usage error (exit 2)."""
+        from mcpcli.engine.answers import Presets
+
+        return Presets.parse(
+            self.answer,
+            self.answers,
+            decline=self.decline,
+            cancel=self.cancel,
+            accept=self.accept,
+            accept_defaults=self.accept_defaults,
+        )
 
 
 class Runtime:

@@ -67,7 +67,7 @@ def offer_task_cancel(rt: Runtime, opts: AnswerOptions, flows: list[Flow]) -> bo
     """Ctrl-C at a terminal while a task runs: ask whether to detach (leave it running) or cancel it; True when
     the user chose to cancel (the caller then runs ``cancel_task_of``)."""
     session = task_left_running(flows)
-    from mcpcli.commands.connecting import at_terminal
+    from mcpcli.commands.seat import at_terminal
 
     if session is None or opts.json or opts.no_input or not at_terminal():
         return False

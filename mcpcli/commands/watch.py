@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.shared.exceptions import MCPError
 
-from mcpcli.commands.connecting import at_terminal, credentials, declared, with_server_logs
+from mcpcli.commands.connecting import credentials, declared, with_server_logs
 from mcpcli.commands.discovery import all_pages
+from mcpcli.commands.seat import at_terminal
 from mcpcli.display import TERMINAL_TEXT_MAX, clip, json_text, sanitize, some_of
 from mcpcli.engine.steps import dump
 from mcpcli.engine.watching import LIST_KINDS, Change, Honoured, Stats, Want, Watch

@@ -35,8 +35,8 @@ from mcpcli.tui.host import Following
 if TYPE_CHECKING:
     from mcpcli.commands.answer import Answered
     from mcpcli.commands.jobs import AnswerJob, CallJob, ResumeJob
-    from mcpcli.commands.run import Seat, Views
     from mcpcli.commands.runtime import AnswerOptions, Runtime
+    from mcpcli.commands.seat import Seat, Views
     from mcpcli.engine.answers import Presets
     from mcpcli.engine.askers import Asked
     from mcpcli.engine.flow import Flow
@@ -228,7 +228,7 @@ class McpcliApp(App[TuiExit]):
         """The app's seat for a flow shown on ``screen``: its forms ask (after the presets), its dialog approves
         sampling, notes become notifications. The app owns the terminal: no -v lines on it, and no browser sign-in
         (``mcpcli auth login`` signs in)."""
-        from mcpcli.commands.run import Seat
+        from mcpcli.commands.seat import Seat
         from mcpcli.tui.sampling import TuiApprover
         from mcpcli.tui.source import TuiReporter
 

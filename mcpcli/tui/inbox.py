@@ -66,7 +66,7 @@ async def answer_here(
     in one of the app's workers (the form is awaited). Raises what ``answer_open`` raises, and ``UserStopped`` when
     the form is left."""
     from mcpcli.commands.answer import answer_open
-    from mcpcli.commands.run import Seat, Unshown
+    from mcpcli.commands.seat import Seat, Unshown
     from mcpcli.tui.source import TuiUser
 
     def user(asked: Asked, presets: Presets) -> AnswerSource:
