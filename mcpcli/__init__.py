@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 SERVER_COMMANDS = frozenset(
     {"tools", "prompts", "resources", "info", "call", "prompt", "read", "resume", "batch", "replay", "watch"}
 )
-"""The commands that talk to a server: the ones the warm worker serves (``mcpcli.worker.front``), looked for by the
+"""The commands that talk to a server: the ones the warm worker serves (``mcpcli.warm``), looked for by the
 executable before anything else is imported (``mcpcli.entry``)."""
 
 HELD_THRESHOLD = 1_000_000

@@ -34,7 +34,7 @@ def main() -> None:
         # Anywhere on the line: run in this process. Typer never sees it.
         sys.argv = [sys.argv[0], *(word for word in argv if word != NO_WORKER)]
     elif _names_a_server_command(argv):
-        from mcpcli.worker.front import delegate, wanted
+        from mcpcli.warm import delegate, wanted
 
         if wanted(argv) and (code := delegate(argv)) is not None:
             leave(code)

@@ -173,3 +173,15 @@ def package_dir() -> str:
     import mcpcli
 
     return os.path.dirname(os.path.realpath(mcpcli.__file__))
+
+
+def env_seconds(name: str, default: float, *, least: float = 1.0) -> float:
+    """A number of seconds from the environment variable ``name`` (at least ``least``); ``default`` when it is
+    unset or not a number."""
+    raw = os.environ.get(name)
+    if raw:
+        try:
+            return max(least, float(raw))
+        except ValueError:
+            pass
+    return default

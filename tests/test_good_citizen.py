@@ -133,7 +133,7 @@ def test_the_worker_serves_from_the_third_command_of_a_run(on: None) -> None:
 
 
 def test_the_default_rule_starts_on_the_second_cold_command_within_five_minutes(tmp_path: Path) -> None:
-    from mcpcli.worker.front import START_WINDOW, another_in_a_row
+    from mcpcli.warm import START_WINDOW, another_in_a_row
     from mcpcli.worker.server import EARLY_IDLE, FEW, IDLE_TIMEOUT, Worker
 
     assert (START_WINDOW, EARLY_IDLE, FEW, IDLE_TIMEOUT) == (300, 60, 3, 900)  # docs/worker.md's numbers

@@ -251,7 +251,7 @@ def test_a_busy_worker_is_waited_for_where_a_silent_one_is_given_up(
 ) -> None:
     """A hundred commands at once load the machine: a worker slower than the front end's answer timeout but busy
     must not send each command to run in-process too (each fallback loads the machine more)."""
-    from mcpcli.worker.front import ANSWER_TIMEOUT
+    from mcpcli.warm import ANSWER_TIMEOUT
 
     monkeypatch.setenv("MCPCLI_WORKER", "1")
     monkeypatch.delenv("CI", raising=False)
@@ -401,7 +401,7 @@ def test_the_warm_front_end_imports_neither_the_sdk_nor_the_cli_layers(warm: Pat
     costly = ("pathlib", "typing", "platformdirs", "json", "socket", "signal", "selectors", "enum", "re", "zlib")
     for name in (*costly, "encodings.ascii"):
         assert name not in imported, name
-    assert "mcpcli.worker.front" in imported
+    assert "mcpcli.warm" in imported
 
 
 @pytest.mark.parametrize(

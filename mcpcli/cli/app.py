@@ -145,7 +145,7 @@ def _run_command(command: Any, argv: list[str], surroundings: Surroundings) -> N
         at = words.index("--wait-for-answer")
         argv = [*argv[:at], f"--wait-for-answer={WAIT_FOR_ANSWER_DEFAULT:g}", *argv[at + 1 :]]
         words = argv[: argv.index("--")] if "--" in argv else argv
-    from mcpcli.worker.front import subcommand
+    from mcpcli.warm import subcommand
 
     stream = subcommand(argv) in STREAMS
     if "--json" not in words and subcommand(argv) != "batch":
@@ -179,7 +179,7 @@ def command_for(argv: list[str]) -> Any:
     """The Click command that runs ``argv``: for a plain ``mcpcli [GLOBALS] COMMAND …`` line, the root with that one
     command only — Typer converts every command's signature when it builds the tree, a cold ``call`` paid that
     for forty — else the whole tree. The one command parses, helps and fails exactly as in the whole tree."""
-    from mcpcli.worker.front import subcommand
+    from mcpcli.warm import subcommand
 
     name = subcommand(argv)
     whole = typer.main.get_command

@@ -68,7 +68,7 @@ def status(json_out: Json = False) -> None:
 
     Example: mcpcli worker status --json
     """
-    from mcpcli.worker.front import ask
+    from mcpcli.warm import ask
 
     path = _path()
     reply = ask(path, "status")  # type: ignore[arg-type]
@@ -154,7 +154,7 @@ def start() -> None:
 
     Example: mcpcli worker start
     """
-    from mcpcli.worker.front import ask, start
+    from mcpcli.warm import ask, start
 
     path = _path()
     if ask(path, "status") is not None:  # type: ignore[arg-type]
@@ -183,7 +183,7 @@ def stop() -> None:
 
     Example: mcpcli worker stop
     """
-    from mcpcli.worker.front import stop as stop_worker
+    from mcpcli.warm import stop as stop_worker
 
     _say("Stopped the worker." if stop_worker(_path()) else "No worker was running.")  # type: ignore[arg-type]
 
@@ -195,7 +195,7 @@ def ps(json_out: Json = False) -> None:
 
     Example: mcpcli worker ps --json
     """
-    from mcpcli.worker.front import ask
+    from mcpcli.warm import ask
 
     reply = ask(_path(), "ps", home=_home())  # type: ignore[arg-type]
     servers = list((reply or {}).get("servers") or [])  # type: ignore[call-overload]
@@ -222,9 +222,9 @@ def restart(
 
     Example: mcpcli worker restart files
     """
-    from mcpcli.worker.front import ask
-    from mcpcli.worker.front import start as start_worker
-    from mcpcli.worker.front import stop as stop_worker
+    from mcpcli.warm import ask
+    from mcpcli.warm import start as start_worker
+    from mcpcli.warm import stop as stop_worker
 
     path = _path()
     if name is None:

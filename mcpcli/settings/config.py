@@ -367,7 +367,7 @@ class LimitsConfig(BaseModel):
 
 class WorkerConfig(BaseModel):
     """The background worker (``[worker]``). The front end reads this table itself, before anything heavy is
-    imported (``mcpcli.worker.front``); it is here so that config.toml is checked as a whole and documented in one
+    imported (``mcpcli.warm``); it is here so that config.toml is checked as a whole and documented in one
     place."""
 
     model_config = ConfigDict(extra="forbid")

@@ -21,9 +21,10 @@ it has served a few commands), when the homes it served are gone, or when its so
 where a background process would surprise (``CI`` set), or with ``--no-worker`` / ``MCPCLI_WORKER=0`` /
 ``[worker] enabled = false``. ARCHITECTURE.md (The worker) has the rules and their numbers.
 
-The front end's side lives in ``front`` (standard library only: the warm path, which imports this package
-too, so it stays as light), over ``mcpcli.framing`` (the messages) and ``mcpcli.userdirs`` (where the socket is);
-a kept-alive server's transport in ``mcpcli.net.attach``.
+The front end's side lives in ``mcpcli.warm`` (standard library only: the warm path), over ``mcpcli.framing`` (the
+messages) and ``mcpcli.userdirs`` (where the socket is); a kept-alive server's transport in ``mcpcli.net.attach``.
+The front end is a package apart from this one because the command line calls it (``mcpcli worker start``, the
+subcommand it names) while this package's child runs the command line: together they would import each other.
 """
 
 from __future__ import annotations
@@ -31,18 +32,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-
-
-def env_seconds(name: str, default: float, *, least: float = 1.0) -> float:
-    """A number of seconds from the environment variable ``name`` (at least ``least``); ``default`` when it is
-    unset or not a number."""
-    raw = os.environ.get(name)
-    if raw:
-        try:
-            return max(least, float(raw))
-        except ValueError:
-            pass
-    return default
 
 
 def log_line(role: str, text: str) -> None:

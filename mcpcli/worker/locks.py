@@ -37,7 +37,8 @@ from typing import Any
 
 from mcpcli.framing import FramingError, receive, send
 from mcpcli.platform import POSIX, peer
-from mcpcli.worker import env_seconds, log_line
+from mcpcli.userdirs import env_seconds
+from mcpcli.worker import log_line
 
 assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 

@@ -22,7 +22,7 @@ PRELOADED_LIBRARIES = (
     "getpass",  # who owns a flow (state.inbox.whoami), with pwd when no USER is set
     "httpcore2",  # httpx2's transport imports it when a command connects direct (~20 ms, with h11 and h2)
     "jsonschema",
-    "mcpcli.worker.front",  # the command's name, read by cli.app (the walk skips the worker's own package)
+    "mcpcli.warm",  # the command's name, read by cli.app (the walk skips the worker's own package)
     "mcp.client.auth",
     # Tracing, when the otel extra is installed (telemetry.export imports them only when a command traces): ~0.15 s
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",

@@ -34,8 +34,8 @@ import mcpcli
 from mcpcli import __version__
 from mcpcli.framing import FramingError, receive, send
 from mcpcli.platform import POSIX, peer, status_lines
-from mcpcli.userdirs import own_private_dir, socket_path, state_home
-from mcpcli.worker import child, env_seconds, log_line, spare
+from mcpcli.userdirs import env_seconds, own_private_dir, socket_path, state_home
+from mcpcli.worker import child, log_line, spare
 
 assert POSIX, "the background worker needs fork and Unix sockets (mcpcli.platform.WORKERLESS says why)"
 

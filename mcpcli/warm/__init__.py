@@ -25,6 +25,7 @@ from mcpcli.userdirs import (
     OFF,
     ON,
     config_home,
+    env_seconds,
     own_private_dir,
     package_dir,
     socket_file,
@@ -32,7 +33,6 @@ from mcpcli.userdirs import (
     worker_dir,
     worker_file,
 )
-from mcpcli.worker import env_seconds
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the warm path ~4 ms (mypy reads the name alone)
 
