@@ -197,7 +197,7 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
     from mcpcli.engine.answers import Presets
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import Call
-    from mcpcli.net.connection import connect
+    from mcpcli.net.connection import ConnectOptions, connect
     from mcpcli.settings.config import Paths
     from mcpcli.settings.targets import Target
     from mcpcli.state.keeper import Keeper
@@ -226,12 +226,14 @@ async def per_flow(url: str, runs: int) -> tuple[float, float]:
     try:
         async with (
             connect(
-                target,
-                paths,
-                elicitation=lambda r: back_channel("elicitation", r),
-                roots=lambda r: back_channel("roots", r),
-                sampling=lambda r: back_channel("sampling", r),
-                tracer=tracer,
+                ConnectOptions(
+                    target,
+                    paths,
+                    elicitation=lambda r: back_channel("elicitation", r),
+                    roots=lambda r: back_channel("roots", r),
+                    sampling=lambda r: back_channel("sampling", r),
+                    tracer=tracer,
+                )
             ) as client,
             Client(url, elicitation_callback=sdk_elicit) as sdk,
         ):
@@ -635,7 +637,7 @@ async def _task_figures(url: str, runs: int) -> None:
 
     from mcpcli.engine.flow import Flow
     from mcpcli.engine.steps import Call
-    from mcpcli.net.connection import connect
+    from mcpcli.net.connection import ConnectOptions, connect
     from mcpcli.net.tasks import get_task
     from mcpcli.settings.config import Paths
     from mcpcli.settings.targets import Target
@@ -647,7 +649,7 @@ async def _task_figures(url: str, runs: int) -> None:
     store = open_store(None, paths.store_file)
     quiet = Output(out_console=Console(file=io.StringIO()), err_console=Console(file=io.StringIO()))
     try:
-        async with connect(Target(label=url, kind="http", url=url), paths) as client:
+        async with connect(ConnectOptions(Target(label=url, kind="http", url=url), paths)) as client:
             created = await client.session.call_tool("stuck", {}, allow_claimed=True)
             task_id = getattr(created, "task_id")  # noqa: B009 - a claimed result
             polls, pings = [], []
