@@ -102,10 +102,12 @@ async def answer_open(rt: Runtime, opts: AnswerOptions, session_id: str, seat: S
             " its owner's run answers it (an LLM for sampling, its roots).",
             hint=f"Its owner continues it: mcpcli resume {record.id}",
         )
+    from mcpcli.state.vault import load_store_key, sealed_for
+
     store.check_writable()
     answers = await _collected(opts, seat, record, last, {k: last.requests[k] for k in last.requests if k in keys})
     complete = set(open_now) <= set(answers)
-    sealed = _sealed(rt, record.id, last.requests, answers)
+    sealed = sealed_for(last.requests, answers, record.id, lambda: load_store_key(rt.paths.store_key_file))
 
     def write() -> RoundRecord:
         return store.answer_round(record.id, last.index, sealed, by=me, complete=complete)
@@ -125,22 +127,17 @@ async def _collected(
     app's form; what the round kept while it waited is offered first — each checked against its schema by the
     source that gave it. Nobody here answers them all: one line, exit 2, nothing written."""
     from mcpcli.engine.askers import Askers
-    from mcpcli.engine.steps import AnswerSource, NeedInput, Question, parse_request, typed_responses
+    from mcpcli.engine.partial import kept_answer
+    from mcpcli.engine.steps import AnswerSource, NeedInput, Question, parse_request
 
     presets = opts.presets()
-    sources: list[AnswerSource] = [presets]
+    sources: list[AnswerSource] = [presets, *seat.people(presets)]
     kept = last.partial
 
     async def replay(question: Question) -> t.InputResponse | None:
-        return typed_responses({question.key: kept[question.key]})[question.key] if question.key in kept else None
+        return kept_answer(kept, question)
 
     askers = Askers(sources, seat.reporter, stuck=lambda left: NeedInput(record, left), replay=replay)
-    if seat.terminal is not None:
-        import webbrowser
-
-        from mcpcli.terminal.asking import TerminalUser
-
-        sources.append(TerminalUser(seat.terminal, presets, open_url=webbrowser.open))
     if seat.app_user is not None and not opts.no_input:
         sources.append(seat.app_user(askers, presets))
     questions = [
@@ -156,16 +153,6 @@ async def _collected(
             hint=f"Give the answers: mcpcli answer {record.id} --answer FIELD=VALUE (or --answers FILE, or at a"
             " terminal)",
         ) from None
-
-
-def _sealed(rt: Runtime, session_id: str, requests: dict[str, Any], answers: dict[str, Any]) -> dict[str, Any]:
-    """The answers as the store keeps them: a secret field's value sealed with the store key (``state.vault``)."""
-    from mcpcli.state.vault import load_store_key, seal_answers, secret_fields
-
-    secret = secret_fields(requests)
-    if not secret:
-        return answers
-    return seal_answers(answers, secret, session_id, load_store_key(rt.paths.store_key_file))
 
 
 def _open_round(rt: Runtime, record: SessionRecord) -> RoundRecord:

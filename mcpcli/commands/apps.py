@@ -280,9 +280,7 @@ def _view_calls(
         """Run the view's call as a flow on the launching connection, one flow asking at a time; the view gets the
         result, or an error saying the call waits as a session."""
         async with asking:
-            flow = build_flow(
-                run.rt, run.opts, run.seat, launching.server, run.flows, launching.connection, run.opts.presets()
-            )
+            flow = build_flow(run.rt, run.opts, run.seat, launching.server, run.flows, launching.connection)
             flow.client = client
             async with flow.keeper.running():
                 try:

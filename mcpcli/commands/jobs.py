@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from mcpcli.engine.answers import Presets
     from mcpcli.engine.steps import Method
 
 
@@ -36,9 +35,6 @@ class CallJob:
     """``--detach``: a call the server runs as a task is left running; its session id is the result."""
     as_task: bool = False
     """``--task``: a 2025-11-25 tool whose task support is optional is called as a task."""
-    presets: Presets | None = None
-    """Answers of this job's own, instead of the command line's (``batch``: the line's merged with the command
-    line's)."""
 
 
 @dataclass(frozen=True)
@@ -88,4 +84,7 @@ def check_app_options(app: bool, no_browser: bool, seconds: float | None) -> App
     return AppOptions(browser=not no_browser, seconds=seconds)
 
 
-Job = CallJob | ResumeJob | AnswerJob
+FlowJob = CallJob | ResumeJob
+"""What ``run_job`` runs: a flow started or continued."""
+Job = FlowJob | AnswerJob
+"""Whatever a front end asks for (``AnswerJob`` takes ``commands.answer``'s short path: no flow)."""

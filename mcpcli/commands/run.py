@@ -27,7 +27,7 @@ from mcpcli import telemetry
 from mcpcli.apphost.resource import SHOWS_VIEWS
 from mcpcli.commands.connecting import credentials, declared, with_server_logs
 from mcpcli.commands.discovery import first_problem, input_schema, keep_listing, prompt_schema
-from mcpcli.commands.jobs import CallJob, ResumeJob
+from mcpcli.commands.jobs import CallJob, FlowJob, ResumeJob
 from mcpcli.commands.seat import Seat
 from mcpcli.commands.targets import resume_target
 from mcpcli.engine.answers import Presets, Roots
@@ -60,13 +60,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Job = CallJob | ResumeJob
-
 
 # --- the job ---------------------------------------------------------------------------------------------------------
 
 
-async def run_job(rt: Runtime, opts: AnswerOptions, job: Job, seat: Seat, flows: list[Flow]) -> int:
+async def run_job(rt: Runtime, opts: AnswerOptions, job: FlowJob, seat: Seat, flows: list[Flow]) -> int:
     """Run ``job`` to its end and return its exit code; the outcome goes to ``seat.shows`` as soon as it is final.
 
     With ``--wait-for-answer`` a flow that parks on a question nobody here answers is announced and waits for an
@@ -90,7 +88,9 @@ async def run_job(rt: Runtime, opts: AnswerOptions, job: Job, seat: Seat, flows:
         return code
 
 
-async def _run_once(rt: Runtime, opts: AnswerOptions, job: Job, seat: Seat, flows: list[Flow], *, parks: bool) -> int:
+async def _run_once(
+    rt: Runtime, opts: AnswerOptions, job: FlowJob, seat: Seat, flows: list[Flow], *, parks: bool
+) -> int:
     """One run of ``job``: its server found and trusted, its flow built and leased (a resume's session adopted before
     anything is sent: a loser of a race sends nothing), connected, started or resumed. ``parks``: a flow left waiting
     for a person raises ``NeedInput`` instead of being shown (``run_job`` waits for the answer)."""
@@ -103,12 +103,11 @@ async def _run_once(rt: Runtime, opts: AnswerOptions, job: Job, seat: Seat, flow
             check_cancellable(record)
         elif record.status == "done" and record.result is not None:
             seat.reporter.note(f"Session {record.id} already finished; here is its result again.")
-            return seat.shows.result(record.method, Outcome(record.result, record, ExitCode(record.exit_code or 0)))
+            return seat.shows.result(record.method, _stored(record))
     target, protocol = _target(rt, seat, record, job)
     rt.store.check_writable()  # before the first request: not after the server acted on round 1
     connection = connection_settings(target, protocol or target.protocol or "auto")
-    presets = job.presets if isinstance(job, CallJob) else None
-    flow = build_flow(rt, opts, seat, record.server if record else target.label, flows, connection, presets)
+    flow = build_flow(rt, opts, seat, record.server if record else target.label, flows, connection)
     flow.detach = isinstance(job, CallJob) and job.detach
     # The lease is claimed, and heart-beaten, from before connecting until after the connection is closed.
     async with flow.keeper.running():
@@ -118,13 +117,17 @@ async def _run_once(rt: Runtime, opts: AnswerOptions, job: Job, seat: Seat, flow
             except Finished as done:
                 finished = done.session
                 seat.reporter.note(f"Session {finished.id} was finished by another run meanwhile; here is its result.")
-                outcome = Outcome(finished.result or {}, finished, ExitCode(finished.exit_code or 0))
-                return seat.shows.result(finished.method, outcome)
+                return seat.shows.result(finished.method, _stored(finished))
         run = Run(rt, opts, flow, seat, target, protocol, flows, parks, views=job.app is not None)
         return await run.connected(_body(run, job))
 
 
-def _target(rt: Runtime, seat: Seat, record: SessionRecord | None, job: Job) -> tuple[Target, Era | None]:
+def _stored(record: SessionRecord) -> Outcome:
+    """A finished session's stored result, shown again as if just received (with its exit code)."""
+    return Outcome(record.result or {}, record, ExitCode(record.exit_code or 0))
+
+
+def _target(rt: Runtime, seat: Seat, record: SessionRecord | None, job: FlowJob) -> tuple[Target, Era | None]:
     """The server a job talks to, and the protocol asked for: ``-s`` (or the configured default) for a new call,
     remembered as the user's own command line; a resume's own server otherwise (``targets.resume_target``)."""
     if record is not None:
@@ -140,7 +143,7 @@ def _target(rt: Runtime, seat: Seat, record: SessionRecord | None, job: Job) -> 
 Body = Callable[[Client], Awaitable[Outcome | int]]
 
 
-def _body(run: Run, job: Job) -> Body:
+def _body(run: Run, job: FlowJob) -> Body:
     """What runs on the connection: the call started, the session resumed (or its task cancelled), or — with a
     view — either under the tool's view (``commands.apps``)."""
     flow = run.flow
@@ -196,13 +199,7 @@ def build_flow(
     )
     presets = presets or opts.presets()
     roots = Roots([p.expanduser() for p in opts.roots] or [rt.surroundings.directory()])
-    sources: list[AnswerSource] = [presets, roots]
-    if seat.terminal is not None:
-        import webbrowser
-
-        from mcpcli.terminal.asking import TerminalUser  # deferred: only a terminal session needs Rich and the prompts
-
-        sources.append(TerminalUser(seat.terminal, presets, open_url=webbrowser.open))
+    sources: list[AnswerSource] = [presets, roots, *seat.people(presets)]
     if (sampler := _sampler(rt, opts, server, keeper, seat.approver)) is not None:
         sources.append(sampler)
     flow = Flow(

@@ -107,6 +107,17 @@ class Seat:
     always_views: bool = False
     """Every connection declares MCP Apps (the app, whose start screen can open any tool's view)."""
 
+    def people(self, presets: Presets) -> list[AnswerSource]:
+        """The person at the terminal as an answer source (its prompts pre-filled by ``presets``), when one sits
+        here; the app's user needs the flow and is added by whoever builds it (``app_user``)."""
+        if self.terminal is None:
+            return []
+        import webbrowser
+
+        from mcpcli.terminal.asking import TerminalUser  # deferred: only a terminal session needs Rich and the prompts
+
+        return [TerminalUser(self.terminal, presets, open_url=webbrowser.open)]
+
 
 MakeUser = Callable[["Asked", "Presets"], "AnswerSource"]
 """Builds the app's answer source for a flow (it needs the flow's call for its header, the presets to pre-fill)."""

@@ -390,7 +390,7 @@ class Flow:
         answers: dict[str, Any] = {}
         with telemetry.round_span(index, requests):
             try:
-                await self._answer_silently(questions, answers)
+                await self.askers.silently(questions, answers)
             except BaseException as exc:
                 record = await self._record(requests, state)
                 if isinstance(exc, McpcliError):
@@ -410,7 +410,7 @@ class Flow:
         answers: dict[str, Any] = {}
         with telemetry.round_span(pending.index, pending.requests):
             try:
-                await self._answer_silently(questions, answers)
+                await self.askers.silently(questions, answers)
             except McpcliError as exc:
                 await keep_part(self.keeper, pending, {**self._kept, **answers}, exc)
                 raise
@@ -424,7 +424,7 @@ class Flow:
         """Ask people what the silent sources left; the answers saved before the retry. Stopped before every
         question has its answer (nobody can give one, the user quit): the answers given so far are kept."""
         try:
-            await self._ask_people(questions, answers)
+            await self.askers.people(questions, answers)
         except McpcliError as exc:
             await keep_part(self.keeper, record, answers, exc)
             raise
@@ -456,13 +456,6 @@ class Flow:
         """An answer given before to the same question (this run's kept answers, or an earlier attempt's)."""
         attempt = self._attempt if self._saved else 1
         return await earlier_answer(self.keeper, attempt, self._kept, question)
-
-    async def _answer_silently(self, questions: Sequence[Question], answers: dict[str, Any]) -> None:
-        await self.askers.silently(questions, answers)
-
-    async def _ask_people(self, questions: Sequence[Question], answers: dict[str, Any]) -> dict[str, Any]:
-        self.askers.call = self.call
-        return await self.askers.people(questions, answers)
 
     def _answered(self, key: str, label: str, answer: Any, source: Any = None) -> None:
         """Where an answer came from: for a recording (``--record``: preset, replay, prompt, roots, llm), and for the

@@ -56,6 +56,11 @@ async def keep_part(
         await keeper.update(status="waiting", error=exc.message)
 
 
+def kept_answer(kept: dict[str, Any], question: Question) -> t.InputResponse | None:
+    """The answer a stored round kept for this question while it waited for the rest (``kept``, by request key)."""
+    return typed_responses({question.key: kept[question.key]})[question.key] if question.key in kept else None
+
+
 async def earlier_answer(
     keeper: Keeper, attempt: int, kept: dict[str, Any], question: Question
 ) -> t.InputResponse | None:
@@ -63,7 +68,7 @@ async def earlier_answer(
     given in an earlier ``attempt`` of the flow to the identical question (same key, same request) — replayed, so
     that a resumed or restarted flow never asks a person, or bills an LLM, twice for it."""
     if question.key in kept:
-        return typed_responses({question.key: kept[question.key]})[question.key]
+        return kept_answer(kept, question)
     if attempt == 1:
         return None
     for record, lost in reversed(await keeper.rounds()):

@@ -473,13 +473,10 @@ class Keeper:
         return self._key
 
     def _seal(self, requests: Mapping[str, Any], answers: dict[str, Any]) -> dict[str, Any]:
-        from mcpcli.state.vault import seal_answers, secret_fields
+        from mcpcli.state.vault import sealed_for
 
-        secret = secret_fields(requests)
-        if not secret:
-            return answers
         assert self.session is not None
-        return seal_answers(answers, secret, self.session.id, self._key_now())
+        return sealed_for(requests, answers, self.session.id, self._key_now)
 
     def _opened(self, record: RoundRecord) -> tuple[RoundRecord, set[str]]:
         """The round with its sealed answers opened by this machine's store key, and the keys whose secret could not be

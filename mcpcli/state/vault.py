@@ -18,7 +18,7 @@ import base64
 import hashlib
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,17 @@ def secret_fields(requests: Mapping[str, Any]) -> dict[str, set[str]]:
 
 def _aad(session_id: str, key: str, field: str) -> bytes:
     return f"mcpcli/answer/v1\0{session_id}\0{key}\0{field}".encode()
+
+
+def sealed_for(
+    requests: Mapping[str, Any], answers: dict[str, Any], session_id: str, key: Callable[[], bytes | None]
+) -> dict[str, Any]:
+    """``answers`` to ``requests`` as the store keeps them: a secret field's value sealed (``seal_answers``). The key
+    is asked for only when a request has a secret field (loading it may create it)."""
+    secret = secret_fields(requests)
+    if not secret:
+        return answers
+    return seal_answers(answers, secret, session_id, key())
 
 
 def seal_answers(
